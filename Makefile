@@ -1,0 +1,112 @@
+# hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
+# build-san/. `make check` builds both and runs every test suite (README.md).
+
+PKGS      := libevent jansson sqlite3 libseccomp
+CC        ?= cc
+SAN       ?= 0
+PREFIX    ?= /usr/local
+
+ifeq ($(SAN),1)
+BUILD     := build-san
+SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT       := -O1 -g
+else
+BUILD     := build
+SANFLAGS  :=
+OPT       := -O2 -g
+endif
+
+WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+CPPFLAGS  += -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS))
+CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
+LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed
+LIBS      := $(shell pkg-config --libs $(PKGS))
+TEST_LIBS := $(shell pkg-config --libs cmocka)
+
+UTIL_SRC    := $(wildcard src/util/*.c)
+PROTO_SRC   := $(wildcard src/proto/*.c)
+RUNTIME_SRC := $(wildcard src/runtime/*.c)
+INIT_SRC    := $(wildcard src/init/*.c)
+CLI_SRC     := $(wildcard src/cli/*.c)
+LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC)
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIB       := $(BUILD)/libhutch.a
+HUTCH     := $(BUILD)/hutch
+INIT      := $(BUILD)/hutch-init
+UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
+UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
+HELPER_SRC:= $(wildcard tests/helpers/*.c)
+HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC))
+BENCH_SRC := $(wildcard bench/*.c)
+BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps tests check check-unit check-integration check-fuzz fuzz bench install clean run
+all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(call obj,$(LIB_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(HUTCH): $(call obj,$(CLI_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# hutch-init runs as PID 1 inside every sandbox; it links only what it uses.
+$(INIT): $(call obj,$(INIT_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -o $@ $< $(LIB) $(LDFLAGS) $(LIBS) $(TEST_LIBS)
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LIBS) -lm
+
+deps:
+	scripts/install-deps.sh
+
+run: all
+	$(HUTCH) run -- python3 -c 'print(1)'
+
+check-unit: all
+	tests/run-unit.sh $(BUILD)
+
+check-integration: all
+	tests/integration/run.sh $(BUILD)
+
+check-fuzz:
+	tests/fuzz/run.sh smoke
+
+fuzz:
+	tests/fuzz/run.sh build
+
+# The full suite: the plain build and the sanitizer build, unit and
+# integration tests under both, then a bounded fuzz run.
+check:
+	$(MAKE) all
+	$(MAKE) SAN=1 all
+	tests/run-unit.sh build
+	tests/run-unit.sh build-san
+	tests/integration/run.sh build-san
+	tests/fuzz/run.sh smoke
+	tests/summary.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/hutch
+	install -m 0755 $(HUTCH) $(DESTDIR)$(PREFIX)/bin/hutch
+	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find build build-san -name '*.d' 2>/dev/null)

@@ -1,0 +1,11 @@
+/* The `hutch` command line: one file per verb, dispatched from main.c. */
+#ifndef HUTCH_CLI_CLI_H
+#define HUTCH_CLI_CLI_H
+
+int cmd_run(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+
+/* Print "hutch: <msg>" to stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

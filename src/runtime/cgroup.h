@@ -1,0 +1,87 @@
+/*
+ * cgroups behind one interface, with backends for the hosts hutch meets:
+ *   - v2: a unified hierarchy with the memory, pids and cpu controllers;
+ *   - v1: per-controller hierarchies (memory, pids, cpu, freezer);
+ *   - hybrid: v1 controllers for the limits plus a controller-less cgroup2
+ *     mount (for example /sys/fs/cgroup/unified) used for freeze, kill and
+ *     clone3(CLONE_INTO_CGROUP), which are faster and race-free there.
+ * hu_cgroup_detect() picks the backend from /proc/self/mountinfo.
+ *
+ * Every sandbox gets one group named after it under a parent group "hutch"
+ * (configurable), in every hierarchy the backend uses.
+ */
+#ifndef HUTCH_RUNTIME_CGROUP_H
+#define HUTCH_RUNTIME_CGROUP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "util/err.h"
+
+enum hu_cgroup_mode { HU_CGROUP_V1 = 1, HU_CGROUP_V2 = 2, HU_CGROUP_HYBRID = 3 };
+
+struct hu_cgroup_limits {
+	uint64_t memory_bytes; /* 0 = unlimited; swap is always limited to 0 extra */
+	uint64_t pids;         /* 0 = unlimited */
+	uint32_t cpu_millis;   /* 1000 = one full CPU; 0 = unlimited */
+};
+
+/* Where the hierarchies are mounted. Tests point these at temporary dirs. */
+struct hu_cgroup_env {
+	enum hu_cgroup_mode mode;
+	char v2_root[256];      /* cgroup2 mount (v2 or hybrid), "" if none */
+	char v1_memory[256];    /* v1 controller mounts, "" if absent */
+	char v1_pids[256];
+	char v1_cpu[256];
+	char v1_freezer[256];
+	char parent[64];        /* parent group name, default "hutch" */
+};
+
+struct hu_cgroup; /* one sandbox's group(s) */
+
+/* Fill env from the running system's mounts; -1 if no usable cgroup setup. */
+int hu_cgroup_detect(struct hu_cgroup_env *env, hu_err *err);
+const char *hu_cgroup_mode_name(enum hu_cgroup_mode mode);
+
+/* Create the group `name` in every hierarchy and apply limits. On failure,
+ * nothing is left behind. */
+int hu_cgroup_create(const struct hu_cgroup_env *env, const char *name, const struct hu_cgroup_limits *lim,
+		     struct hu_cgroup **out, hu_err *err);
+/* Re-open an existing group after a daemon restart (no limits written). */
+int hu_cgroup_open(const struct hu_cgroup_env *env, const char *name, struct hu_cgroup **out, hu_err *err);
+
+/* An O_DIRECTORY fd of the cgroup2 group for clone3(CLONE_INTO_CGROUP), or
+ * -1 when the backend has no cgroup2 group (pure v1). Owned by the cgroup. */
+int hu_cgroup_clone_fd(const struct hu_cgroup *cg);
+/* Move pid into every hierarchy (v1 controllers; v2 unless CLONE_INTO_CGROUP
+ * already placed it). */
+int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err);
+
+int hu_cgroup_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, hu_err *err);
+/* Freeze / thaw every process of the group; return once the kernel reports
+ * the group frozen (thawed). */
+int hu_cgroup_freeze(struct hu_cgroup *cg, hu_err *err);
+int hu_cgroup_thaw(struct hu_cgroup *cg, hu_err *err);
+/* SIGKILL every process in the group and wait (bounded) until it is empty. */
+int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err);
+/* Remove the (empty) group from every hierarchy and free cg. Idempotent on
+ * missing dirs. cg is freed even on error. */
+int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err);
+/* Free the handle without touching the groups. */
+void hu_cgroup_close(struct hu_cgroup *cg);
+
+struct hu_cgroup_stats {
+	uint64_t memory_bytes;   /* current usage */
+	uint64_t memory_limit;   /* 0 = none */
+	uint64_t cpu_usage_usec; /* cumulative */
+	uint64_t pids_current;
+	uint64_t oom_kills;      /* where the kernel reports it */
+};
+int hu_cgroup_stats(struct hu_cgroup *cg, struct hu_cgroup_stats *st, hu_err *err);
+
+/* Pure formatting helpers, exposed for unit tests: the exact strings written
+ * to cpu.max (v2) and cpu.cfs_quota_us (v1) for a limit. */
+void hu_cgroup_v2_cpu_max(uint32_t cpu_millis, char *buf, size_t n);
+long long hu_cgroup_v1_cfs_quota(uint32_t cpu_millis, long long period_us);
+
+#endif

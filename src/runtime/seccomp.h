@@ -1,0 +1,15 @@
+/*
+ * The seccomp filter every sandbox process runs under (loaded once, right
+ * before hutch-init is executed; all processes inherit it). docs/security.md
+ * lists what it denies and why.
+ */
+#ifndef HUTCH_RUNTIME_SECCOMP_H
+#define HUTCH_RUNTIME_SECCOMP_H
+
+#include "util/err.h"
+
+/* Build and load the filter into the calling thread (needs no_new_privs or
+ * CAP_SYS_ADMIN; the caller sets PR_SET_NO_NEW_PRIVS first). */
+int hu_seccomp_load(hu_err *err);
+
+#endif
