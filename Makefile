@@ -16,7 +16,7 @@ SANFLAGS  :=
 OPT       := -O2 -g
 endif
 
-WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wno-format-truncation
 CPPFLAGS  += -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS))
 CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed

@@ -1,4 +1,3 @@
-#define _GNU_SOURCE
 #include "util/fileutil.h"
 
 #include <dirent.h>
@@ -84,16 +83,16 @@ int hu_mkdir_p(const char *path, mode_t mode, hu_err *err)
 	return 0;
 }
 
-static int rm_at(int dirfd, const char *name, dev_t dev, hu_err *err)
+static int rm_at(int parent, const char *name, dev_t dev, hu_err *err)
 {
 	struct stat st;
 
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : hu_err_sys(err, "stat %s", name);
 	if (S_ISDIR(st.st_mode)) {
 		if (st.st_dev != dev)
 			return hu_err_set(err, EBUSY, "refusing to remove %s: a mount point", name);
-		int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return hu_err_sys(err, "open %s", name);
 		DIR *d = fdopendir(fd);
@@ -114,11 +113,11 @@ static int rm_at(int dirfd, const char *name, dev_t dev, hu_err *err)
 		closedir(d);
 		if (rc < 0)
 			return rc;
-		if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		if (unlinkat(parent, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 			return hu_err_sys(err, "rmdir %s", name);
 		return 0;
 	}
-	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+	if (unlinkat(parent, name, 0) < 0 && errno != ENOENT)
 		return hu_err_sys(err, "unlink %s", name);
 	return 0;
 }

@@ -1,0 +1,329 @@
+/*
+ * hutch run [options] -- CMD ARGS...
+ *
+ * Runs one command in a fresh sandbox: creates it, starts the command through
+ * hutch-init, streams stdout and stderr, forwards stdin and SIGINT/SIGTERM,
+ * enforces the timeout (exit 124), destroys the sandbox, and exits with the
+ * command's exit code (128+N when it died of signal N).
+ */
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "proto/initproto.h"
+#include "runtime/initclient.h"
+#include "runtime/sandbox.h"
+#include "util/fileutil.h"
+#include "util/parse.h"
+
+#define EXIT_TIMEOUT 124
+#define EXIT_USAGE 2
+#define EXIT_SANDBOX 125 /* hutch itself failed, as in `docker run` */
+#define MAX_ENV 256
+
+struct run_opts {
+	struct hu_sandbox_spec spec;
+	uint64_t timeout_ms;
+	const char *user;
+	const char *cwd;
+	const char *env[MAX_ENV];
+	size_t nenv;
+	char **argv;
+};
+
+static void run_usage(FILE *f)
+{
+	fprintf(f, "usage: hutch run [options] -- CMD [ARGS...]\n\n"
+		   "Runs CMD in a fresh sandbox, streams its output and exits with its exit code.\n\n"
+		   "  --memory SIZE     memory limit, no swap (default 512M)\n"
+		   "  --pids N          process limit (default 256)\n"
+		   "  --cpus N          CPU limit, fractions allowed (default 1)\n"
+		   "  --disk SIZE       size of the writable layer (default 1G)\n"
+		   "  --timeout DUR     kill after DUR, exit 124 (examples: 30s, 5m; default none)\n"
+		   "  --user root|user  who runs CMD (default user)\n"
+		   "  --env KEY=VALUE   set an environment variable (repeatable)\n"
+		   "  --cwd DIR         working directory (default the user's home)\n"
+		   "  --template NAME   template to start from (default base)\n");
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option longopts[] = {
+		{"memory", required_argument, NULL, 'm'}, {"pids", required_argument, NULL, 'p'},
+		{"cpus", required_argument, NULL, 'c'},   {"disk", required_argument, NULL, 'd'},
+		{"timeout", required_argument, NULL, 't'}, {"user", required_argument, NULL, 'u'},
+		{"env", required_argument, NULL, 'e'},    {"cwd", required_argument, NULL, 'w'},
+		{"template", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	hu_err err;
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	hu_sandbox_spec_defaults(&o->spec);
+	o->user = "user";
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		int rc = 0;
+		switch (c) {
+		case 'm': rc = hu_parse_size(optarg, &o->spec.limits.memory_bytes, &err); break;
+		case 'p': rc = hu_parse_u64(optarg, &o->spec.limits.pids, &err); break;
+		case 'c': rc = hu_parse_cpus(optarg, &o->spec.limits.cpu_millis, &err); break;
+		case 'd': rc = hu_parse_size(optarg, &o->spec.disk_bytes, &err); break;
+		case 't': rc = hu_parse_duration_ms(optarg, &o->timeout_ms, &err); break;
+		case 'u':
+			if (strcmp(optarg, "root") && strcmp(optarg, "user"))
+				rc = hu_err_set(&err, EINVAL, "--user must be 'root' or 'user', not '%s'", optarg);
+			o->user = optarg;
+			break;
+		case 'e':
+			if (!strchr(optarg, '=') || optarg[0] == '=')
+				rc = hu_err_set(&err, EINVAL, "--env wants KEY=VALUE, not '%s'", optarg);
+			else if (o->nenv >= MAX_ENV)
+				rc = hu_err_set(&err, E2BIG, "more than %d --env options", MAX_ENV);
+			else
+				o->env[o->nenv++] = optarg;
+			break;
+		case 'w': o->cwd = optarg; break;
+		case 'T': snprintf(o->spec.template_name, sizeof(o->spec.template_name), "%s", optarg); break;
+		case 'h': run_usage(stdout); exit(0);
+		case ':':
+			cli_error("option %s needs a value", argv[optind - 1]);
+			return -1;
+		default:
+			cli_error("unknown option '%s'", argv[optind - 1]);
+			run_usage(stderr);
+			return -1;
+		}
+		if (rc < 0) {
+			cli_error("%s", err.msg);
+			return -1;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("no command given (usage: hutch run [options] -- CMD [ARGS...])");
+		return -1;
+	}
+	o->argv = argv + optind;
+	return 0;
+}
+
+static void random_id(char *buf, size_t n)
+{
+	unsigned char r[6];
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memset(r, 0, sizeof(r));
+	snprintf(buf, n, "run-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+}
+
+/* The live state of one run: the init connection and where output goes. */
+struct session {
+	int fd;
+	uint32_t req;
+	uint32_t pid;
+	int stdin_open;
+	int exited;
+	int exit_code;
+};
+
+/* Send one request built by `build` into a fresh buffer. */
+static int send_buf(struct session *s, struct hu_buf *b, int built, hu_err *err)
+{
+	int rc = built < 0 ? -1 : hu_init_send(s->fd, b, err);
+	hu_buf_free(b);
+	return rc;
+}
+
+/* One frame from init: output goes to our stdout/stderr, EXIT ends the run.
+ * OK replies to STDIN/SIGNAL need no action. */
+static int handle_frame(struct session *s, hu_err *err)
+{
+	struct hu_frame_hdr hdr;
+	struct hu_init_event ev;
+	uint8_t *payload = NULL;
+	int rc = 0;
+
+	if (hu_init_recv(s->fd, &hdr, &payload, err) < 0)
+		return -1;
+	if (hdr.type == HU_MSG_ERROR) {
+		hu_init_parse_error(payload, hdr.len, err);
+		/* a late error about stdin (the process already closed it) is harmless */
+		rc = (err->code == EPIPE || err->code == ESRCH) ? 0 : -1;
+		if (rc == 0)
+			hu_err_clear(err);
+	} else if (hu_init_parse_event(&hdr, payload, &ev, err) < 0) {
+		rc = -1;
+	} else if (ev.type == HU_MSG_OUTPUT && ev.data) {
+		/* a closed stdout is not our failure: keep draining */
+		hu_write_all(ev.stream == HU_STREAM_STDERR ? 2 : 1, ev.data, ev.data_len);
+	} else if (ev.type == HU_MSG_EXIT) {
+		s->exited = 1;
+		s->exit_code = ev.signum ? 128 + (int)ev.signum : ev.exit_code;
+	}
+	free(payload);
+	return rc;
+}
+
+static int start_command(struct session *s, const struct run_opts *o, hu_err *err)
+{
+	struct hu_spawn_req req = {
+		.argv = (const char *const *)o->argv,
+		.envv = o->env,
+		.envc = o->nenv,
+		.cwd = o->cwd,
+		.user = o->user,
+		.stdin_open = true,
+	};
+	struct hu_buf b = {0};
+	struct hu_frame_hdr hdr;
+	struct hu_init_event ev;
+	uint8_t *payload = NULL;
+
+	while (o->argv[req.argc])
+		req.argc++;
+	if (send_buf(s, &b, hu_init_build_spawn(&b, ++s->req, &req, err), err) < 0 ||
+	    hu_init_recv(s->fd, &hdr, &payload, err) < 0)
+		return -1;
+	int rc = 0;
+	if (hdr.type == HU_MSG_ERROR)
+		rc = hu_init_parse_error(payload, hdr.len, err);
+	else if (hu_init_parse_event(&hdr, payload, &ev, err) < 0)
+		rc = -1;
+	else if (ev.type != HU_MSG_SPAWNED || ev.pid == 0)
+		rc = hu_err_set(err, EPROTO, "unexpected reply %u to spawn", hdr.type);
+	else
+		s->pid = ev.pid;
+	free(payload);
+	return rc;
+}
+
+static int pump(struct session *s, const struct run_opts *o, hu_err *err)
+{
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	int interrupts = 0, timed_out = 0, rc = 0;
+
+	if (sfd < 0 || tfd < 0) {
+		rc = hu_err_sys(err, "signalfd/timerfd");
+		goto out;
+	}
+	if (o->timeout_ms) {
+		struct itimerspec its = {.it_value = {(time_t)(o->timeout_ms / 1000), (long)(o->timeout_ms % 1000) * 1000000L}};
+		timerfd_settime(tfd, 0, &its, NULL);
+	}
+	while (!s->exited) {
+		struct pollfd p[4] = {
+			{.fd = s->fd, .events = POLLIN},
+			{.fd = sfd, .events = POLLIN},
+			{.fd = tfd, .events = POLLIN},
+			{.fd = s->stdin_open ? 0 : -1, .events = POLLIN},
+		};
+		if (poll(p, 4, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = hu_err_sys(err, "poll");
+			break;
+		}
+		if (p[0].revents && handle_frame(s, err) < 0) {
+			rc = -1;
+			break;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+			if (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				if (++interrupts > 1) {
+					rc = hu_err_set(err, EINTR, "interrupted twice; destroying the sandbox");
+					break;
+				}
+				struct hu_buf b = {0};
+				send_buf(s, &b, hu_init_build_signal(&b, ++s->req, s->pid, (int)si.ssi_signo, err), err);
+			}
+		}
+		if (p[2].revents & POLLIN) {
+			timed_out = 1;
+			break;
+		}
+		if (p[3].revents) {
+			char buf[65536];
+			ssize_t n = read(0, buf, sizeof(buf));
+			struct hu_buf b = {0};
+			if (n > 0) {
+				send_buf(s, &b, hu_init_build_stdin(&b, ++s->req, s->pid, buf, (size_t)n, err), err);
+			} else if (n == 0 || errno != EINTR) {
+				s->stdin_open = 0;
+				send_buf(s, &b, hu_init_build_close_stdin(&b, ++s->req, s->pid, err), err);
+			}
+		}
+	}
+	if (timed_out) {
+		cli_error("command timed out after %llu ms; the sandbox was killed", (unsigned long long)o->timeout_ms);
+		s->exit_code = EXIT_TIMEOUT;
+		s->exited = 1;
+	}
+out:
+	if (sfd >= 0)
+		close(sfd);
+	if (tfd >= 0)
+		close(tfd);
+	return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct run_opts o;
+	struct hu_runtime_config cfg;
+	struct hu_runtime *rt = NULL;
+	struct hu_sandbox *sb = NULL;
+	struct session s = {.fd = -1, .stdin_open = 1};
+	hu_err err = {0};
+	int code = EXIT_SANDBOX;
+	sigset_t mask, old;
+
+	if (parse_opts(argc, argv, &o) < 0)
+		return EXIT_USAGE;
+	random_id(o.spec.id, sizeof(o.spec.id));
+	/* signals are handled through a signalfd in pump(); blocked from here so
+	 * an early Ctrl-C still destroys the sandbox */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	signal(SIGPIPE, SIG_IGN);
+
+	hu_runtime_config_defaults(&cfg);
+	if (hu_runtime_open(&cfg, &rt, &err) < 0 || hu_template_ensure_base(rt, &err) < 0 ||
+	    hu_sandbox_create(rt, &o.spec, &sb, &err) < 0)
+		goto out;
+	if (hu_init_connect(hu_sandbox_socket(sb), &s.fd, &err) < 0 || start_command(&s, &o, &err) < 0)
+		goto out;
+	if (pump(&s, &o, &err) < 0)
+		goto out;
+	code = s.exit_code;
+out:
+	if (err.code)
+		cli_error("%s", err.msg);
+	if (s.fd >= 0)
+		close(s.fd);
+	if (sb && hu_sandbox_destroy(sb, &err) < 0) {
+		cli_error("%s", err.msg);
+		code = EXIT_SANDBOX;
+	}
+	hu_runtime_close(rt);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return code;
+}

@@ -1,0 +1,140 @@
+/* Runtime configuration, directories, and the sealed copy of hutch-init. */
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+
+#include "runtime/runtime_internal.h"
+#include "util/cleanup.h"
+#include "util/fileutil.h"
+
+static void copy_env(char *dst, size_t n, const char *var, const char *fallback)
+{
+	const char *v = getenv(var);
+	snprintf(dst, n, "%s", v && *v ? v : fallback);
+}
+
+void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	copy_env(cfg->data_dir, sizeof(cfg->data_dir), "HUTCH_DATA_DIR", "/var/lib/hutch");
+	copy_env(cfg->run_dir, sizeof(cfg->run_dir), "HUTCH_RUN_DIR", "/run/hutch");
+	copy_env(cfg->init_path, sizeof(cfg->init_path), "HUTCH_INIT", "");
+	copy_env(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "HUTCH_CGROUP_PARENT", "hutch");
+}
+
+/* hutch-init is looked for next to the running binary (build tree), then in
+ * ../libexec/hutch/ (installed layout). */
+static int find_init(char *buf, size_t n, hu_err *err)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len < 0)
+		return hu_err_sys(err, "readlink /proc/self/exe");
+	self[len] = '\0';
+	char *dir = dirname(self);
+	const char *candidates[] = {"hutch-init", "../libexec/hutch/hutch-init", "../hutch-init"};
+	for (size_t i = 0; i < HU_ARRAY_LEN(candidates); i++) {
+		snprintf(buf, n, "%s/%s", dir, candidates[i]);
+		if (access(buf, X_OK) == 0)
+			return 0;
+	}
+	return hu_err_set(err, ENOENT, "hutch-init not found next to %s (set HUTCH_INIT)", dir);
+}
+
+/* A sealed memfd copy of hutch-init: every sandbox executes it from this fd,
+ * so no host path is reachable through /proc/1/exe and the bytes cannot be
+ * changed by anyone (the runc /proc/self/exe overwrite class of attacks). */
+static int seal_init(const char *path, hu_err *err)
+{
+	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+
+	if (src < 0)
+		return hu_err_sys(err, "open %s", path);
+	if (fstat(src, &st) < 0)
+		return hu_err_sys(err, "stat %s", path);
+	_cleanup_close_ int mfd = memfd_create("hutch-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0)
+		return hu_err_sys(err, "memfd_create");
+	off_t off = 0;
+	while (off < st.st_size) {
+		ssize_t n = sendfile(mfd, src, &off, (size_t)(st.st_size - off));
+		if (n <= 0)
+			return hu_err_sys(err, "copy %s", path);
+	}
+	if (fchmod(mfd, 0555) < 0)
+		return hu_err_sys(err, "chmod memfd");
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+		return hu_err_sys(err, "seal memfd");
+	return hu_take_fd(&mfd);
+}
+
+static int make_dir(char *dst, size_t n, const char *base, const char *sub, mode_t mode, hu_err *err)
+{
+	if ((size_t)snprintf(dst, n, "%s/%s", base, sub) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "path %s/%s", base, sub);
+	if (hu_mkdir_p(dst, mode, err) < 0)
+		return -1;
+	/* mkdir honours the umask; the modes here are part of the security model */
+	if (chmod(dst, mode) < 0)
+		return hu_err_sys(err, "chmod %s", dst);
+	return 0;
+}
+
+int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
+{
+	struct hu_runtime *rt = calloc(1, sizeof(*rt));
+	char init_path[PATH_MAX];
+
+	if (!rt)
+		return hu_err_set(err, ENOMEM, "runtime");
+	rt->cfg = *cfg;
+	rt->init_memfd = -1;
+	if (hu_cgroup_detect(&rt->cg, err) < 0)
+		goto fail;
+	snprintf(rt->cg.parent, sizeof(rt->cg.parent), "%s", cfg->cgroup_parent[0] ? cfg->cgroup_parent : "hutch");
+	/* run_dir is searchable (0711) so that a sandbox's setup code, already
+	 * running as its unprivileged host uid, can reach its own 0700 directory;
+	 * ctl/ and slots/ stay private to root. */
+	if (hu_mkdir_p(cfg->run_dir, 0711, err) < 0 || chmod(cfg->run_dir, 0711) < 0 ||
+	    make_dir(rt->sandboxes_dir, sizeof(rt->sandboxes_dir), cfg->run_dir, "sandboxes", 0711, err) < 0 ||
+	    make_dir(rt->ctl_dir, sizeof(rt->ctl_dir), cfg->run_dir, "ctl", 0700, err) < 0 ||
+	    make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err) < 0 ||
+	    make_dir(rt->templates_dir, sizeof(rt->templates_dir), cfg->data_dir, "templates", 0700, err) < 0) {
+		if (err->code == 0)
+			hu_err_sys(err, "chmod %s", cfg->run_dir);
+		goto fail;
+	}
+	if (cfg->init_path[0])
+		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
+	else if (find_init(init_path, sizeof(init_path), err) < 0)
+		goto fail;
+	rt->init_memfd = seal_init(init_path, err);
+	if (rt->init_memfd < 0)
+		goto fail;
+	*out = rt;
+	return 0;
+fail:
+	hu_err_prefix(err, "open runtime");
+	hu_runtime_close(rt);
+	return -1;
+}
+
+void hu_runtime_close(struct hu_runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->init_memfd >= 0)
+		close(rt->init_memfd);
+	free(rt);
+}
+
+const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt)
+{
+	return &rt->cg;
+}

@@ -1,0 +1,33 @@
+/* Definitions shared by the runtime's own files; not part of its API. */
+#ifndef HUTCH_RUNTIME_INTERNAL_H
+#define HUTCH_RUNTIME_INTERNAL_H
+
+#include "runtime/sandbox.h"
+
+/* Each sandbox gets HU_UID_RANGE consecutive host uids (and gids) starting at
+ * HU_UID_FIRST + slot * HU_UID_RANGE; no two live sandboxes share a slot. */
+#define HU_UID_FIRST 0x40000000u
+#define HU_UID_RANGE 65536u
+#define HU_SLOTS_MAX 16384u
+
+/* Bump when the layout of a built template changes, so old ones are rebuilt. */
+#define HU_TEMPLATE_LAYOUT 1
+
+struct hu_runtime {
+	struct hu_runtime_config cfg;
+	struct hu_cgroup_env cg;
+	int init_memfd; /* sealed copy of hutch-init, executed in every sandbox */
+	char sandboxes_dir[PATH_MAX];
+	char ctl_dir[PATH_MAX];
+	char slots_dir[PATH_MAX];
+	char templates_dir[PATH_MAX];
+};
+
+/* uid slots (idrange.c) */
+int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
+void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
+
+/* The path of a template's root directory. */
+int hu_template_rootfs(const struct hu_runtime *rt, const char *name, char *buf, size_t n, hu_err *err);
+
+#endif

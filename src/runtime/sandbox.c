@@ -1,0 +1,402 @@
+/*
+ * Sandbox create / freeze / thaw / destroy: the parent side.
+ *
+ * create: take a uid slot, prepare <run>/sandboxes/<id>/ (owned by the
+ * sandbox's host uid) with a size-capped tmpfs for the writable layer, bind
+ * the init socket, create the cgroup, clone3 the child into fresh namespaces
+ * (directly into the cgroup2 group where there is one), write its uid/gid
+ * maps, make the idmapped template and /usr mounts for it, say "go", and
+ * wait until it has executed hutch-init (or reported why it could not).
+ */
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/mountapi.h"
+#include "runtime/sandbox_internal.h"
+#include "util/cleanup.h"
+#include "util/fdpass.h"
+#include "util/fileutil.h"
+
+#define CHILD_START_TIMEOUT_MS 10000
+#define MIB (1024ull * 1024ull)
+
+struct hu_sandbox {
+	struct hu_runtime *rt;
+	char id[HU_ID_MAX];
+	char sbdir[PATH_MAX];
+	char sock[PATH_MAX];
+	uint32_t slot;
+	uint32_t uid_base;
+	pid_t pid;
+	int pidfd;
+	struct hu_cgroup *cg;
+	int have_slot, have_dir, have_disk;
+};
+
+void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec)
+{
+	memset(spec, 0, sizeof(*spec));
+	snprintf(spec->template_name, sizeof(spec->template_name), "base");
+	spec->limits.memory_bytes = 512 * MIB;
+	spec->limits.pids = 256;
+	spec->limits.cpu_millis = 1000;
+	spec->disk_bytes = 1024 * MIB;
+}
+
+int hu_sandbox_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n >= HU_ID_MAX || id[0] == '-')
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = id[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'))
+			return 0;
+	}
+	return 1;
+}
+
+const char *hu_sandbox_id(const struct hu_sandbox *sb) { return sb->id; }
+const char *hu_sandbox_socket(const struct hu_sandbox *sb) { return sb->sock; }
+pid_t hu_sandbox_init_pid(const struct hu_sandbox *sb) { return sb->pid; }
+int hu_sandbox_pidfd(const struct hu_sandbox *sb) { return sb->pidfd; }
+uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb) { return sb->uid_base; }
+
+static int validate_spec(const struct hu_sandbox_spec *spec, hu_err *err)
+{
+	if (!hu_sandbox_id_valid(spec->id))
+		return hu_err_set(err, EINVAL, "invalid sandbox id '%s' (1-63 of a-z, 0-9, '-')", spec->id);
+	if (spec->limits.memory_bytes != 0 && spec->limits.memory_bytes < 16 * MIB)
+		return hu_err_set(err, EINVAL, "memory limit below 16 MiB");
+	if (spec->limits.pids != 0 && spec->limits.pids < 4)
+		return hu_err_set(err, EINVAL, "pids limit below 4");
+	if (spec->disk_bytes < MIB)
+		return hu_err_set(err, EINVAL, "disk limit below 1 MiB");
+	return 0;
+}
+
+static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_err *err)
+{
+	if ((size_t)snprintf(buf, n, "%s/%s", dir, name) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "path %s/%s", dir, name);
+	return 0;
+}
+
+/* <run>/sandboxes/<id>/{rootfs,lower,disk}: owned by the sandbox's host
+ * uid so that its setup code can use them; disk is a tmpfs whose size and
+ * inode count cap what the sandbox can write. */
+static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err)
+{
+	static const char *const subdirs[] = {"rootfs", "lower", "disk"};
+	char p[PATH_MAX], opts[160];
+
+	if (mkdir(sb->sbdir, 0700) < 0)
+		return hu_err_sys(err, "mkdir %s", sb->sbdir);
+	sb->have_dir = 1;
+	if (chown(sb->sbdir, sb->uid_base, sb->uid_base) < 0)
+		return hu_err_sys(err, "chown %s", sb->sbdir);
+	for (size_t i = 0; i < HU_ARRAY_LEN(subdirs); i++) {
+		if (sub_path(p, sizeof(p), sb->sbdir, subdirs[i], err) < 0)
+			return -1;
+		if (mkdir(p, 0700) < 0 || chown(p, sb->uid_base, sb->uid_base) < 0)
+			return hu_err_sys(err, "mkdir %s", p);
+	}
+	uint64_t inodes = spec->disk_inodes ? spec->disk_inodes : spec->disk_bytes / 4096;
+	if (inodes < 1024)
+		inodes = 1024;
+	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=%u,gid=%u",
+		 (unsigned long long)spec->disk_bytes, (unsigned long long)inodes, sb->uid_base, sb->uid_base);
+	if (sub_path(p, sizeof(p), sb->sbdir, "disk", err) < 0)
+		return -1;
+	if (mount("hutch-disk", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return hu_err_sys(err, "mount tmpfs on %s", p);
+	sb->have_disk = 1;
+	static const char *const layers[] = {"disk/upper", "disk/work"};
+	for (size_t i = 0; i < HU_ARRAY_LEN(layers); i++) {
+		if (sub_path(p, sizeof(p), sb->sbdir, layers[i], err) < 0)
+			return -1;
+		if (mkdir(p, 0755) < 0 || chown(p, sb->uid_base, sb->uid_base) < 0)
+			return hu_err_sys(err, "mkdir %s", p);
+	}
+	return 0;
+}
+
+static int bind_init_socket(struct hu_sandbox *sb, hu_err *err)
+{
+	struct sockaddr_un addr = {.sun_family = AF_UNIX};
+
+	if ((size_t)snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", sb->sock) >= sizeof(addr.sun_path))
+		return hu_err_set(err, ENAMETOOLONG, "socket path %s", sb->sock);
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return hu_err_sys(err, "socket");
+	unlink(sb->sock);
+	if (bind(fd, (struct sockaddr *)&addr, sizeof(addr)) < 0)
+		return hu_err_sys(err, "bind %s", sb->sock);
+	if (chmod(sb->sock, 0600) < 0 || listen(fd, 128) < 0)
+		return hu_err_sys(err, "listen %s", sb->sock);
+	return hu_take_fd(&fd);
+}
+
+static int write_id_maps(pid_t pid, uint32_t base, hu_err *err)
+{
+	char path[64], map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", base, HU_UID_RANGE);
+	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
+	if (hu_write_str(path, map, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
+	return hu_write_str(path, map, err);
+}
+
+/* A detached, idmapped, read-only copy of `path` for the child to attach.
+ * The idmap is the child's user namespace: on-disk uid 0 appears as the
+ * sandbox's root, 1000 as its user. */
+static int idmapped_tree(const char *path, int userns_fd, int recursive, hu_err *err)
+{
+	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+	_cleanup_close_ int fd = hu_open_tree(AT_FDCWD, path, flags);
+	if (fd < 0)
+		return hu_err_sys(err, "open_tree %s", path);
+	struct hu_mount_attr attr = {
+		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.userns_fd = (uint64_t)userns_fd,
+	};
+	if (hu_mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
+		return hu_err_sys(err, "idmap %s", path);
+	return hu_take_fd(&fd);
+}
+
+/* Wait for the child's verdict: EOF = it executed hutch-init. */
+static int wait_child_ready(int sync_fd, hu_err *err)
+{
+	struct pollfd pfd = {.fd = sync_fd, .events = POLLIN};
+	struct hu_child_report r;
+
+	int n = poll(&pfd, 1, CHILD_START_TIMEOUT_MS);
+	if (n == 0)
+		return hu_err_set(err, ETIMEDOUT, "sandbox setup did not finish in %d ms", CHILD_START_TIMEOUT_MS);
+	if (n < 0)
+		return hu_err_sys(err, "poll");
+	ssize_t got = recv(sync_fd, &r, sizeof(r), 0);
+	if (got == 0)
+		return 0;
+	if (got == (ssize_t)sizeof(r)) {
+		r.msg[sizeof(r.msg) - 1] = '\0';
+		snprintf(err->msg, sizeof(err->msg), "%s", r.msg); /* already carries its strerror */
+		err->code = r.code > 0 ? r.code : EIO;
+		return -1;
+	}
+	return hu_err_set(err, EIO, "sandbox setup failed without a report");
+}
+
+static pid_t clone_child(struct hu_sandbox *sb, const struct hu_child_args *args, int cgroup_fd, hu_err *err)
+{
+	struct clone_args ca;
+	int pidfd = -1;
+
+	memset(&ca, 0, sizeof(ca));
+	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	if (cgroup_fd >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgroup_fd;
+	}
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid < 0)
+		return hu_err_sys(err, "clone3");
+	if (pid == 0)
+		hu_child_main(args);
+	sb->pidfd = pidfd;
+	return (pid_t)pid;
+}
+
+static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int listen_fd, hu_err *err)
+{
+	int sv[2];
+	char tpl[PATH_MAX], path[64];
+	struct hu_child_args args;
+
+	if (hu_template_rootfs(sb->rt, spec->template_name, tpl, sizeof(tpl), err) < 0)
+		return -1;
+	if (access(tpl, F_OK) < 0)
+		return hu_err_sys(err, "template %s", spec->template_name);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return hu_err_sys(err, "socketpair");
+	_cleanup_close_ int parent_end = sv[0];
+	_cleanup_close_ int child_end = sv[1];
+
+	memset(&args, 0, sizeof(args));
+	snprintf(args.id, sizeof(args.id), "%s", sb->id);
+	snprintf(args.sbdir, sizeof(args.sbdir), "%s", sb->sbdir);
+	args.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB;
+	args.sync_fd = child_end;
+	args.listen_fd = listen_fd;
+	args.init_memfd = sb->rt->init_memfd;
+
+	int cgfd = hu_cgroup_clone_fd(sb->cg);
+	sb->pid = clone_child(sb, &args, cgfd, err);
+	if (sb->pid < 0)
+		return -1;
+	close(hu_take_fd(&child_end));
+
+	if (hu_cgroup_attach(sb->cg, sb->pid, cgfd >= 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
+	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
+	if (userns < 0)
+		return hu_err_sys(err, "open %s", path);
+	int fds[HU_CHILD_NFDS];
+	fds[HU_CHILD_FD_TEMPLATE] = idmapped_tree(tpl, userns, 0, err);
+	if (fds[HU_CHILD_FD_TEMPLATE] < 0)
+		return -1;
+	fds[HU_CHILD_FD_USR] = idmapped_tree("/usr", userns, 1, err);
+	if (fds[HU_CHILD_FD_USR] < 0) {
+		close(fds[HU_CHILD_FD_TEMPLATE]);
+		return -1;
+	}
+	int rc = hu_send_fds(parent_end, "g", 1, fds, HU_CHILD_NFDS);
+	close(fds[0]);
+	close(fds[1]);
+	if (rc < 0)
+		return hu_err_sys(err, "hand mounts to the sandbox");
+	return wait_child_ready(parent_end, err);
+}
+
+/* SIGKILL everything and reap hutch-init. Bounded: after SIGKILL the kernel
+ * tears the namespace down on its own. */
+static void stop_processes(struct hu_sandbox *sb)
+{
+	hu_err ignore;
+	if (sb->cg)
+		hu_cgroup_kill_all(sb->cg, &ignore);
+	if (sb->pidfd >= 0) {
+		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
+		poll(&pfd, 1, 5000);
+	}
+	if (sb->pid > 0)
+		waitpid(sb->pid, NULL, WNOHANG) == 0 ? (void)waitpid(sb->pid, NULL, 0) : (void)0;
+}
+
+static int teardown(struct hu_sandbox *sb, hu_err *err)
+{
+	char p[PATH_MAX];
+	int rc = 0;
+	hu_err e2;
+
+	stop_processes(sb);
+	if (sb->have_disk) {
+		snprintf(p, sizeof(p), "%s/disk", sb->sbdir);
+		if (umount2(p, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+			rc = hu_err_sys(err, "unmount %s", p);
+	}
+	if (sb->have_dir && rc == 0 && hu_rm_rf(sb->sbdir, err) < 0)
+		rc = -1;
+	unlink(sb->sock);
+	if (sb->cg) {
+		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
+			rc = -1;
+		sb->cg = NULL;
+	}
+	if (sb->have_slot)
+		hu_slot_release(sb->rt, sb->slot);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	free(sb);
+	return rc;
+}
+
+int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+		      hu_err *err)
+{
+	struct hu_sandbox *sb;
+	hu_err ignore;
+	int listen_fd = -1;
+
+	if (validate_spec(spec, err) < 0)
+		return -1;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return hu_err_set(err, ENOMEM, "sandbox");
+	sb->rt = rt;
+	sb->pidfd = -1;
+	snprintf(sb->id, sizeof(sb->id), "%s", spec->id);
+	if (sub_path(sb->sbdir, sizeof(sb->sbdir), rt->sandboxes_dir, spec->id, err) < 0 ||
+	    (size_t)snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, spec->id) >= sizeof(sb->sock))
+		goto fail;
+	if (access(sb->sbdir, F_OK) == 0) {
+		hu_err_set(err, EEXIST, "sandbox %s exists", spec->id);
+		free(sb);
+		return -1;
+	}
+	if (hu_slot_acquire(rt, spec->id, &sb->slot, err) < 0)
+		goto fail;
+	sb->have_slot = 1;
+	sb->uid_base = HU_UID_FIRST + sb->slot * HU_UID_RANGE;
+	if (prepare_dirs(sb, spec, err) < 0)
+		goto fail;
+	if (hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
+		goto fail;
+	listen_fd = bind_init_socket(sb, err);
+	if (listen_fd < 0 || start_child(sb, spec, listen_fd, err) < 0)
+		goto fail;
+	close(listen_fd); /* hutch-init holds it now */
+	*out = sb;
+	return 0;
+fail:
+	if (listen_fd >= 0)
+		close(listen_fd);
+	hu_err_prefix(err, "create sandbox %s", spec->id);
+	teardown(sb, &ignore);
+	return -1;
+}
+
+int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err)
+{
+	return hu_cgroup_freeze(sb->cg, err);
+}
+
+int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err)
+{
+	return hu_cgroup_thaw(sb->cg, err);
+}
+
+int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err)
+{
+	char p[PATH_MAX];
+	struct statfs sfs;
+
+	if (hu_cgroup_stats(sb->cg, st, err) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/disk", sb->sbdir);
+	if (statfs(p, &sfs) < 0)
+		return hu_err_sys(err, "statfs %s", p);
+	*disk_used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * (uint64_t)sfs.f_bsize;
+	return 0;
+}
+
+int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err)
+{
+	if (teardown(sb, err) < 0) {
+		hu_err_prefix(err, "destroy sandbox");
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,74 @@
+/*
+ * The sandbox runtime: the C API that the daemon and the CLI share. No HTTP,
+ * no store: it creates, freezes, thaws and destroys sandboxes on this host.
+ *
+ * A sandbox is a process tree rooted at hutch-init (PID 1 of its own PID
+ * namespace) in fresh user, mount, ipc, uts, net and cgroup namespaces, on an
+ * overlay root whose lower layer is a template (idmapped) and whose upper
+ * layer is a size-capped tmpfs, with /usr bound read-only (idmapped). Its
+ * callers talk to hutch-init over the unix socket at hu_sandbox_socket().
+ */
+#ifndef HUTCH_RUNTIME_SANDBOX_H
+#define HUTCH_RUNTIME_SANDBOX_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "runtime/cgroup.h"
+#include "util/err.h"
+
+#define HU_ID_MAX 64
+
+struct hu_runtime_config {
+	char data_dir[PATH_MAX];  /* persistent: templates/ (default /var/lib/hutch) */
+	char run_dir[PATH_MAX];   /* volatile: sandboxes/, ctl/, slots/ (default /run/hutch) */
+	char init_path[PATH_MAX]; /* the hutch-init binary; "" = next to /proc/self/exe */
+	char cgroup_parent[64];   /* parent cgroup name (default "hutch") */
+};
+
+struct hu_runtime;
+struct hu_sandbox;
+
+struct hu_sandbox_spec {
+	char id[HU_ID_MAX];      /* [a-z0-9-], 1..63 chars; also the hostname */
+	char template_name[HU_ID_MAX];
+	struct hu_cgroup_limits limits;
+	uint64_t disk_bytes;     /* size cap of the writable layer */
+	uint64_t disk_inodes;    /* inode cap of the writable layer (0 = derived) */
+};
+
+/* Defaults a caller starts from (512 MiB, 256 pids, 1 CPU, 1 GiB disk). */
+void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec);
+/* Validate an id: 1..63 chars of [a-z0-9-], not starting with '-'. */
+int hu_sandbox_id_valid(const char *id);
+
+/* Fill defaults for a runtime configuration (environment variables
+ * HUTCH_DATA_DIR, HUTCH_RUN_DIR and HUTCH_INIT override them). */
+void hu_runtime_config_defaults(struct hu_runtime_config *cfg);
+int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err);
+void hu_runtime_close(struct hu_runtime *rt);
+const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt);
+
+/* Build the built-in template `base` from the host if it is missing or was
+ * built by an older layout version. Safe to call concurrently. */
+int hu_template_ensure_base(struct hu_runtime *rt, hu_err *err);
+
+/* Create and start a sandbox; on success its hutch-init is running and
+ * accepting connections. On failure nothing is left behind. */
+int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+		      hu_err *err);
+const char *hu_sandbox_id(const struct hu_sandbox *sb);
+const char *hu_sandbox_socket(const struct hu_sandbox *sb);
+pid_t hu_sandbox_init_pid(const struct hu_sandbox *sb);
+/* A pidfd of hutch-init: readable when the sandbox's PID 1 has exited. */
+int hu_sandbox_pidfd(const struct hu_sandbox *sb);
+uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
+int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
+int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
+int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Kill every process, unmount, remove the cgroup, the directories and the
+ * uid slot, and free sb (also on error: what can be removed is removed). */
+int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err);
+
+#endif

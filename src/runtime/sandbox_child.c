@@ -1,0 +1,254 @@
+/*
+ * The cloned child: it becomes the sandbox's PID 1. It waits for the parent
+ * to write its uid/gid maps and hand over the idmapped mounts, then builds the
+ * root filesystem, pivots into it, locks itself down (no_new_privs, seccomp)
+ * and executes hutch-init from the sealed memfd.
+ *
+ * It runs as root of its own user namespace, i.e. as the sandbox's
+ * unprivileged host uid: nothing here can touch what the host has not handed
+ * it. Failures are reported to the parent over the sync socket; success is the
+ * socket closing on exec (it is CLOEXEC).
+ */
+#include <fcntl.h>
+#include <grp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/mountapi.h"
+#include "runtime/sandbox_internal.h"
+#include "runtime/seccomp.h"
+#include "util/fdpass.h"
+#include "util/fileutil.h"
+
+static __attribute__((noreturn)) void report(int sync_fd, const hu_err *err)
+{
+	struct hu_child_report r = {.code = err->code};
+	snprintf(r.msg, sizeof(r.msg), "%s", err->msg);
+	(void)!send(sync_fd, &r, sizeof(r), MSG_NOSIGNAL);
+	_exit(1);
+}
+
+static int path_in(char *buf, size_t n, const char *a, const char *b, hu_err *err)
+{
+	if ((size_t)snprintf(buf, n, "%s/%s", a, b) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "path %s/%s", a, b);
+	return 0;
+}
+
+static int do_mount(const char *src, const char *dst, const char *type, unsigned long flags, const char *data,
+		    hu_err *err)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		return hu_err_sys(err, "mount %s on %s", type ? type : src, dst);
+	return 0;
+}
+
+static int loopback_up(hu_err *err)
+{
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr;
+
+	if (s < 0)
+		return hu_err_sys(err, "socket");
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0 || (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr) < 0)) {
+		close(s);
+		return hu_err_sys(err, "bring up lo");
+	}
+	close(s);
+	return 0;
+}
+
+/* /dev: a small tmpfs with the harmless host character devices bound in,
+ * a private devpts instance (ptys of this sandbox only) and a /dev/shm. */
+static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
+{
+	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+	static const char *const links[][2] = {
+		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"},
+		{"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}, {"/proc/kcore", "core"},
+	};
+	char dev[PATH_MAX], p[PATH_MAX], host[64], opts[96];
+
+	if (path_in(dev, sizeof(dev), root, "dev", err) < 0 ||
+	    do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536,nr_inodes=128", err) < 0)
+		return -1;
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		if (path_in(p, sizeof(p), dev, nodes[i], err) < 0)
+			return -1;
+		int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+		if (fd < 0)
+			return hu_err_sys(err, "create %s", p);
+		close(fd);
+		snprintf(host, sizeof(host), "/dev/%s", nodes[i]);
+		if (do_mount(host, p, NULL, MS_BIND, NULL, err) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		if (i == 5)
+			continue; /* no /dev/core: nothing should read kernel memory */
+		if (path_in(p, sizeof(p), dev, links[i][1], err) < 0)
+			return -1;
+		if (symlink(links[i][0], p) < 0)
+			return hu_err_sys(err, "symlink %s", p);
+	}
+	if (path_in(p, sizeof(p), dev, "pts", err) < 0)
+		return -1;
+	if (mkdir(p, 0755) < 0 ||
+	    do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err) < 0)
+		return err->code ? -1 : hu_err_sys(err, "mkdir %s", p);
+	if (path_in(p, sizeof(p), dev, "shm", err) < 0)
+		return -1;
+	snprintf(opts, sizeof(opts), "mode=1777,size=%llu", (unsigned long long)shm_bytes);
+	if (mkdir(p, 01777) < 0 || do_mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts, err) < 0)
+		return err->code ? -1 : hu_err_sys(err, "mkdir %s", p);
+	return 0;
+}
+
+static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *err)
+{
+	char lower[PATH_MAX], root[PATH_MAX], p[PATH_MAX], opts[128];
+
+	if (path_in(lower, sizeof(lower), a->sbdir, "lower", err) < 0 ||
+	    path_in(root, sizeof(root), a->sbdir, "rootfs", err) < 0)
+		return -1;
+	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach template at %s", lower);
+	/* userxattr: overlay inside a user namespace keeps its metadata in
+	 * user.* xattrs; the upper layer is the size-capped tmpfs. The layer
+	 * paths are given relative to the sandbox directory, because overlay
+	 * shows them verbatim in /proc/self/mountinfo: absolute ones would tell
+	 * the sandbox where the host keeps it. */
+	if (chdir(a->sbdir) < 0)
+		return hu_err_sys(err, "chdir %s", a->sbdir);
+	snprintf(opts, sizeof(opts), "lowerdir=lower,upperdir=disk/upper,workdir=disk/work,userxattr");
+	if (do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts, err) < 0)
+		return -1;
+	if (path_in(p, sizeof(p), root, "usr", err) < 0)
+		return -1;
+	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach /usr at %s", p);
+	if (path_in(p, sizeof(p), root, "proc", err) < 0 ||
+	    do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
+		return -1;
+	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
+	if (path_in(p, sizeof(p), root, "sys", err) < 0)
+		return -1;
+	mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (setup_dev(root, a->shm_bytes, err) < 0)
+		return -1;
+	/* pivot_root(".", ".") stacks the old root under the new one; detaching it
+	 * leaves no path back to the host's file system. */
+	if (chdir(root) < 0)
+		return hu_err_sys(err, "chdir %s", root);
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return hu_err_sys(err, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return hu_err_sys(err, "detach old root");
+	if (chdir("/") < 0)
+		return hu_err_sys(err, "chdir /");
+	return 0;
+}
+
+static void reset_signals(void)
+{
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+}
+
+/* Leave exactly: fd 3 = the init socket (inherited by hutch-init), fd 4 =
+ * the memfd and fd 5 = the sync socket (both close-on-exec). Everything else
+ * the caller had open (a daemon's sockets, its database) is closed. */
+static int arrange_fds(const struct hu_child_args *a, hu_err *err)
+{
+	/* first out of the way (no collisions), then into place */
+	int hi_listen = fcntl(a->listen_fd, F_DUPFD_CLOEXEC, 100);
+	int hi_mem = fcntl(a->init_memfd, F_DUPFD_CLOEXEC, 100);
+	int hi_sync = fcntl(a->sync_fd, F_DUPFD_CLOEXEC, 100);
+	if (hi_listen < 0 || hi_mem < 0 || hi_sync < 0)
+		return hu_err_sys(err, "dup descriptors");
+	if (dup3(hi_listen, 3, 0) < 0 || dup3(hi_mem, 4, O_CLOEXEC) < 0 || dup3(hi_sync, 5, O_CLOEXEC) < 0)
+		return hu_err_sys(err, "place descriptors");
+	if (syscall(SYS_close_range, 6, ~0U, 0) < 0)
+		return hu_err_sys(err, "close_range");
+	return 0;
+}
+
+void hu_child_main(const struct hu_child_args *a)
+{
+	hu_err err = {0};
+	int fds[HU_CHILD_NFDS];
+	size_t nfds = 0;
+	char go;
+	int sync_fd = a->sync_fd;
+
+	long n = hu_recv_fds(a->sync_fd, &go, 1, fds, HU_CHILD_NFDS, &nfds);
+	if (n != 1 || nfds != HU_CHILD_NFDS)
+		_exit(1); /* the parent gave up; it cleans up */
+	reset_signals();
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
+		hu_err_sys(&err, "become root of the user namespace");
+		report(sync_fd, &err);
+	}
+	/* joined the cgroups by now (the parent did it before "go"): a new
+	 * cgroup namespace here makes the sandbox's own group its root. */
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		hu_err_sys(&err, "unshare cgroup namespace");
+		report(sync_fd, &err);
+	}
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		hu_err_sys(&err, "make mounts private");
+		report(sync_fd, &err);
+	}
+	if (sethostname(a->id, strlen(a->id)) < 0) {
+		hu_err_sys(&err, "sethostname");
+		report(sync_fd, &err);
+	}
+	if (loopback_up(&err) < 0 || setup_rootfs(a, fds, &err) < 0)
+		report(sync_fd, &err);
+	close(fds[0]);
+	close(fds[1]);
+	/* user namespaces cannot nest below this one (seccomp also refuses the
+	 * flag; this is the second lock). */
+	hu_write_str("/proc/sys/user/max_user_namespaces", "0", &err);
+	hu_err_clear(&err);
+	struct rlimit core = {0, 0};
+	setrlimit(RLIMIT_CORE, &core);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+		hu_err_sys(&err, "no_new_privs");
+		report(sync_fd, &err);
+	}
+	if (hu_seccomp_load(&err) < 0)
+		report(sync_fd, &err);
+	if (arrange_fds(a, &err) < 0)
+		report(sync_fd, &err);
+	sync_fd = 5;
+
+	char *argv[] = {"hutch-init", NULL};
+	char asan[256];
+	const char *asan_env = getenv("ASAN_OPTIONS");
+	/* a sanitizer-built init must not run LeakSanitizer (it needs ptrace,
+	 * which the filter denies) */
+	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan_env ? asan_env : "", asan_env ? ":" : "");
+	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
+	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
+	hu_err_sys(&err, "execute hutch-init");
+	report(sync_fd, &err);
+}
