@@ -50,7 +50,7 @@ enum hu_msg_type {
 	HU_MSG_RESIZE = 7,       /* PID PTY_ROWS PTY_COLS -> OK | ERROR */
 	HU_MSG_LIST_PROCS = 8,   /* -> PROCS{PROC*} */
 	HU_MSG_STAT = 20,        /* PATH USER? -> ENTRIES{ENTRY} | ERROR */
-	HU_MSG_LIST_DIR = 21,    /* PATH DEPTH? USER? -> ENTRIES{ENTRY*} | ERROR */
+	HU_MSG_LIST_DIR = 21,    /* PATH DEPTH? USER? -> ENTRIES{MORE ENTRY*}* ENTRIES{ENTRY*} | ERROR */
 	HU_MSG_MKDIR = 22,       /* PATH USER? -> ENTRIES{ENTRY} | ERROR (EEXIST if it exists) */
 	HU_MSG_MOVE = 23,        /* PATH DEST USER? -> ENTRIES{ENTRY of DEST} | ERROR */
 	HU_MSG_REMOVE = 24,      /* PATH USER? -> OK | ERROR (directories recursively) */
@@ -104,6 +104,9 @@ enum hu_field_tag {
 	HU_F_GROUP = 28,     /* string */
 	HU_F_MTIME_NS = 29,  /* u64 nanoseconds since the epoch */
 	HU_F_SYMLINK = 30,   /* string, target of a symlink */
+	HU_F_MORE = 31,      /* u8 1 on an ENTRIES reply that more ENTRIES follow
+	                      * (a big LIST_DIR is split to stay under the frame
+	                      * limit); the last ENTRIES (or an ERROR) has none */
 };
 
 enum hu_stream { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };

@@ -1,7 +1,7 @@
 /*
  * cgroups behind one interface, with backends for the hosts hutch meets:
  *   - v2: a unified hierarchy with the memory, pids and cpu controllers;
- *   - v1: per-controller hierarchies (memory, pids, cpu, freezer);
+ *   - v1: per-controller hierarchies (memory, pids, cpu, cpuacct, freezer);
  *   - hybrid: v1 controllers for the limits plus a controller-less cgroup2
  *     mount (for example /sys/fs/cgroup/unified) used for freeze, kill and
  *     clone3(CLONE_INTO_CGROUP), which are faster and race-free there.
@@ -35,15 +35,26 @@ struct hu_cgroup_env {
 	char v1_cpu[256];
 	char v1_freezer[256];
 	char parent[64];        /* parent group name, default "hutch" */
+	char v1_cpuacct[256];   /* v1 cpuacct mount (cpu usage in pure v1); may equal v1_cpu */
 };
+
+/* Group names (and the parent name): 1..64 characters of [A-Za-z0-9._-],
+ * not "." and without "..", so a name can never leave its parent directory. */
+#define HU_CGROUP_NAME_MAX 64
+/* 0 if valid, else -1 with EINVAL. */
+int hu_cgroup_validate_name(const char *name, hu_err *err);
 
 struct hu_cgroup; /* one sandbox's group(s) */
 
 /* Fill env from the running system's mounts; -1 if no usable cgroup setup. */
 int hu_cgroup_detect(struct hu_cgroup_env *env, hu_err *err);
+/* The same from a given mountinfo file (tests; another process's mounts). */
+int hu_cgroup_detect_from(const char *mountinfo_path, struct hu_cgroup_env *env, hu_err *err);
 const char *hu_cgroup_mode_name(enum hu_cgroup_mode mode);
 
-/* Create the group `name` in every hierarchy and apply limits. On failure,
+/* Create the group `name` in every hierarchy and apply limits (lim NULL: no
+ * limits). An empty group of that name left over by a crash is taken over
+ * (and thawed); one with processes in it fails with EEXIST. On failure,
  * nothing is left behind. */
 int hu_cgroup_create(const struct hu_cgroup_env *env, const char *name, const struct hu_cgroup_limits *lim,
 		     struct hu_cgroup **out, hu_err *err);

@@ -98,11 +98,10 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	if (hu_cgroup_detect(&rt->cg, err) < 0)
 		goto fail;
 	snprintf(rt->cg.parent, sizeof(rt->cg.parent), "%s", cfg->cgroup_parent[0] ? cfg->cgroup_parent : "hutch");
-	/* run_dir is searchable (0711) so that a sandbox's setup code, already
-	 * running as its unprivileged host uid, can reach its own 0700 directory;
-	 * ctl/ and slots/ stay private to root. */
-	if (hu_mkdir_p(cfg->run_dir, 0711, err) < 0 || chmod(cfg->run_dir, 0711) < 0 ||
-	    make_dir(rt->sandboxes_dir, sizeof(rt->sandboxes_dir), cfg->run_dir, "sandboxes", 0711, err) < 0 ||
+	/* Everything under the run and data dirs is private to root: a sandbox's
+	 * setup code works from a directory fd the parent hands it. */
+	if (hu_mkdir_p(cfg->run_dir, 0700, err) < 0 || chmod(cfg->run_dir, 0700) < 0 ||
+	    make_dir(rt->sandboxes_dir, sizeof(rt->sandboxes_dir), cfg->run_dir, "sandboxes", 0700, err) < 0 ||
 	    make_dir(rt->ctl_dir, sizeof(rt->ctl_dir), cfg->run_dir, "ctl", 0700, err) < 0 ||
 	    make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err) < 0 ||
 	    make_dir(rt->templates_dir, sizeof(rt->templates_dir), cfg->data_dir, "templates", 0700, err) < 0) {

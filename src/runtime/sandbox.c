@@ -244,7 +244,6 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 
 	memset(&args, 0, sizeof(args));
 	snprintf(args.id, sizeof(args.id), "%s", sb->id);
-	snprintf(args.sbdir, sizeof(args.sbdir), "%s", sb->sbdir);
 	args.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB;
 	args.sync_fd = child_end;
 	args.listen_fd = listen_fd;
@@ -262,20 +261,32 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
 		return hu_err_sys(err, "open %s", path);
-	int fds[HU_CHILD_NFDS];
+	int fds[HU_CHILD_NFDS] = {-1, -1, -1};
+	int rc = -1;
+	/* the sandbox dir as seen from the child's own mount namespace (through
+	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
+	char dirpath[PATH_MAX + 64];
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s", (int)sb->pid, sb->sbdir);
+	fds[HU_CHILD_FD_DIR] = open(dirpath, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fds[HU_CHILD_FD_DIR] < 0) {
+		hu_err_sys(err, "open %s", dirpath);
+		goto out;
+	}
 	fds[HU_CHILD_FD_TEMPLATE] = idmapped_tree(tpl, userns, 0, err);
 	if (fds[HU_CHILD_FD_TEMPLATE] < 0)
-		return -1;
+		goto out;
 	fds[HU_CHILD_FD_USR] = idmapped_tree("/usr", userns, 1, err);
-	if (fds[HU_CHILD_FD_USR] < 0) {
-		close(fds[HU_CHILD_FD_TEMPLATE]);
-		return -1;
-	}
-	int rc = hu_send_fds(parent_end, "g", 1, fds, HU_CHILD_NFDS);
-	close(fds[0]);
-	close(fds[1]);
+	if (fds[HU_CHILD_FD_USR] < 0)
+		goto out;
+	rc = hu_send_fds(parent_end, "g", 1, fds, HU_CHILD_NFDS);
 	if (rc < 0)
-		return hu_err_sys(err, "hand mounts to the sandbox");
+		hu_err_sys(err, "hand mounts to the sandbox");
+out:
+	for (int i = 0; i < HU_CHILD_NFDS; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (rc < 0)
+		return -1;
 	return wait_child_ready(parent_end, err);
 }
 

@@ -119,42 +119,33 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 	return 0;
 }
 
+/* Everything below runs relative to the sandbox directory (the parent hands
+ * over an fd of it), so no ancestor of the run dir has to be searchable by
+ * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
 static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *err)
 {
-	char lower[PATH_MAX], root[PATH_MAX], p[PATH_MAX], opts[128];
-
-	if (path_in(lower, sizeof(lower), a->sbdir, "lower", err) < 0 ||
-	    path_in(root, sizeof(root), a->sbdir, "rootfs", err) < 0)
-		return -1;
-	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, lower, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return hu_err_sys(err, "attach template at %s", lower);
+	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
+		return hu_err_sys(err, "enter the sandbox directory");
+	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach the template");
 	/* userxattr: overlay inside a user namespace keeps its metadata in
-	 * user.* xattrs; the upper layer is the size-capped tmpfs. The layer
-	 * paths are given relative to the sandbox directory, because overlay
-	 * shows them verbatim in /proc/self/mountinfo: absolute ones would tell
-	 * the sandbox where the host keeps it. */
-	if (chdir(a->sbdir) < 0)
-		return hu_err_sys(err, "chdir %s", a->sbdir);
-	snprintf(opts, sizeof(opts), "lowerdir=lower,upperdir=disk/upper,workdir=disk/work,userxattr");
-	if (do_mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts, err) < 0)
+	 * user.* xattrs; the upper layer is the size-capped tmpfs. Overlay shows
+	 * these (relative) paths verbatim in /proc/self/mountinfo. */
+	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
+		     "lowerdir=lower,upperdir=disk/upper,workdir=disk/work,userxattr", err) < 0)
 		return -1;
-	if (path_in(p, sizeof(p), root, "usr", err) < 0)
-		return -1;
-	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, p, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-		return hu_err_sys(err, "attach /usr at %s", p);
-	if (path_in(p, sizeof(p), root, "proc", err) < 0 ||
-	    do_mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
+	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach /usr");
+	if (do_mount("proc", "rootfs/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
 	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
-	if (path_in(p, sizeof(p), root, "sys", err) < 0)
-		return -1;
-	mount("sysfs", p, "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	if (setup_dev(root, a->shm_bytes, err) < 0)
+	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (setup_dev("rootfs", a->shm_bytes, err) < 0)
 		return -1;
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching it
 	 * leaves no path back to the host's file system. */
-	if (chdir(root) < 0)
-		return hu_err_sys(err, "chdir %s", root);
+	if (chdir("rootfs") < 0)
+		return hu_err_sys(err, "chdir rootfs");
 	if (syscall(SYS_pivot_root, ".", ".") < 0)
 		return hu_err_sys(err, "pivot_root");
 	if (umount2(".", MNT_DETACH) < 0)
@@ -223,8 +214,8 @@ void hu_child_main(const struct hu_child_args *a)
 	}
 	if (loopback_up(&err) < 0 || setup_rootfs(a, fds, &err) < 0)
 		report(sync_fd, &err);
-	close(fds[0]);
-	close(fds[1]);
+	for (int i = 0; i < HU_CHILD_NFDS; i++)
+		close(fds[i]);
 	/* user namespaces cannot nest below this one (seccomp also refuses the
 	 * flag; this is the second lock). */
 	hu_write_str("/proc/sys/user/max_user_namespaces", "0", &err);

@@ -7,18 +7,19 @@
 /* Everything the child needs, in memory it inherits as a copy at clone time. */
 struct hu_child_args {
 	char id[HU_ID_MAX];
-	char sbdir[PATH_MAX];
 	uint64_t shm_bytes;
 	int sync_fd;   /* SOCK_SEQPACKET to the parent; CLOEXEC, so exec = EOF = success */
 	int listen_fd; /* the init socket, becomes fd 3 of hutch-init */
 	int init_memfd;
 };
 
-/* The "go" message from the parent carries, as SCM_RIGHTS, the idmapped
- * template mount and the idmapped read-only /usr mount, in that order. */
+/* The "go" message from the parent carries, as SCM_RIGHTS: the idmapped
+ * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
+ * sandbox directory in the child's own mount namespace. */
 #define HU_CHILD_FD_TEMPLATE 0
 #define HU_CHILD_FD_USR 1
-#define HU_CHILD_NFDS 2
+#define HU_CHILD_FD_DIR 2
+#define HU_CHILD_NFDS 3
 
 /* A failure report from the child: errno and message. */
 struct hu_child_report {

@@ -12,4 +12,10 @@
  * CAP_SYS_ADMIN; the caller sets PR_SET_NO_NEW_PRIVS first). */
 int hu_seccomp_load(hu_err *err);
 
+/* Write the same filter as classic BPF (an array of struct sock_filter) to
+ * `fd` without loading it: for tests that evaluate it on synthetic
+ * seccomp_data (foreign architectures the host cannot execute) and for
+ * debugging. */
+int hu_seccomp_export_bpf(int fd, hu_err *err);
+
 #endif

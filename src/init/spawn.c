@@ -1,0 +1,369 @@
+#include "init/spawn.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "init/pty.h"
+#include "init/users.h"
+#include "runtime/caps.h"
+#include "util/cleanup.h"
+
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* How long SPAWN waits for the child to reach execve. Only a child stuck
+ * before exec (say, chdir into a hung mount) takes long; SPAWN must not hang
+ * init with it. */
+#define EXEC_WAIT_MS 10000
+
+extern char **environ;
+
+void hu_strv_free(char **v)
+{
+	if (!v)
+		return;
+	for (char **p = v; *p; p++)
+		free(*p);
+	free(v);
+}
+
+/* ---- environment ---------------------------------------------------------- */
+
+struct envbuild {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
+/* Set KEY=VALUE in e, replacing an earlier entry of the same key. */
+static void env_put(struct envbuild *e, const char *kv)
+{
+	size_t keylen = strcspn(kv, "=");
+	char *copy = strdup(kv);
+	if (!copy) {
+		e->oom = true;
+		return;
+	}
+	for (size_t i = 0; i < e->n; i++) {
+		if (!strncmp(e->v[i], kv, keylen) && e->v[i][keylen] == '=') {
+			free(e->v[i]);
+			e->v[i] = copy;
+			return;
+		}
+	}
+	if (e->n + 2 > e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 16;
+		char **v = realloc(e->v, cap * sizeof(*v));
+		if (!v) {
+			free(copy);
+			e->oom = true;
+			return;
+		}
+		e->v = v;
+		e->cap = cap;
+	}
+	e->v[e->n++] = copy;
+	e->v[e->n] = NULL;
+}
+
+static void env_putf(struct envbuild *e, const char *key, const char *val)
+{
+	char *kv;
+	if (asprintf(&kv, "%s=%s", key, val) < 0) {
+		e->oom = true;
+		return;
+	}
+	env_put(e, kv);
+	free(kv);
+}
+
+/* A clean environment: nothing of init's own leaks into the sandbox's
+ * processes; the request's ENV entries override the defaults. */
+static char **build_env(const struct hu_request *req, const struct hu_user *u, hu_err *err)
+{
+	struct envbuild e = {0};
+
+	env_putf(&e, "PATH", DEFAULT_PATH);
+	env_putf(&e, "HOME", u->home);
+	env_putf(&e, "USER", u->name);
+	env_putf(&e, "LOGNAME", u->name);
+	env_putf(&e, "SHELL", u->shell);
+	if (req->pty)
+		env_putf(&e, "TERM", "xterm-256color"); /* a pty without TERM confuses most tools */
+	for (size_t i = 0; i < req->envc; i++)
+		env_put(&e, req->envv[i]);
+	if (e.oom) {
+		hu_strv_free(e.v);
+		hu_err_set(err, ENOMEM, "build environment");
+		return NULL;
+	}
+	return e.v;
+}
+
+/* ---- the child ---------------------------------------------------------------- */
+
+/* Everything the child needs, prepared by the parent so the child only makes
+ * system calls between fork and exec. */
+struct child_plan {
+	const struct hu_request *req;
+	const struct hu_user *user;
+	char **envv;
+	const char *cwd;  /* NULL: home, falling back to / */
+	int pty_slave;    /* or -1 */
+	int stdin_rd;     /* pipe read end, or -1 for /dev/null (unused with a pty) */
+	int stdout_wr, stderr_wr;
+	int errpipe_wr;
+};
+
+static _Noreturn void child_fail(int errpipe, const hu_err *err)
+{
+	/* A hu_err is well under PIPE_BUF, so this write is atomic. */
+	(void)!write(errpipe, err, sizeof(*err));
+	_exit(127);
+}
+
+static void reset_signals(void)
+{
+	sigset_t none;
+	/* init ignores SIGPIPE and blocks SIGCHLD; a program must start with the
+	 * defaults it would get from any shell. */
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+static int setup_stdio(const struct child_plan *p, hu_err *err)
+{
+	if (p->pty_slave >= 0)
+		return hu_pty_make_controlling(p->pty_slave, err);
+	int in = p->stdin_rd;
+	if (in < 0) {
+		in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (in < 0)
+			return hu_err_sys(err, "open /dev/null");
+	}
+	/* dup2 clears CLOEXEC on the copies; the originals close at exec. */
+	if (dup2(in, 0) < 0 || dup2(p->stdout_wr, 1) < 0 || dup2(p->stderr_wr, 2) < 0)
+		return hu_err_sys(err, "set up stdio");
+	return 0;
+}
+
+/* Become the user. The bounding set is reduced while still root (that needs
+ * CAP_SETPCAP, which a non-root uid no longer has), then the ids change, then
+ * the remaining sets are cut: together this is hu_caps_drop_to() split around
+ * setresuid so it also works for "user". */
+static int become_user(const struct hu_user *u, hu_err *err)
+{
+	uint64_t keep = u->uid == 0 ? HU_CAPS_ROOT_DEFAULT : 0;
+
+	if (geteuid() != 0)
+		return 0; /* an unprivileged init (tests) has nothing to give away */
+	if (hu_caps_bound_to(keep, err) < 0)
+		return -1;
+	if (setgroups(u->ngroups, u->groups) < 0)
+		return hu_err_sys(err, "setgroups");
+	if (setresgid(u->gid, u->gid, u->gid) < 0)
+		return hu_err_sys(err, "setresgid %u", (unsigned)u->gid);
+	if (setresuid(u->uid, u->uid, u->uid) < 0)
+		return hu_err_sys(err, "setresuid %u", (unsigned)u->uid);
+	return hu_caps_set(keep, err);
+}
+
+static _Noreturn void child_main(const struct child_plan *p)
+{
+	hu_err err;
+
+	reset_signals();
+	if (setsid() < 0) {
+		hu_err_sys(&err, "setsid");
+		child_fail(p->errpipe_wr, &err);
+	}
+	if (setup_stdio(p, &err) < 0 || become_user(p->user, &err) < 0)
+		child_fail(p->errpipe_wr, &err);
+	umask(022);
+	if (p->cwd) {
+		if (chdir(p->cwd) < 0) {
+			hu_err_sys(&err, "chdir %s", p->cwd);
+			child_fail(p->errpipe_wr, &err);
+		}
+	} else if (chdir(p->user->home) < 0 && chdir("/") < 0) {
+		hu_err_sys(&err, "chdir /");
+		child_fail(p->errpipe_wr, &err);
+	}
+	/* Nothing of init's may reach the program; marking instead of closing
+	 * keeps the error pipe usable until execve itself succeeds. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		hu_err_sys(&err, "close_range");
+		child_fail(p->errpipe_wr, &err);
+	}
+	/* execvp searches the PATH of the environment it runs in. */
+	environ = p->envv;
+	execvp(p->req->argv[0], p->req->argv);
+	hu_err_sys(&err, "exec %s", p->req->argv[0]);
+	child_fail(p->errpipe_wr, &err);
+}
+
+/* ---- the parent ----------------------------------------------------------------- */
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static int set_nonblock(int fd, hu_err *err)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return hu_err_sys(err, "set O_NONBLOCK");
+	return 0;
+}
+
+/* Wait for the child to exec (the error pipe closes) or to report why not. */
+static int wait_exec(pid_t pid, int errpipe_rd, hu_err *err)
+{
+	struct pollfd pfd = {.fd = errpipe_rd, .events = POLLIN};
+	hu_err child_err;
+	size_t got = 0;
+
+	while (got < sizeof(child_err)) {
+		int r = poll(&pfd, 1, EXEC_WAIT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return r == 0 ? hu_err_set(err, ETIMEDOUT, "process did not reach exec") : hu_err_sys(err, "poll");
+		}
+		ssize_t n = read(errpipe_rd, (char *)&child_err + got, sizeof(child_err) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 && got == 0)
+			return 0; /* closed by a successful execve */
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	/* The child failed and exits 127 right after writing; reap it here so it
+	 * never shows up as a process. */
+	waitpid(pid, NULL, 0);
+	if (got < sizeof(child_err))
+		return hu_err_set(err, EIO, "spawn: truncated error report from the child");
+	child_err.msg[sizeof(child_err.msg) - 1] = '\0';
+	*err = child_err;
+	if (err->code <= 0)
+		err->code = EIO;
+	return -1;
+}
+
+/* Pipes and pty, both ends CLOEXEC. The child's ends are its plan's; the
+ * parent's go to res. */
+static int make_stdio(const struct hu_request *req, struct child_plan *plan, struct hu_spawned *res, hu_err *err)
+{
+	int p[2];
+
+	if (req->pty) {
+		if (hu_pty_open(req->rows, req->cols, &res->out_fd[0], &plan->pty_slave, err) < 0)
+			return -1;
+		res->pty = true;
+		res->stdin_fd = fcntl(res->out_fd[0], F_DUPFD_CLOEXEC, 3);
+		if (res->stdin_fd < 0)
+			return hu_err_sys(err, "dup pty master");
+		return set_nonblock(res->out_fd[0], err);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return hu_err_sys(err, "pipe");
+		res->out_fd[i] = p[0];
+		*(i == 0 ? &plan->stdout_wr : &plan->stderr_wr) = p[1];
+		if (set_nonblock(p[0], err) < 0)
+			return -1;
+	}
+	if (req->stdin_open) {
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return hu_err_sys(err, "pipe");
+		plan->stdin_rd = p[0];
+		res->stdin_fd = p[1];
+		if (set_nonblock(p[1], err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void close_plan(struct child_plan *plan)
+{
+	close_fd(&plan->pty_slave);
+	close_fd(&plan->stdin_rd);
+	close_fd(&plan->stdout_wr);
+	close_fd(&plan->stderr_wr);
+	close_fd(&plan->errpipe_wr);
+}
+
+static void close_spawned(struct hu_spawned *res)
+{
+	close_fd(&res->out_fd[0]);
+	close_fd(&res->out_fd[1]);
+	close_fd(&res->stdin_fd);
+	hu_strv_free(res->envv);
+	res->envv = NULL;
+	free(res->cwd);
+	res->cwd = NULL;
+}
+
+int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err)
+{
+	struct hu_user user;
+	struct child_plan plan = {.req = req, .user = &user, .cwd = req->cwd, .pty_slave = -1, .stdin_rd = -1,
+				  .stdout_wr = -1, .stderr_wr = -1, .errpipe_wr = -1};
+	_cleanup_close_ int errpipe_rd = -1;
+	int p[2];
+
+	*res = (struct hu_spawned){.pid = -1, .out_fd = {-1, -1}, .stdin_fd = -1};
+	if (hu_user_resolve(req->user, &user, err) < 0)
+		return -1;
+	res->envv = build_env(req, &user, err);
+	if (!res->envv)
+		return -1;
+	plan.envv = res->envv;
+	res->cwd = strdup(req->cwd ? req->cwd : user.home);
+	if (!res->cwd) {
+		hu_err_set(err, ENOMEM, "spawn");
+		goto fail;
+	}
+	if (make_stdio(req, &plan, res, err) < 0)
+		goto fail;
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		hu_err_sys(err, "pipe");
+		goto fail;
+	}
+	errpipe_rd = p[0];
+	plan.errpipe_wr = p[1];
+
+	pid_t pid = fork();
+	if (pid < 0) {
+		hu_err_sys(err, "fork");
+		goto fail;
+	}
+	if (pid == 0)
+		child_main(&plan);
+	close_plan(&plan);
+	if (wait_exec(pid, errpipe_rd, err) < 0) {
+		close_spawned(res);
+		return -1;
+	}
+	res->pid = pid;
+	return 0;
+fail:
+	close_plan(&plan);
+	close_spawned(res);
+	hu_err_prefix(err, "spawn %s", req->argv[0]);
+	return -1;
+}

@@ -1,0 +1,54 @@
+#!/bin/bash
+# Destroy leaves nothing behind: after 100 create/destroy cycles there is no
+# extra process, mount, cgroup, network namespace, directory, socket or uid slot.
+. "$(dirname "$0")/lib.sh"
+
+count_mounts() { wc -l </proc/self/mountinfo; }
+count_netns() { stat -L -c %i /proc/[0-9]*/ns/net 2>/dev/null | sort -u | wc -l; }
+count_sandbox_procs() { ps -e -o uid= | awk '$1 >= 1073741824' | wc -l; }
+count_cgroups() {
+	local n=0 d
+	for d in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT" /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"; do
+		[ -d "$d" ] && n=$((n + $(find "$d" -mindepth 1 -type d | wc -l)))
+	done
+	echo $n
+}
+count_run_entries() { find "$HUTCH_RUN_DIR"/{sandboxes,ctl,slots} -mindepth 1 2>/dev/null | wc -l; }
+
+hrun -- true # builds the template and the run dir first
+m0=$(count_mounts) n0=$(count_netns) p0=$(count_sandbox_procs) c0=$(count_cgroups) r0=$(count_run_entries)
+
+fails=0
+for i in $(seq 1 100); do
+	hrun -- bash -c 'sleep 0.01 & echo x > /tmp/x' >/dev/null || fails=$((fails + 1))
+done
+expect_eq "100 create/run/destroy cycles succeed" "0" "$fails"
+sleep 0.2
+expect_eq "no mount is left" "$m0" "$(count_mounts)"
+expect_eq "no network namespace is left" "$n0" "$(count_netns)"
+expect_eq "no sandbox process is left" "$p0" "$(count_sandbox_procs)"
+expect_eq "no cgroup is left" "$c0" "$(count_cgroups)"
+expect_eq "no directory, socket or uid slot is left" "$r0" "$(count_run_entries)"
+
+# interrupted runs clean up too
+"$HUTCH" run -- sleep 60 &
+pid=$!
+sleep 1
+check "a sandbox process exists while running" test "$(count_sandbox_procs)" -gt "$p0"
+kill -TERM "$pid"
+wait "$pid"
+sleep 0.2
+expect_eq "SIGTERM to hutch run: no process left" "$p0" "$(count_sandbox_procs)"
+expect_eq "SIGTERM to hutch run: no mount left" "$m0" "$(count_mounts)"
+expect_eq "SIGTERM to hutch run: nothing left in the run dir" "$r0" "$(count_run_entries)"
+expect_eq "SIGTERM to hutch run: no cgroup left" "$c0" "$(count_cgroups)"
+
+# a failed create (an unknown template) leaves nothing either
+out=$("$HUTCH" run --template nosuch -- true 2>&1)
+expect_eq "an unknown template fails with 125" "125" "$?"
+expect_match "an unknown template is named" "nosuch" "$out"
+expect_eq "a failed create leaves no mount" "$m0" "$(count_mounts)"
+expect_eq "a failed create leaves nothing in the run dir" "$r0" "$(count_run_entries)"
+expect_eq "a failed create leaves no cgroup" "$c0" "$(count_cgroups)"
+
+finish

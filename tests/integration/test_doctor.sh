@@ -1,0 +1,73 @@
+#!/bin/bash
+# `hutch doctor`: passes on this host (root, hybrid cgroups), prints a line per
+# check, emits valid JSON with --json, and rejects unknown flags with exit 2.
+# Usage: test_doctor.sh [BUILD_DIR]   (default: build)
+. "$(dirname "$0")/lib.sh"
+
+# The cgroup mode this host is expected to report; CI hosts may differ.
+want_mode=${HUTCH_TEST_CGROUP_MODE:-hybrid}
+errf=$(mktemp "$HUTCH_TEST_TMP/doctor-err.XXXXXX")
+
+# --- plain run ---------------------------------------------------------------
+out=$(timeout -k 5 60 "$HUTCH" doctor 2>"$errf")
+rc=$?
+expect_eq "doctor exits 0 on this host" 0 "$rc"
+[ "$rc" -eq 0 ] || echo "$out" | sed 's/^/#   /'
+expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$errf")"
+
+# one line per check: "<status> <name>: <finding>"
+for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
+	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "Landlock" "memory" \
+	"file descriptors" "kernel"; do
+	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
+	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
+done
+expect_match "cgroups line reports mode $want_mode" "^ok +cgroups: mode $want_mode" "$(grep -E ' cgroups: ' <<<"$out")"
+expect_match "Landlock line reports an ABI version or why not" "Landlock: (ABI version [0-9]+|.*returned)" \
+	"$(grep ' Landlock: ' <<<"$out")"
+expect_match "memory line estimates how many sandboxes fit" "room for about [0-9]+ sandboxes of 512 MiB" \
+	"$(grep ' memory: ' <<<"$out")"
+expect_no_match "no check FAILs" "^FAIL " "$out"
+expect_match "doctor ends with a summary" "[0-9]+ ok, [0-9]+ warn, 0 FAIL" "$(tail -n1 <<<"$out")"
+nlines=$(grep -cE '^(ok|warn|FAIL) ' <<<"$out")
+
+# --- JSON --------------------------------------------------------------------
+json=$(timeout -k 5 60 "$HUTCH" doctor --json 2>"$errf")
+rc=$?
+expect_eq "doctor --json exits 0 on this host" 0 "$rc"
+check "doctor --json output parses as JSON" python3 -c 'import json,sys; json.load(sys.stdin)' <<<"$json"
+jcheck=$(python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+names = [c["name"] for c in d["checks"]]
+assert d["ok"] is True, "ok is not true"
+assert all(c["status"] in ("ok", "warn", "fail") for c in d["checks"]), "bad status"
+assert all(isinstance(c["finding"], str) and c["finding"] for c in d["checks"]), "empty finding"
+cg = [c for c in d["checks"] if c["name"] == "cgroups"][0]
+print(len(names), cg["finding"].split(";")[0])
+' <<<"$json" 2>&1)
+expect_eq "JSON has the same checks as the text and the cgroup mode" "$nlines mode $want_mode" "$jcheck"
+
+# --- usage errors --------------------------------------------------------------
+uout=$("$HUTCH" doctor --bogus 2>"$errf")
+rc=$?
+expect_eq "unknown flag exits 2" 2 "$rc"
+expect_eq "unknown flag prints nothing on stdout" "" "$uout"
+expect_match "unknown flag names the flag on stderr" "hutch: doctor: unknown option '--bogus'" "$(cat "$errf")"
+"$HUTCH" doctor extra >/dev/null 2>&1
+expect_eq "stray argument exits 2" 2 "$?"
+hout=$("$HUTCH" doctor --help 2>&1)
+rc=$?
+expect_eq "--help exits 0" 0 "$rc"
+expect_match "--help shows the usage" "usage: hutch doctor \[--json\]" "$hout"
+
+# --- nothing left behind --------------------------------------------------------
+# The cgroup probe group is named after the doctor's pid.
+timeout -k 5 60 "$HUTCH" doctor >/dev/null 2>&1 &
+dpid=$!
+wait "$dpid"
+left=$(ls -d /sys/fs/cgroup/*/hutch-doctor-"$dpid" /sys/fs/cgroup/hutch-doctor-"$dpid" 2>/dev/null)
+expect_eq "doctor removes its probe cgroup" "" "$left"
+expect_eq "doctor leaves no mounts behind" "" "$(grep -o ' /tmp/hutch-doctor-[^ ]*' /proc/self/mountinfo)"
+
+finish

@@ -1,0 +1,83 @@
+#!/bin/bash
+# `hutch run`: exit codes, stream separation, stdin, signals, timeout, users,
+# large output, flag validation, and that the usual tools work inside.
+. "$(dirname "$0")/lib.sh"
+
+out=$(hrun -- python3 -c 'print(1)')
+expect_eq "python3 prints inside a sandbox" "1" "$out"
+
+for code in 0 1 7 255; do
+	hrun -- bash -c "exit $code"
+	expect_eq "exit code $code is propagated" "$code" "$?"
+done
+
+hrun -- bash -c 'kill -TERM $$'
+expect_eq "death by SIGTERM exits 128+15" "143" "$?"
+
+out=$(hrun -- bash -c 'echo to-out; echo to-err >&2' 2>/dev/null)
+expect_eq "stdout carries only stdout" "to-out" "$out"
+out=$(hrun -- bash -c 'echo to-out; echo to-err >&2' 2>&1 >/dev/null)
+expect_eq "stderr carries only stderr" "to-err" "$out"
+
+out=$(printf 'line1\nline2\n' | hrun -- cat)
+expect_eq "stdin reaches the command and EOF closes it" $'line1\nline2' "$out"
+out=$(head -c 3000000 /dev/urandom | tee "$HUTCH_TEST_TMP/in.bin" | hrun -- sha256sum | cut -d' ' -f1)
+expect_eq "3 MB of binary stdin arrives intact" "$(sha256sum <"$HUTCH_TEST_TMP/in.bin" | cut -d' ' -f1)" "$out"
+
+# 100 MB of output, no loss: count and checksum what arrives
+want=$(python3 -c 'import hashlib,sys; b=bytes(range(256))*4096; h=hashlib.sha256(); [h.update(b) for _ in range(100)]; print(h.hexdigest())')
+got=$(hrun -- python3 -c 'import sys; b=bytes(range(256))*4096; w=sys.stdout.buffer; [w.write(b) for _ in range(100)]' | sha256sum | cut -d' ' -f1)
+expect_eq "100 MB of stdout arrives without loss" "$want" "$got"
+n=$(hrun -- python3 -c 'import sys; sys.stderr.write("e"*(10<<20))' 2>&1 >/dev/null | wc -c)
+expect_eq "10 MB of stderr arrives without loss" "10485760" "$n"
+
+start=$(date +%s%N)
+out=$(hrun --timeout 1s -- sleep 30 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+expect_eq "timeout exits 124" "124" "$rc"
+expect_match "timeout says what happened" "timed out" "$out"
+check "timeout kills promptly (${ms} ms)" test "$ms" -lt 5000
+
+# SIGINT to hutch run is forwarded to the command
+# (started directly, not through hrun: a background subshell would be the one signalled)
+"$HUTCH" run -- bash -c 'trap "echo got-int; exit 3" INT; sleep 20 & wait' >"$HUTCH_TEST_TMP/int.out" 2>&1 &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+expect_eq "SIGINT is forwarded and the command's exit code returned" "3" "$rc"
+expect_match "the command saw SIGINT" "got-int" "$(cat "$HUTCH_TEST_TMP/int.out")"
+
+out=$(hrun -- id -u)
+expect_eq "default user is uid 1000" "1000" "$out"
+out=$(hrun -- bash -c 'echo $HOME $USER; pwd')
+expect_eq "user's home and cwd" $'/home/user user\n/home/user' "$out"
+out=$(hrun --user root -- bash -c 'id -u; echo $HOME')
+expect_eq "--user root runs as uid 0 with home /root" $'0\n/root' "$out"
+out=$(hrun --env FOO=bar --cwd /tmp -- bash -c 'echo $FOO; pwd')
+expect_eq "--env and --cwd apply" $'bar\n/tmp' "$out"
+out=$(hrun -- bash -c 'umask; touch /tmp/f; stat -c %a /tmp/f')
+expect_eq "umask 022: new files are 0644" $'0022\n644' "$out"
+
+out=$(hrun -- node -e 'console.log(6*7)')
+expect_eq "node works" "42" "$out"
+out=$(hrun -- bash -c 'echo a b c | tr " " "\n" | sort -r | head -1; ls / >/dev/null && echo ls-ok')
+expect_eq "coreutils work" $'c\nls-ok' "$out"
+
+out=$(hrun -- /no/such/binary 2>&1)
+rc=$?
+expect_eq "a missing command fails with 125" "125" "$rc"
+expect_match "a missing command is named in the error" "no/such/binary" "$out"
+
+for bad in "--memory 12X" "--pids -3" "--cpus 0" "--disk lots" "--timeout soon" "--user admin" "--env NOEQUALS" "--bogus"; do
+	out=$("$HUTCH" run $bad -- true 2>&1)
+	rc=$?
+	expect_eq "invalid flag '$bad' exits 2" "2" "$rc"
+	expect_match "invalid flag '$bad' gets a clear message" "hutch: " "$out"
+done
+out=$("$HUTCH" run 2>&1)
+expect_eq "no command exits 2" "2" "$?"
+
+finish
