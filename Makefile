@@ -93,6 +93,7 @@ fuzz:
 # The full suite: the plain build and the sanitizer build, unit and
 # integration tests under both, then a bounded fuzz run.
 check:
+	rm -rf tests/results
 	$(MAKE) all
 	$(MAKE) SAN=1 all
 	tests/run-unit.sh build

@@ -6,7 +6,7 @@
  *   permitted, inheritable, ambient and bounding sets.
  * - A process run as `root` gets HU_CAPS_ROOT_DEFAULT (chown, dac_override,
  *   fowner, fsetid, kill, setgid, setuid, setpcap, net_bind_service,
- *   sys_chroot, audit_write, setfcap), all of them scoped to the sandbox's own
+ *   audit_write, setfcap), all of them scoped to the sandbox's own
  *   user namespace; everything else, including the bounding set, is dropped.
  */
 #ifndef HUTCH_RUNTIME_CAPS_H

@@ -26,8 +26,9 @@ case "$mode" in
 build) ;;
 smoke)
 	pass=0 fail=0
-	for bin in "$out"/fuzz_*; do
-		name=$(basename "$bin")
+	for drv in tests/fuzz/fuzz_*.c; do
+		name=$(basename "$drv" .c)
+		bin=$out/$name
 		corpus=tests/fuzz/corpus/${name#fuzz_}
 		mkdir -p "$corpus"
 		work=$(mktemp -d)
