@@ -1,7 +1,7 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
-PKGS      := libevent jansson sqlite3 libseccomp
+PKGS      := libevent jansson sqlite3 libseccomp zlib libcrypto
 CC        ?= cc
 SAN       ?= 0
 PREFIX    ?= /usr/local
@@ -28,7 +28,8 @@ PROTO_SRC   := $(wildcard src/proto/*.c)
 RUNTIME_SRC := $(wildcard src/runtime/*.c)
 INIT_SRC    := $(wildcard src/init/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
-LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC)
+DAEMON_SRC  := $(wildcard src/daemon/*.c)
+LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC) $(DAEMON_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 

@@ -12,14 +12,15 @@ cd "$here"
 mode=${1:-smoke}
 out=build-fuzz
 mkdir -p "$out" tests/results
-CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc $(pkg-config --cflags libevent jansson)"
+FUZZ_PKGS="libevent jansson zlib libcrypto sqlite3"
+CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc $(pkg-config --cflags $FUZZ_PKGS)"
 LIBSRC="$(ls src/util/*.c src/proto/*.c 2>/dev/null)"
 for drv in tests/fuzz/fuzz_*.c; do
 	[ -e "$drv" ] || continue
 	name=$(basename "$drv" .c)
 	# A driver lists the extra sources it needs in a line "// fuzz-sources: a.c b.c".
 	extra=$(sed -n 's@^// fuzz-sources: @@p' "$drv")
-	clang $CFLAGS -o "$out/$name" "$drv" $LIBSRC $extra $(pkg-config --libs libevent jansson)
+	clang $CFLAGS -o "$out/$name" "$drv" $LIBSRC $extra $(pkg-config --libs $FUZZ_PKGS)
 done
 export ASAN_OPTIONS=detect_leaks=1
 case "$mode" in

@@ -1,0 +1,121 @@
+/*
+ * hutch serve: the daemon's shared context and its HTTP plumbing.
+ *
+ * One libevent loop serves everything on one port: the control plane (E2B
+ * REST, authenticated by X-API-KEY) and the data plane (envd over Connect,
+ * routed by the E2b-Sandbox-Id header, authenticated by X-Access-Token).
+ * Handlers get a struct hu_req and answer through the reply helpers below;
+ * every error answer is JSON {"code": <status>, "message": "..."} (control
+ * plane) or a Connect error (data plane), never an empty or HTML body.
+ */
+#ifndef HUTCH_DAEMON_DAEMON_H
+#define HUTCH_DAEMON_DAEMON_H
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+
+#include "runtime/sandbox.h"
+#include "util/err.h"
+
+struct hu_store;
+struct hu_registry;
+
+/* hutch serve settings: flags > config file > embedded defaults. */
+struct hu_config {
+	char listen_addr[64];    /* default 127.0.0.1 */
+	uint16_t port;           /* default 3000 */
+	char data_dir[PATH_MAX]; /* default /var/lib/hutch */
+	char run_dir[PATH_MAX];  /* default /run/hutch */
+	char config_path[PATH_MAX];
+	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
+	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
+	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */
+	uint64_t default_memory_bytes; /* per sandbox, default 512 MiB */
+	uint32_t default_cpu_millis;   /* default 1000 */
+	uint64_t default_disk_bytes;   /* default 1 GiB */
+	uint64_t default_pids;         /* default 512 */
+	uint32_t max_sandboxes;        /* default 1000 */
+	char log_level[16];            /* debug|info|warn|error, default info */
+};
+
+struct hu_daemon {
+	struct event_base *base;
+	struct evhttp *http;
+	struct hu_config cfg;
+	struct hu_runtime *rt;
+	struct hu_store *store;
+	struct hu_registry *reg;
+	uint64_t next_request_id;
+	int stopping;
+};
+
+/* Which credentials a route needs. */
+enum hu_auth {
+	HU_AUTH_NONE = 0,    /* /health */
+	HU_AUTH_API_KEY = 1, /* control plane: X-API-KEY -> team */
+	HU_AUTH_ENVD = 2,    /* data plane: E2b-Sandbox-Id + X-Access-Token */
+};
+
+struct hu_sbx; /* a sandbox as the daemon knows it (registry.h) */
+
+/* One HTTP request as a handler sees it. */
+struct hu_req {
+	struct hu_daemon *d;
+	struct evhttp_request *ev;
+	uint64_t id;            /* request id, for logs */
+	enum evhttp_cmd_type method;
+	char path[1024];        /* decoded path, without the query */
+	const char *query;      /* raw query string or NULL (owned by the uri) */
+	struct evkeyvalq *query_kv; /* parsed query (evhttp_parse_query_str), or NULL */
+	char param[128];        /* the {id} matched in the route pattern, "" if none */
+	char team[64];          /* the authenticated team (control plane) */
+	struct hu_sbx *sbx;     /* the target sandbox (data plane) */
+	const char *user;       /* data plane: "root"/"user" from Basic auth, or NULL */
+};
+
+typedef void (*hu_handler)(struct hu_req *r);
+
+/* Register a route. `pattern` is a path with at most one "{id}" segment,
+ * e.g. "/sandboxes/{id}/timeout"; data-plane routes are matched only when
+ * the request carries E2b-Sandbox-Id (auth HU_AUTH_ENVD). */
+int hu_route(struct hu_daemon *d, enum evhttp_cmd_type method, const char *pattern, enum hu_auth auth,
+	     hu_handler fn);
+
+/* ---- replies (control plane) ------------------------------------------ */
+/* Send `body` (reference stolen) as JSON with `status`. */
+void hu_reply_json(struct hu_req *r, int status, json_t *body);
+/* 204 No Content, or 200/201 with Content-Length: 0 when status says so. */
+void hu_reply_empty(struct hu_req *r, int status);
+/* {"code": status, "message": "..."} */
+void hu_reply_error(struct hu_req *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Map a hu_err (errno) to an HTTP status and reply with its message. */
+void hu_reply_err(struct hu_req *r, const hu_err *err);
+/* Add a response header (e.g. X-Next-Token). */
+void hu_reply_header(struct hu_req *r, const char *name, const char *value);
+
+/* ---- request body ----------------------------------------------------- */
+/* The raw body (possibly empty). Valid until the reply is sent. */
+const uint8_t *hu_req_body(struct hu_req *r, size_t *len);
+/* Parse the body as a JSON object. An empty body gives an empty object.
+ * On malformed JSON or a non-object, replies 400 and returns -1. */
+int hu_req_json(struct hu_req *r, json_t **out);
+/* A request header, or NULL. */
+const char *hu_req_header(struct hu_req *r, const char *name);
+/* A query parameter (decoded), or NULL. */
+const char *hu_req_query(struct hu_req *r, const char *name);
+
+/* Structured logging (log.c): time, level, sandbox id, request id, message. */
+enum hu_log_level { HU_LOG_DEBUG, HU_LOG_INFO, HU_LOG_WARN, HU_LOG_ERROR };
+void hu_log(enum hu_log_level lvl, const char *sandbox_id, uint64_t req_id, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int hu_log_open(const char *data_dir, enum hu_log_level min, hu_err *err);
+void hu_log_close(void);
+
+/* The envd version hutch advertises: the highest whose features are all
+ * implemented (see docs/api.md). */
+#define HU_ENVD_VERSION "0.5.7"
+
+#endif

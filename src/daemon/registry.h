@@ -1,0 +1,59 @@
+/*
+ * The daemon's live sandboxes: one struct hu_sbx per sandbox, indexed by id
+ * (and by access token for signed URLs later). The store (store.h) is the
+ * source of truth on disk; the registry holds what only a live process can:
+ * the runtime handle, timers and streams.
+ */
+#ifndef HUTCH_DAEMON_REGISTRY_H
+#define HUTCH_DAEMON_REGISTRY_H
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+
+enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2 };
+
+struct hu_sbx {
+	char id[HU_ID_MAX];
+	char team[64];
+	char template_id[HU_ID_MAX];
+	char access_token[65];    /* random hex; X-Access-Token on the data plane */
+	enum hu_sbx_state state;
+	int64_t started_at_ms;    /* unix ms */
+	int64_t end_at_ms;        /* unix ms; kill (or pause, later) at this time */
+	int32_t timeout_s;        /* the sandbox's timeout window */
+	json_t *metadata;         /* object of string -> string (owned) */
+	json_t *env_vars;         /* object of string -> string (owned): default env of every command */
+	int auto_pause;           /* lifecycle.onTimeout == pause (stored; lifecycle issue) */
+	int auto_resume;          /* stored for the lifecycle issue */
+	int allow_internet;       /* stored; loopback only for now */
+	uint32_t cpu_millis;
+	uint64_t memory_bytes;
+	uint64_t disk_bytes;
+	struct hu_sandbox *rt;    /* runtime handle */
+	struct event *timer;      /* fires at end_at */
+	struct event *exit_watch; /* pidfd of hutch-init: the sandbox died */
+	struct hu_registry *reg;
+};
+
+struct hu_registry;
+
+int hu_registry_new(struct hu_daemon *d, struct hu_registry **out, hu_err *err);
+void hu_registry_free(struct hu_registry *reg); /* frees handles, does not destroy sandboxes */
+
+struct hu_sbx *hu_registry_get(struct hu_registry *reg, const char *id);
+/* The sandbox owning this access token, or NULL (constant-time compare). */
+struct hu_sbx *hu_registry_by_token(struct hu_registry *reg, const char *token);
+size_t hu_registry_count(struct hu_registry *reg);
+/* Iterate: call fn for each sandbox; stop when fn returns non-zero. */
+void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void *arg), void *arg);
+
+/* The unix socket path of the sandbox's hutch-init. */
+const char *hu_sbx_socket(const struct hu_sbx *s);
+/* Record activity on the data plane (a no-op until the lifecycle issue makes
+ * timeout an idle window). */
+void hu_sbx_touch(struct hu_sbx *s);
+
+#endif

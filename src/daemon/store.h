@@ -1,0 +1,34 @@
+/*
+ * The store: SQLite in WAL mode in the data dir, the daemon's source of
+ * truth. It holds teams and API keys (hashed), and every sandbox with its
+ * metadata, env vars, lifecycle fields and deadline, so that a restarted
+ * daemon (lifecycle issue) can adopt what is running.
+ */
+#ifndef HUTCH_DAEMON_STORE_H
+#define HUTCH_DAEMON_STORE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+struct hu_store;
+struct hu_sbx;
+
+int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err);
+void hu_store_close(struct hu_store *st);
+
+/* API keys: the key itself is shown once and stored as sha256 hex. */
+/* Create a key for `team` (the team is created if needed); key_out gets the
+ * plaintext key ("hutch_" + 48 hex chars). */
+int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, size_t n, hu_err *err);
+/* The team of a key, or -1 with ENOENT when the key is unknown. */
+int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err);
+/* Number of keys (the first start creates one when there is none). */
+int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);
+
+/* Sandboxes: insert on create, update on any change, delete on kill. */
+int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err);
+int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err);
+
+#endif
