@@ -282,6 +282,19 @@ out:
 	return rc;
 }
 
+/* A SIGKILL the user did not send is usually the OOM killer: say so. */
+static void explain_kill(struct hu_sandbox *sb, const struct run_opts *o, int code)
+{
+	struct hu_cgroup_stats st;
+	uint64_t disk;
+	hu_err ignore;
+
+	if (code != 128 + SIGKILL || hu_sandbox_stats(sb, &st, &disk, &ignore) < 0 || st.oom_kills == 0)
+		return;
+	cli_error("the command was killed by the OOM killer (memory limit %llu MiB)",
+		  (unsigned long long)(o->spec.limits.memory_bytes >> 20));
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -314,6 +327,7 @@ int cmd_run(int argc, char **argv)
 	if (pump(&s, &o, &err) < 0)
 		goto out;
 	code = s.exit_code;
+	explain_kill(sb, &o, code);
 out:
 	if (err.code)
 		cli_error("%s", err.msg);

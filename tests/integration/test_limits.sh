@@ -40,6 +40,9 @@ out=$(hrun --memory 64M -- bash -c 'python3 -c "b = bytearray(512 << 20); print(
 expect_eq "a memory bomb is OOM-killed inside the sandbox, its shell survives" "after=137" "$out"
 wait "$neigh"
 expect_eq "the neighbour kept running through the memory bomb" "neighbour-alive" "$(cat "$HUTCH_TEST_TMP/neigh.out")"
+out=$(hrun --memory 64M -- python3 -c 'b = bytearray(512 << 20)' 2>&1)
+expect_eq "an OOM-killed command exits 137" "137" "$?"
+expect_match "hutch run says the OOM killer ended the command" "OOM killer .memory limit 64 MiB" "$out"
 out=$(hrun --memory 64M -- python3 -c 'b = bytearray(32 << 20); print("fits")')
 expect_eq "memory below the limit is usable" "fits" "$out"
 

@@ -1,0 +1,104 @@
+// filesystem.Filesystem and /files through the SDK.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { Sandbox, NotFoundError, FileType } from 'e2b'
+import { startDaemon, rssKiB, sleep } from './harness.mjs'
+
+let d, sbx
+before(async () => {
+  d = await startDaemon()
+  sbx = await Sandbox.create({ timeoutMs: 300_000 })
+})
+after(async () => {
+  await sbx?.kill().catch(() => {})
+  await d?.stop()
+})
+
+test('write and read text and bytes; nested paths are created', async () => {
+  await sbx.files.write('/home/user/a/b/c.txt', 'hello file')
+  assert.equal(await sbx.files.read('/home/user/a/b/c.txt'), 'hello file')
+  const bytes = randomBytes(4096)
+  await sbx.files.write('/tmp/bin.dat', bytes)
+  const back = await sbx.files.read('/tmp/bin.dat', { format: 'bytes' })
+  assert.deepEqual(Buffer.from(back), bytes)
+  const who = await sbx.commands.run('stat -c "%U %a" /home/user/a/b/c.txt')
+  assert.equal(who.stdout, 'user 644\n')
+  await sbx.files.write('/home/user/empty', '')
+  assert.equal(await sbx.files.read('/home/user/empty'), '')
+})
+
+test('several files in one write', async () => {
+  const r = await sbx.files.write([
+    { path: '/tmp/multi/one', data: '1' },
+    { path: '/tmp/multi/two', data: '2' },
+  ])
+  assert.equal(r.length, 2)
+  assert.equal(await sbx.files.read('/tmp/multi/two'), '2')
+})
+
+test('list with depth, exists, getInfo', async () => {
+  await sbx.files.write('/tmp/tree/x/y/z.txt', 'z')
+  const one = await sbx.files.list('/tmp/tree')
+  assert.deepEqual(one.map((e) => e.name), ['x'])
+  assert.equal(one[0].type, FileType.DIR)
+  const deep = await sbx.files.list('/tmp/tree', { depth: 3 })
+  assert.ok(deep.some((e) => e.path === '/tmp/tree/x/y/z.txt' && e.type === FileType.FILE))
+  assert.equal(await sbx.files.exists('/tmp/tree/x/y/z.txt'), true)
+  assert.equal(await sbx.files.exists('/tmp/tree/nope'), false)
+  const info = await sbx.files.getInfo('/tmp/tree/x/y/z.txt')
+  assert.equal(info.name, 'z.txt')
+  assert.equal(info.size, 1)
+  assert.equal(info.owner, 'user')
+})
+
+test('makeDir, rename, remove', async () => {
+  assert.equal(await sbx.files.makeDir('/tmp/newdir/sub'), true)
+  assert.equal(await sbx.files.makeDir('/tmp/newdir/sub'), false, 'an existing dir returns false')
+  await sbx.files.write('/tmp/newdir/sub/f', 'f')
+  const moved = await sbx.files.rename('/tmp/newdir/sub/f', '/tmp/newdir/g')
+  assert.equal(moved.path, '/tmp/newdir/g')
+  assert.equal(await sbx.files.exists('/tmp/newdir/sub/f'), false)
+  await sbx.files.remove('/tmp/newdir')
+  assert.equal(await sbx.files.exists('/tmp/newdir'), false)
+})
+
+test('reading a missing file raises NotFoundError', async () => {
+  await assert.rejects(sbx.files.read('/tmp/does-not-exist'), NotFoundError)
+})
+
+test('user permissions apply: user cannot write into /root', async () => {
+  await assert.rejects(sbx.files.write('/root/x', 'no'))
+  await sbx.files.write('/root/x', 'yes', { user: 'root' })
+  assert.equal(await sbx.files.read('/root/x', { user: 'root' }), 'yes')
+})
+
+test('paths with .. and symlinks stay inside the sandbox', async () => {
+  const passwd = await sbx.files.read('/home/user/../../../../etc/passwd')
+  assert.match(passwd, /^user:x:1000:1000/m)
+  assert.doesNotMatch(passwd, /^(daemon|bin|sys|systemd)/m, 'the host passwd is not readable')
+  await sbx.commands.run('ln -sfn / /home/user/rootlink')
+  const again = await sbx.files.read('/home/user/rootlink/etc/passwd')
+  assert.equal(again, passwd)
+})
+
+test('watchDir reports a created file', async () => {
+  await sbx.files.makeDir('/tmp/watched')
+  const events = []
+  const w = await sbx.files.watchDir('/tmp/watched', (e) => events.push(e))
+  await sbx.files.write('/tmp/watched/new.txt', 'x')
+  for (let i = 0; i < 50 && !events.some((e) => e.name === 'new.txt'); i++) await sleep(100)
+  await w.stop()
+  assert.ok(events.some((e) => e.name === 'new.txt'), JSON.stringify(events))
+})
+
+test('upload and download of 50 MB, intact, without buffering it all in the daemon', async () => {
+  const data = randomBytes(50 << 20)
+  const want = createHash('sha256').update(data).digest('hex')
+  await sbx.files.write('/tmp/big.bin', data)
+  const sum = (await sbx.commands.run('sha256sum /tmp/big.bin')).stdout.split(' ')[0]
+  assert.equal(sum, want)
+  const back = await sbx.files.read('/tmp/big.bin', { format: 'bytes' })
+  assert.equal(createHash('sha256').update(back).digest('hex'), want)
+  assert.ok(rssKiB(d.pid) < 400 * 1024, 'daemon RSS stays bounded')
+})

@@ -1,0 +1,128 @@
+// Starts a real `hutch serve` for a test file and points the unmodified e2b
+// SDK at it. Each test file gets its own daemon, data dir, run dir and
+// cgroup parent; everything is removed when the file's tests end.
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync, readFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+export const root = resolve(here, '..', '..')
+export const build = process.env.HUTCH_BUILD || 'build'
+export const hutchBin = join(root, build, 'hutch')
+
+function freePort() {
+  return new Promise((res, rej) => {
+    const srv = createServer()
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address()
+      srv.close(() => res(port))
+    })
+    srv.on('error', rej)
+  })
+}
+
+function waitFor(proc, pattern, ms) {
+  return new Promise((res, rej) => {
+    let seen = ''
+    const timer = setTimeout(() => rej(new Error(`daemon did not print ${pattern} in ${ms} ms; output: ${seen}`)), ms)
+    const onData = (chunk) => {
+      seen += chunk.toString()
+      const m = seen.match(pattern)
+      if (m) {
+        clearTimeout(timer)
+        res({ match: m, output: seen })
+      }
+    }
+    proc.stdout.on('data', onData)
+    proc.stderr.on('data', onData)
+    proc.on('exit', (code) => {
+      clearTimeout(timer)
+      rej(new Error(`daemon exited with ${code}; output: ${seen}`))
+    })
+  })
+}
+
+// start() -> { url, apiKey, stop(), pid, dataDir }
+export async function startDaemon(extraArgs = []) {
+  const base = mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
+  const port = await freePort()
+  const env = {
+    ...process.env,
+    HUTCH_DATA_DIR: join(base, 'data'),
+    HUTCH_RUN_DIR: join(base, 'run'),
+    HUTCH_CGROUP_PARENT: 'hutch-e2e-' + process.pid,
+    ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1',
+  }
+  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...extraArgs], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let log = ''
+  proc.stdout.on('data', (c) => { log += c })
+  proc.stderr.on('data', (c) => { log += c })
+  const keyP = waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)
+  const { match } = await keyP
+  await waitFor(proc, /listening on/, 20000).catch(() => {})
+  const url = `http://127.0.0.1:${port}`
+  const apiKey = match[1]
+  process.env.E2B_API_KEY = apiKey
+  process.env.E2B_API_URL = url
+  process.env.E2B_SANDBOX_URL = url
+  process.env.E2B_DOMAIN = '127.0.0.1'
+  const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
+  return {
+    url,
+    apiKey,
+    pid: proc.pid,
+    base,
+    env,
+    log: () => log,
+    async stop() {
+      proc.kill('SIGTERM')
+      const t = setTimeout(() => proc.kill('SIGKILL'), 10000)
+      const st = await exited
+      clearTimeout(t)
+      cleanupDir(base, env.HUTCH_CGROUP_PARENT)
+      return st
+    },
+  }
+}
+
+// Kill whatever a test left behind (sandboxes outlive the daemon by design,
+// so that a restarted daemon can adopt them), then remove the directories.
+function cleanupDir(base, cgroupParent) {
+  const script = `
+    for g in /sys/fs/cgroup/*/${cgroupParent}/* /sys/fs/cgroup/${cgroupParent}/*; do
+      [ -d "$g" ] || continue
+      if [ -e "$g/cgroup.kill" ]; then echo 1 > "$g/cgroup.kill"; else for p in $(cat "$g/cgroup.procs"); do kill -9 $p; done; fi
+    done 2>/dev/null
+    sleep 0.3
+    for g in /sys/fs/cgroup/*/${cgroupParent}/* /sys/fs/cgroup/${cgroupParent}/*; do rmdir "$g"; done 2>/dev/null
+    for g in /sys/fs/cgroup/*/${cgroupParent} /sys/fs/cgroup/${cgroupParent}; do rmdir "$g"; done 2>/dev/null
+    grep -o " ${base}/[^ ]*" /proc/self/mountinfo | sort -r | while read m; do umount -l "$m"; done 2>/dev/null
+    true`
+  try { execFileSync('sh', ['-c', script]) } catch {}
+  rmSync(base, { recursive: true, force: true })
+}
+
+export async function api(d, method, path, body, headers = {}) {
+  const res = await fetch(d.url + path, {
+    method,
+    headers: { 'X-API-KEY': d.apiKey, 'Content-Type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  const text = await res.text()
+  let json
+  try { json = text ? JSON.parse(text) : undefined } catch { json = undefined }
+  return { status: res.status, headers: res.headers, text, json }
+}
+
+export function rssKiB(pid) {
+  const s = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(s.match(/VmRSS:\s+(\d+)/)[1])
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))

@@ -1,0 +1,23 @@
+#!/bin/bash
+# End-to-end tests: the unmodified e2b SDK (pinned in package-lock.json)
+# against a real `hutch serve` started by each test file (harness.mjs).
+set -u
+build=${1:-build}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cd "$here"
+mkdir -p "$root/tests/results"
+if [ ! -d node_modules/e2b ]; then
+	npm ci --no-audit --no-fund || { echo "e2e: npm ci failed"; exit 1; }
+fi
+files=${E2E_FILES:-$(ls ./*.test.mjs)}
+out=$(HUTCH_BUILD=$build node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=tap $files 2>&1)
+rc=$?
+echo "$out"
+pass=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
+fail=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
+skip=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
+pass=${pass:-0} fail=${fail:-0} skip=${skip:-0}
+[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+echo "e2e[$build]: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/e2e-$build.txt"
+[ "$fail" -eq 0 ]
