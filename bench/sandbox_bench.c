@@ -199,6 +199,7 @@ struct bench {
 	int warm_fd;
 	uint32_t req;
 	unsigned seq;
+	unsigned rounds_done;
 	char tmpdir[64]; /* a private data/run dir we made (removed at exit) */
 	struct figure fig[F_COUNT];
 };
@@ -212,6 +213,19 @@ static void on_signal(int sig)
 }
 
 /* ---- running things on the host ------------------------------------------- */
+
+/* "CMD ARGS... failed: exit code N" (code ECHILD, without its strerror text). */
+static int command_failed(hu_err *err, const char *const *argv, const char *how, int n)
+{
+	char cmd[HU_ERR_MSG_MAX / 2] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; argv[i] && len < sizeof(cmd); i++)
+		len += (size_t)snprintf(cmd + len, sizeof(cmd) - len, "%s%s", i ? " " : "", argv[i]);
+	hu_err_set(err, 0, "`%s` failed: %s %d", cmd, how, n);
+	err->code = ECHILD;
+	return -1;
+}
 
 /* posix_spawn argv (stdin and stdout on /dev/null, stderr kept) and wait. */
 static int host_run(const char *const *argv, hu_err *err)
@@ -230,9 +244,10 @@ static int host_run(const char *const *argv, hu_err *err)
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return hu_err_sys(err, "wait for %s", argv[0]);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return hu_err_set(err, ECHILD, "%s %s failed (status 0x%x)", argv[0], argv[1] ? argv[1] : "", status);
-	return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	return command_failed(err, argv, WIFSIGNALED(status) ? "signal" : "exit code",
+			      WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 static int sample_host(struct bench *b, enum fig f, double *ms, hu_err *err)
@@ -282,8 +297,8 @@ static int init_exec(struct bench *b, int fd, const char *const *argv, hu_err *e
 		else if (ev.type == HU_MSG_EXIT && ev.id == id) {
 			free(payload);
 			if (ev.signum || ev.exit_code)
-				return hu_err_set(err, ECHILD, "%s in the sandbox: %s %d", argv[0],
-						  ev.signum ? "signal" : "exit code", ev.signum ? (int)ev.signum : ev.exit_code);
+				return command_failed(err, argv, ev.signum ? "signal" : "exit code",
+						      ev.signum ? (int)ev.signum : ev.exit_code);
 			return 0;
 		}
 		free(payload);
@@ -518,6 +533,7 @@ static int run_rounds(struct bench *b, hu_err *err)
 		for (int f = 0; f < F_COUNT; f++)
 			if (b->fig[f].enabled && series_end_round(&b->fig[f].s, err) < 0)
 				return -1;
+		b->rounds_done++;
 		now(&t1);
 		fprintf(stderr, "round %u/%u done in %.1f s\n", r + 1, b->o.rounds, elapsed_ms(&t0, &t1) / 1e3);
 	}
@@ -573,10 +589,14 @@ static int print_report(const struct bench *b, hu_err *err)
 	}
 	if (err->code)
 		return -1;
-	printf("\n%-28s %8s %8s   %s\n", "ratio", "median", "p99", "per-round median ratios");
+	bool header = false;
 	for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
 		const struct ratio *r = &ratios[i];
 		struct stats a, c;
+		if (ratio_usable(b, r) && !header) {
+			printf("\n%-28s %8s %8s   %s\n", "ratio", "median", "p99", "per-round median ratios");
+			header = true;
+		}
 		if (!ratio_usable(b, r) || stats_compute(b->fig[r->num].s.v, b->fig[r->num].s.n, &a, err) < 0 ||
 		    stats_compute(b->fig[r->den].s.v, b->fig[r->den].s.n, &c, err) < 0)
 			continue;
@@ -585,10 +605,15 @@ static int print_report(const struct bench *b, hu_err *err)
 			printf(" %.2f", b->fig[r->num].s.round_median[k] / b->fig[r->den].s.round_median[k]);
 		printf("\n");
 	}
-	printf("\nhost commands (fork/exec + waitpid):\n");
-	for (int f = 0; f < F_COUNT; f++)
+	header = false;
+	for (int f = 0; f < F_COUNT; f++) {
+		if (b->fig[f].enabled && b->fig[f].fn == sample_host && !header) {
+			printf("\nhost commands (fork/exec + waitpid):\n");
+			header = true;
+		}
 		if (b->fig[f].enabled)
 			print_command(&b->fig[f]);
+	}
 	return err->code ? -1 : 0;
 }
 
@@ -609,10 +634,10 @@ static json_t *json_meta(const struct bench *b)
 
 	uname(&u);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:s, s:s, s:s}", "date", date, "kernel", u.release,
-			 "machine", u.machine, "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "cgroup_mode",
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:s}", "date", date, "kernel",
+			 u.release, "machine", u.machine, "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "cgroup_mode",
 			 hu_cgroup_mode_name(hu_runtime_cgroup_env(b->rt)->mode), "rounds", (json_int_t)b->o.rounds,
-			 "iterations", (json_int_t)b->o.iterations, "warmup", (json_int_t)b->o.warmup, "python",
+			 "rounds_done", (json_int_t)b->rounds_done, "iterations", (json_int_t)b->o.iterations, "warmup", (json_int_t)b->o.warmup, "python",
 			 b->o.python, "bwrap", b->o.bwrap, "hutch", b->o.hutch);
 }
 
@@ -819,7 +844,12 @@ static int teardown(struct bench *b)
 	hu_err err = {0};
 	int rc = 0;
 
-	if (bench_destroy(&b->live, &err) < 0 || warm_close(b, &err) < 0) {
+	/* both, even when the first fails */
+	if (bench_destroy(&b->live, &err) < 0) {
+		fprintf(stderr, "sandbox_bench: cleanup: %s\n", err.msg);
+		rc = -1;
+	}
+	if (warm_close(b, &err) < 0) {
 		fprintf(stderr, "sandbox_bench: cleanup: %s\n", err.msg);
 		rc = -1;
 	}
@@ -836,19 +866,36 @@ static int teardown(struct bench *b)
 	return rc;
 }
 
+/* After a failed round: drop its samples so that what is left are whole
+ * rounds (still worth a report on a noisy host; the exit status stays 1). */
+static void keep_complete_rounds(struct bench *b)
+{
+	for (int f = 0; f < F_COUNT; f++)
+		b->fig[f].s.n = b->fig[f].s.round_start;
+	printf("\nPARTIAL RESULTS: the run failed during round %u; %u complete round(s) follow\n",
+	       b->rounds_done + 1, b->rounds_done);
+}
+
+static int report(const struct bench *b, hu_err *err)
+{
+	if (print_report(b, err) < 0 || (b->o.json_path && write_json(b, b->o.json_path, err) < 0))
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct bench b;
-	hu_err err = {0};
+	hu_err err = {0}, rerr = {0};
 	int rc = setup(&b, argc, argv, &err);
 
-	if (rc == 0)
-		rc = run_rounds(&b, &err);
-	if (rc == 0)
-		rc = print_report(&b, &err);
-	if (rc == 0 && b.o.json_path)
-		rc = write_json(&b, b.o.json_path, &err);
-	if (rc < 0)
+	if (rc == 0 && (rc = run_rounds(&b, &err)) < 0 && b.rounds_done > 0)
+		keep_complete_rounds(&b);
+	if ((rc == 0 || b.rounds_done > 0) && report(&b, &rerr) < 0) {
+		fprintf(stderr, "sandbox_bench: report: %s\n", rerr.msg);
+		rc = -1;
+	}
+	if (err.code)
 		fprintf(stderr, "sandbox_bench: %s\n", err.msg);
 	if (teardown(&b) < 0)
 		rc = -1;

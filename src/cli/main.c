@@ -13,6 +13,8 @@ struct verb {
 static const struct verb verbs[] = {
 	{"run", cmd_run, "run one command in a fresh sandbox, then destroy it"},
 	{"doctor", cmd_doctor, "check what this host provides for sandboxes"},
+	{"serve", cmd_serve, "run the E2B-compatible sandbox service"},
+	{"keys", cmd_keys, "create API keys (keys create --team NAME)"},
 };
 
 void cli_error(const char *fmt, ...)

@@ -50,6 +50,7 @@ struct hu_daemon {
 	struct hu_registry *reg;
 	uint64_t next_request_id;
 	int stopping;
+	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 };
 
 /* Which credentials a route needs. */
@@ -76,6 +77,10 @@ struct hu_req {
 	const char *user;       /* data plane: "root"/"user" from Basic auth, or NULL */
 };
 
+/* A handler answers r exactly once, with a reply helper below or a stream
+ * (connect.h), either before it returns or later from a callback. r stays
+ * valid until the handler has returned AND it was answered: after a late
+ * (asynchronous) answer, r is gone. */
 typedef void (*hu_handler)(struct hu_req *r);
 
 /* Register a route. `pattern` is a path with at most one "{id}" segment,
@@ -107,12 +112,41 @@ const char *hu_req_header(struct hu_req *r, const char *name);
 /* A query parameter (decoded), or NULL. */
 const char *hu_req_query(struct hu_req *r, const char *name);
 
+/* A JSON string of s; bytes that are not valid UTF-8 become '?' (error
+ * messages may echo client input, and json_string() refuses such bytes). */
+json_t *hu_json_text(const char *s);
+/* Parse buf as one JSON object; -1 with EINVAL and the reason otherwise. */
+int hu_json_parse_object(const uint8_t *buf, size_t len, json_t **out, hu_err *err);
+
+/* ---- the server (http.c), driven by serve.c ---------------------------- */
+/* Create d->http on d->base with the limits of d->cfg and the dispatcher.
+ * d->store == NULL answers every API-key route 401 and d->reg == NULL every
+ * data-plane request 502: the fuzz driver runs the dispatcher that way. */
+int hu_http_init(struct hu_daemon *d, hu_err *err);
+/* Listen on cfg.listen_addr:cfg.port. */
+int hu_http_listen(struct hu_daemon *d, hu_err *err);
+/* Shutdown, step 1: stop accepting and close every connection (streams get
+ * on_gone; replies to requests still in flight are dropped). Call while the
+ * registry is alive. Step 2, after the registry is freed: hu_http_free. */
+void hu_http_close(struct hu_daemon *d);
+void hu_http_free(struct hu_daemon *d);
+
+/* ---- request ownership, between http.c and connect.c ------------------- */
+struct hu_stream;
+/* The request's answer is complete: r is freed once its handler returned. */
+void hu_req_finish(struct hu_req *r);
+/* r is answered by stream s from now on (hu_http_free ends leftovers). */
+void hu_req_set_stream(struct hu_req *r, struct hu_stream *s);
+
 /* Structured logging (log.c): time, level, sandbox id, request id, message. */
 enum hu_log_level { HU_LOG_DEBUG, HU_LOG_INFO, HU_LOG_WARN, HU_LOG_ERROR };
 void hu_log(enum hu_log_level lvl, const char *sandbox_id, uint64_t req_id, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Log to stderr and <data_dir>/logs/hutch.log (data_dir NULL: stderr only). */
 int hu_log_open(const char *data_dir, enum hu_log_level min, hu_err *err);
 void hu_log_close(void);
+/* "debug" | "info" | "warn" | "error"; -1 for anything else. */
+int hu_log_level_parse(const char *name, enum hu_log_level *out);
 
 /* The envd version hutch advertises: the highest whose features are all
  * implemented (see docs/api.md). */

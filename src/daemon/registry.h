@@ -35,6 +35,7 @@ struct hu_sbx {
 	struct hu_sandbox *rt;    /* runtime handle */
 	struct event *timer;      /* fires at end_at */
 	struct event *exit_watch; /* pidfd of hutch-init: the sandbox died */
+	struct hu_sbx_metrics *metrics; /* recent usage samples (sbx_metrics.h) */
 	struct hu_registry *reg;
 };
 
@@ -42,12 +43,22 @@ struct hu_registry;
 
 int hu_registry_new(struct hu_daemon *d, struct hu_registry **out, hu_err *err);
 void hu_registry_free(struct hu_registry *reg); /* frees handles, does not destroy sandboxes */
+struct hu_daemon *hu_registry_daemon(const struct hu_registry *reg);
 
 struct hu_sbx *hu_registry_get(struct hu_registry *reg, const char *id);
 /* The sandbox owning this access token, or NULL (constant-time compare). */
 struct hu_sbx *hu_registry_by_token(struct hu_registry *reg, const char *token);
 size_t hu_registry_count(struct hu_registry *reg);
-/* Iterate: call fn for each sandbox; stop when fn returns non-zero. */
+/* Index s (its id must be new) and watch its hutch-init: if init exits on
+ * its own, the sandbox is killed (hu_sbx_kill) and removed. */
+int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err);
+/* Unindex s and stop watching it; s itself is not freed. */
+void hu_registry_remove(struct hu_registry *reg, struct hu_sbx *s);
+/* Free what the daemon holds for s (timers, watches, JSON, samples), not
+ * the runtime sandbox: destroy or hand off s->rt first. */
+void hu_sbx_free(struct hu_sbx *s);
+/* Iterate: call fn for each sandbox; stop when fn returns non-zero. fn must
+ * not add or remove sandboxes (collect them first). */
 void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void *arg), void *arg);
 
 /* The unix socket path of the sandbox's hutch-init. */

@@ -6,6 +6,10 @@
 
 void hu_api_sandboxes_register(struct hu_daemon *d); /* control plane (api_sandboxes.c) */
 void hu_envd_process_register(struct hu_daemon *d);  /* process.Process (envd_process.c) */
+/* End the process calls still in flight (answering their requests): call
+ * after hu_http_close() and before hu_http_free() and event_base_free(). */
+void hu_envd_process_shutdown(struct hu_daemon *d);
 void hu_envd_fs_register(struct hu_daemon *d);       /* filesystem.Filesystem + /files (envd_fs.c, files.c) */
+void hu_files_register(struct hu_daemon *d);         /* GET/POST /files (files.c); hu_envd_fs_register calls it */
 
 #endif

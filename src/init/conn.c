@@ -11,6 +11,7 @@
 #include "init/dispatch.h"
 #include "init/fileops.h"
 #include "init/proc.h"
+#include "init/watch.h"
 
 /* Frames handled per readiness event, so one chatty client cannot starve the
  * others (epoll is level triggered: the rest is picked up next round). */
@@ -60,6 +61,7 @@ static void conn_close(struct hu_conn *c)
 	nconns--;
 	hu_proc_forget_conn(c);
 	hu_fileops_forget_conn(c);
+	hu_dirwatch_forget_conn(c);
 	hu_loop_defer_free(c, conn_free);
 }
 
@@ -162,6 +164,7 @@ static int conn_flush(struct hu_conn *c)
 		/* Room again: resume the processes and transfers it held back. */
 		hu_proc_conn_drained(c);
 		hu_fileops_conn_drained(c);
+		hu_dirwatch_conn_drained(c);
 	}
 	hu_conn_update_interest(c);
 	return 0;

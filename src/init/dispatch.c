@@ -3,6 +3,7 @@
 #include "init/fileops.h"
 #include "init/proc.h"
 #include "init/request.h"
+#include "init/watch.h"
 
 int hu_dispatch(struct hu_conn *c, const struct hu_frame_hdr *hdr, const uint8_t *payload)
 {
@@ -41,6 +42,9 @@ int hu_dispatch(struct hu_conn *c, const struct hu_frame_hdr *hdr, const uint8_t
 		break;
 	case HU_MSG_LIST_PROCS:
 		hu_proc_list(c, &req);
+		break;
+	case HU_MSG_WATCH_START:
+		hu_dirwatch_start(c, &req);
 		break;
 	default:
 		/* The decoder admits only known request types; the rest are files. */

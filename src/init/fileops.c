@@ -36,14 +36,6 @@ struct hu_fileop_write {
 
 /* ---- acting as the user -------------------------------------------------------- */
 
-struct saved_identity {
-	bool switched;
-	uid_t fsuid;
-	gid_t fsgid;
-	gid_t groups[HU_USER_MAX_GROUPS];
-	int ngroups;
-};
-
 /* setfsuid returns the previous value and no error; calling it twice is the
  * documented way to learn whether the change took. */
 static bool set_fsuid(uid_t uid)
@@ -58,7 +50,7 @@ static bool set_fsgid(gid_t gid)
 	return (gid_t)setfsgid(gid) == gid;
 }
 
-static void become_init(struct saved_identity *s)
+void hu_fs_become_init(struct hu_fs_identity *s)
 {
 	if (!s->switched)
 		return;
@@ -70,7 +62,7 @@ static void become_init(struct saved_identity *s)
 
 /* Init is single-threaded, so switching its own file-system identity around
  * one request affects nothing else. */
-static int become_user(const struct hu_user *u, struct saved_identity *s, hu_err *err)
+int hu_fs_become_user(const struct hu_user *u, struct hu_fs_identity *s, hu_err *err)
 {
 	s->switched = false;
 	if (geteuid() != 0)
@@ -83,11 +75,11 @@ static int become_user(const struct hu_user *u, struct saved_identity *s, hu_err
 	s->switched = true;
 	if (setgroups(u->ngroups, u->groups) < 0) {
 		hu_err_sys(err, "setgroups");
-		become_init(s);
+		hu_fs_become_init(s);
 		return -1;
 	}
 	if (!set_fsgid(u->gid) || !set_fsuid(u->uid)) {
-		become_init(s);
+		hu_fs_become_init(s);
 		return hu_err_set(err, EPERM, "switch to uid %u", (unsigned)u->uid);
 	}
 	return 0;
@@ -502,7 +494,7 @@ void hu_fileops_handle(struct hu_conn *c, const struct hu_request *req)
 {
 	char path[PATH_MAX], dest[PATH_MAX];
 	struct hu_user user;
-	struct saved_identity saved;
+	struct hu_fs_identity saved;
 	hu_err err;
 	int rc;
 
@@ -523,12 +515,12 @@ void hu_fileops_handle(struct hu_conn *c, const struct hu_request *req)
 		hu_conn_send_error(c, req->id, &err);
 		return;
 	}
-	if (become_user(&user, &saved, &err) < 0) {
+	if (hu_fs_become_user(&user, &saved, &err) < 0) {
 		hu_conn_send_error(c, req->id, &err);
 		return;
 	}
 	rc = run_request(c, req, path, dest, &err);
-	become_init(&saved);
+	hu_fs_become_init(&saved);
 	if (rc < 0)
 		hu_conn_send_error(c, req->id, &err);
 	if (req->type == HU_MSG_READ)

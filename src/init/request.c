@@ -41,6 +41,7 @@ static int needs_of(uint8_t type, unsigned *need)
 	case HU_MSG_REMOVE:
 	case HU_MSG_READ:
 	case HU_MSG_WRITE_OPEN:
+	case HU_MSG_WATCH_START:
 		*need = NEED_PATH;
 		return 0;
 	case HU_MSG_MOVE:
@@ -206,7 +207,7 @@ int hu_request_decode(const struct hu_frame_hdr *hdr, const uint8_t *payload, st
 		if (!req->cols)
 			req->cols = DEFAULT_COLS;
 	}
-	if (req->type == HU_MSG_LIST_DIR && req->depth == 0)
+	if ((req->type == HU_MSG_LIST_DIR || req->type == HU_MSG_WATCH_START) && req->depth == 0)
 		req->depth = 1;
 	return 0;
 fail:

@@ -58,6 +58,11 @@ enum hu_msg_type {
 	HU_MSG_WRITE_OPEN = 26,  /* PATH USER? -> OK | ERROR; creates parents, truncates */
 	HU_MSG_WRITE_DATA = 27,  /* DATA (same id as WRITE_OPEN) -> nothing unless ERROR */
 	HU_MSG_WRITE_CLOSE = 28, /* (same id) -> ENTRIES{ENTRY} | ERROR */
+	HU_MSG_WATCH_START = 29, /* PATH DEPTH? USER? -> OK, then WATCH_EVENT* until the
+	                          * connection closes, or ERROR (also what ends a running
+	                          * watch: overflow, the directory removed). DEPTH 1 (the
+	                          * default) watches the directory itself; DEPTH n > 1 also
+	                          * its subdirectories n-1 levels down, new ones included */
 
 	/* init -> client replies and events */
 	HU_MSG_PONG = 64,
@@ -71,6 +76,8 @@ enum hu_msg_type {
 	HU_MSG_ENTRIES = 72,  /* ENTRY* */
 	HU_MSG_READ_DATA = 73,/* DATA */
 	HU_MSG_READ_END = 74, /* SIZE */
+	HU_MSG_WATCH_EVENT = 75, /* id = request id of WATCH_START; NAME (path relative to
+	                          * the watched directory, "." for itself) EVENT */
 };
 
 enum hu_field_tag {
@@ -107,10 +114,19 @@ enum hu_field_tag {
 	HU_F_MORE = 31,      /* u8 1 on an ENTRIES reply that more ENTRIES follow
 	                      * (a big LIST_DIR is split to stay under the frame
 	                      * limit); the last ENTRIES (or an ERROR) has none */
+	HU_F_EVENT = 32,     /* u8: enum hu_watch_event */
 };
 
-enum hu_stream { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };
+enum hu_stream_kind { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };
 enum hu_entry_type { HU_ENTRY_FILE = 1, HU_ENTRY_DIR = 2, HU_ENTRY_SYMLINK = 3, HU_ENTRY_OTHER = 4 };
+/* What happened to a watched name; the numbers are envd's EventType. */
+enum hu_watch_event {
+	HU_WATCH_CREATE = 1,
+	HU_WATCH_WRITE = 2,
+	HU_WATCH_REMOVE = 3,
+	HU_WATCH_RENAME = 4,
+	HU_WATCH_CHMOD = 5,
+};
 
 /* A parsed frame header. */
 struct hu_frame_hdr {

@@ -114,7 +114,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	else if (find_init(init_path, sizeof(init_path), err) < 0)
 		goto fail;
 	rt->init_memfd = seal_init(init_path, err);
-	if (rt->init_memfd < 0)
+	if (rt->init_memfd < 0 || hu_seccomp_compile(&rt->seccomp, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;
@@ -130,6 +130,7 @@ void hu_runtime_close(struct hu_runtime *rt)
 		return;
 	if (rt->init_memfd >= 0)
 		close(rt->init_memfd);
+	hu_seccomp_prog_free(&rt->seccomp);
 	free(rt);
 }
 

@@ -3,6 +3,7 @@
 #define HUTCH_RUNTIME_INTERNAL_H
 
 #include "runtime/sandbox.h"
+#include "runtime/seccomp.h"
 
 /* Each sandbox gets HU_UID_RANGE consecutive host uids (and gids) starting at
  * HU_UID_FIRST + slot * HU_UID_RANGE; no two live sandboxes share a slot. */
@@ -17,6 +18,7 @@ struct hu_runtime {
 	struct hu_runtime_config cfg;
 	struct hu_cgroup_env cg;
 	int init_memfd; /* sealed copy of hutch-init, executed in every sandbox */
+	struct hu_seccomp_prog seccomp; /* compiled once, installed by every sandbox */
 	char sandboxes_dir[PATH_MAX];
 	char ctl_dir[PATH_MAX];
 	char slots_dir[PATH_MAX];

@@ -97,38 +97,32 @@ static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_e
 	return 0;
 }
 
-/* <run>/sandboxes/<id>/{rootfs,lower,disk}: owned by the sandbox's host
- * uid so that its setup code can use them; disk is a tmpfs whose size and
- * inode count cap what the sandbox can write. */
+/* <run>/sandboxes/<id>/disk: a tmpfs, owned by the sandbox's host root, whose
+ * size and inode count cap what the sandbox can write. It holds everything
+ * the sandbox's setup needs (rootfs/, lower/, upper/, work/), so destroy is
+ * one unmount and two rmdirs. */
 static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err)
 {
-	static const char *const subdirs[] = {"rootfs", "lower", "disk"};
-	char p[PATH_MAX], opts[160];
+	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work"};
+	char disk[PATH_MAX], p[PATH_MAX], opts[160];
 
 	if (mkdir(sb->sbdir, 0700) < 0)
 		return hu_err_sys(err, "mkdir %s", sb->sbdir);
 	sb->have_dir = 1;
-	if (chown(sb->sbdir, sb->uid_base, sb->uid_base) < 0)
-		return hu_err_sys(err, "chown %s", sb->sbdir);
-	for (size_t i = 0; i < HU_ARRAY_LEN(subdirs); i++) {
-		if (sub_path(p, sizeof(p), sb->sbdir, subdirs[i], err) < 0)
-			return -1;
-		if (mkdir(p, 0700) < 0 || chown(p, sb->uid_base, sb->uid_base) < 0)
-			return hu_err_sys(err, "mkdir %s", p);
-	}
+	if (sub_path(disk, sizeof(disk), sb->sbdir, "disk", err) < 0)
+		return -1;
+	if (mkdir(disk, 0700) < 0)
+		return hu_err_sys(err, "mkdir %s", disk);
 	uint64_t inodes = spec->disk_inodes ? spec->disk_inodes : spec->disk_bytes / 4096;
 	if (inodes < 1024)
 		inodes = 1024;
 	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=%u,gid=%u",
 		 (unsigned long long)spec->disk_bytes, (unsigned long long)inodes, sb->uid_base, sb->uid_base);
-	if (sub_path(p, sizeof(p), sb->sbdir, "disk", err) < 0)
-		return -1;
-	if (mount("hutch-disk", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		return hu_err_sys(err, "mount tmpfs on %s", p);
+	if (mount("hutch-disk", disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+		return hu_err_sys(err, "mount tmpfs on %s", disk);
 	sb->have_disk = 1;
-	static const char *const layers[] = {"disk/upper", "disk/work"};
-	for (size_t i = 0; i < HU_ARRAY_LEN(layers); i++) {
-		if (sub_path(p, sizeof(p), sb->sbdir, layers[i], err) < 0)
+	for (size_t i = 0; i < HU_ARRAY_LEN(subdirs); i++) {
+		if (sub_path(p, sizeof(p), disk, subdirs[i], err) < 0)
 			return -1;
 		if (mkdir(p, 0755) < 0 || chown(p, sb->uid_base, sb->uid_base) < 0)
 			return hu_err_sys(err, "mkdir %s", p);
@@ -248,6 +242,7 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	args.sync_fd = child_end;
 	args.listen_fd = listen_fd;
 	args.init_memfd = sb->rt->init_memfd;
+	args.seccomp = &sb->rt->seccomp;
 
 	int cgfd = hu_cgroup_clone_fd(sb->cg);
 	sb->pid = clone_child(sb, &args, cgfd, err);
@@ -266,7 +261,7 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	/* the sandbox dir as seen from the child's own mount namespace (through
 	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
 	char dirpath[PATH_MAX + 64];
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s", (int)sb->pid, sb->sbdir);
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s/disk", (int)sb->pid, sb->sbdir);
 	fds[HU_CHILD_FD_DIR] = open(dirpath, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fds[HU_CHILD_FD_DIR] < 0) {
 		hu_err_sys(err, "open %s", dirpath);
@@ -290,36 +285,38 @@ out:
 	return wait_child_ready(parent_end, err);
 }
 
-/* SIGKILL everything and reap hutch-init. Bounded: after SIGKILL the kernel
- * tears the namespace down on its own. */
+/* SIGKILL hutch-init first: when a PID namespace's init dies the kernel kills
+ * every other process in it before the pidfd reports the exit, so the cgroup
+ * is empty by then and its kill finds nothing to wait for. The cgroup kill
+ * stays as the safety net (and is the only way for a sandbox whose pidfd is
+ * gone). Bounded: after SIGKILL nothing can delay the exit for long. */
 static void stop_processes(struct hu_sandbox *sb)
 {
 	hu_err ignore;
-	if (sb->cg)
-		hu_cgroup_kill_all(sb->cg, &ignore);
-	if (sb->pidfd >= 0) {
-		syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	if (sb->pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0) == 0) {
 		struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
 		poll(&pfd, 1, 5000);
 	}
+	if (sb->cg)
+		hu_cgroup_kill_all(sb->cg, &ignore);
 	if (sb->pid > 0)
 		waitpid(sb->pid, NULL, WNOHANG) == 0 ? (void)waitpid(sb->pid, NULL, 0) : (void)0;
 }
 
 static int teardown(struct hu_sandbox *sb, hu_err *err)
 {
-	char p[PATH_MAX];
+	char disk[PATH_MAX];
 	int rc = 0;
 	hu_err e2;
 
 	stop_processes(sb);
-	if (sb->have_disk) {
-		snprintf(p, sizeof(p), "%s/disk", sb->sbdir);
-		if (umount2(p, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-			rc = hu_err_sys(err, "unmount %s", p);
-	}
-	if (sb->have_dir && rc == 0 && hu_rm_rf(sb->sbdir, err) < 0)
-		rc = -1;
+	snprintf(disk, sizeof(disk), "%s/disk", sb->sbdir);
+	if (sb->have_disk && umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		rc = hu_err_sys(err, "unmount %s", disk);
+	/* rmdir, not rm -rf: with the tmpfs gone both are empty; anything else is
+	 * a mount we failed to remove, and must not be emptied */
+	if (sb->have_dir && rc == 0 && ((rmdir(disk) < 0 && errno != ENOENT) || rmdir(sb->sbdir) < 0))
+		rc = hu_err_sys(err, "remove %s", sb->sbdir);
 	unlink(sb->sock);
 	if (sb->cg) {
 		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
@@ -401,6 +398,17 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 		return hu_err_sys(err, "statfs %s", p);
 	*disk_used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * (uint64_t)sfs.f_bsize;
 	return 0;
+}
+
+void hu_sandbox_close(struct hu_sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (sb->cg)
+		hu_cgroup_close(sb->cg);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	free(sb);
 }
 
 int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err)

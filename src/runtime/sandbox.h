@@ -67,6 +67,9 @@ uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Free the handle and leave the sandbox running (a daemon shutting down:
+ * the next start adopts it). */
+void hu_sandbox_close(struct hu_sandbox *sb);
 /* Kill every process, unmount, remove the cgroup, the directories and the
  * uid slot, and free sb (also on error: what can be removed is removed). */
 int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err);

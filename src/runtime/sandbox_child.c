@@ -119,7 +119,7 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 	return 0;
 }
 
-/* Everything below runs relative to the sandbox directory (the parent hands
+/* Everything below runs relative to the sandbox's disk (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
 static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *err)
@@ -132,7 +132,7 @@ static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *e
 	 * user.* xattrs; the upper layer is the size-capped tmpfs. Overlay shows
 	 * these (relative) paths verbatim in /proc/self/mountinfo. */
 	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
-		     "lowerdir=lower,upperdir=disk/upper,workdir=disk/work,userxattr", err) < 0)
+		     "lowerdir=lower,upperdir=upper,workdir=work,userxattr", err) < 0)
 		return -1;
 	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach /usr");
@@ -226,7 +226,7 @@ void hu_child_main(const struct hu_child_args *a)
 		hu_err_sys(&err, "no_new_privs");
 		report(sync_fd, &err);
 	}
-	if (hu_seccomp_load(&err) < 0)
+	if (hu_seccomp_install(a->seccomp, &err) < 0)
 		report(sync_fd, &err);
 	if (arrange_fds(a, &err) < 0)
 		report(sync_fd, &err);

@@ -11,11 +11,13 @@ struct hu_child_args {
 	int sync_fd;   /* SOCK_SEQPACKET to the parent; CLOEXEC, so exec = EOF = success */
 	int listen_fd; /* the init socket, becomes fd 3 of hutch-init */
 	int init_memfd;
+	const struct hu_seccomp_prog *seccomp;
 };
 
 /* The "go" message from the parent carries, as SCM_RIGHTS: the idmapped
  * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
- * sandbox directory in the child's own mount namespace. */
+ * sandbox's disk (the size-capped tmpfs holding rootfs/, lower/, upper/ and
+ * work/) in the child's own mount namespace. */
 #define HU_CHILD_FD_TEMPLATE 0
 #define HU_CHILD_FD_USR 1
 #define HU_CHILD_FD_DIR 2

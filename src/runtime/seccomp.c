@@ -30,6 +30,11 @@
 #include "runtime/seccomp.h"
 
 #include <errno.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <linux/sched.h>
 #include <seccomp.h>
 #include <stdbool.h>
@@ -393,4 +398,45 @@ int hu_seccomp_export_bpf(int fd, hu_err *err)
 	if (rc < 0)
 		return hu_err_set(err, -rc, "seccomp: export filter");
 	return 0;
+}
+
+int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err)
+{
+	out->insns = NULL;
+	out->len = 0;
+	_cleanup_close_ int fd = memfd_create("hutch-seccomp", MFD_CLOEXEC);
+	if (fd < 0)
+		return hu_err_sys(err, "seccomp: memfd");
+	if (hu_seccomp_export_bpf(fd, err) < 0)
+		return -1;
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+		return hu_err_set(err, EINVAL, "seccomp: exported program has %lld bytes", (long long)size);
+	out->insns = malloc((size_t)size);
+	if (!out->insns)
+		return hu_err_set(err, ENOMEM, "seccomp: program");
+	if (pread(fd, out->insns, (size_t)size, 0) != size) {
+		hu_seccomp_prog_free(out);
+		return hu_err_sys(err, "seccomp: read program");
+	}
+	out->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	return 0;
+}
+
+int hu_seccomp_install(const struct hu_seccomp_prog *prog, hu_err *err)
+{
+	struct sock_fprog fprog = {.len = prog->len, .filter = prog->insns};
+	if (prog->len == 0)
+		return hu_err_set(err, EINVAL, "seccomp: no compiled program");
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+		return hu_err_sys(err, "seccomp: install filter");
+	return 0;
+}
+
+void hu_seccomp_prog_free(struct hu_seccomp_prog *prog)
+{
+	free(prog->insns);
+	prog->insns = NULL;
+	prog->len = 0;
 }

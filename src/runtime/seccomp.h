@@ -6,7 +6,21 @@
 #ifndef HUTCH_RUNTIME_SECCOMP_H
 #define HUTCH_RUNTIME_SECCOMP_H
 
+#include <linux/filter.h>
+
 #include "util/err.h"
+
+/* The filter compiled to classic BPF once (libseccomp takes milliseconds to
+ * generate it; installing a ready program takes a fraction of one). */
+struct hu_seccomp_prog {
+	struct sock_filter *insns;
+	unsigned short len;
+};
+int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err);
+/* Install a compiled program into the calling thread (no_new_privs must be
+ * set). Async-signal-safe: no allocation, one syscall. */
+int hu_seccomp_install(const struct hu_seccomp_prog *prog, hu_err *err);
+void hu_seccomp_prog_free(struct hu_seccomp_prog *prog);
 
 /* Build and load the filter into the calling thread (needs no_new_privs or
  * CAP_SYS_ADMIN; the caller sets PR_SET_NO_NEW_PRIVS first). */

@@ -72,7 +72,7 @@ test('setTimeout shortens the life; the sandbox is killed at endAt', async () =>
 test('pause freezes, connect resumes with processes intact', async () => {
   const sbx = await Sandbox.create({ timeoutMs: 60_000 })
   try {
-    await sbx.commands.run('sh -c "i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done"', { background: true })
+    await sbx.commands.run("sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done'", { background: true })
     await sleep(500)
     assert.equal(await sbx.pause(), true)
     assert.equal((await Sandbox.getInfo(sbx.sandboxId)).state, 'paused')

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "init/request.h"
 #include "runtime/initclient.h"
 #include "util/fileutil.h"
 
@@ -1045,6 +1046,192 @@ static void test_user_identity(void **state)
 	assert_int_equal(file_req(h, HU_MSG_MKDIR, p, NULL, 0, "root", NULL, &err), HU_MSG_ENTRIES);
 }
 
+/* ---- directory watches ------------------------------------------------------------- */
+
+/* The next WATCH_EVENT of watch `id` on fd (other frames of it fail the
+ * test, except an ERROR, returned as type 0 with *err filled). */
+static uint8_t next_watch_event(int fd, uint32_t id, char *name, size_t cap, hu_err *err)
+{
+	for (;;) {
+		struct msg m;
+		recv_msg(fd, &m);
+		if (m.ev.id != id) {
+			free(m.payload);
+			continue;
+		}
+		if (m.ev.type == HU_MSG_ERROR) {
+			hu_init_parse_error(m.payload, m.hdr.len, err);
+			free(m.payload);
+			return 0;
+		}
+		assert_int_equal(m.ev.type, HU_MSG_WATCH_EVENT);
+		struct hu_field_iter it;
+		struct hu_field f;
+		hu_err e;
+		uint8_t type = 0;
+		name[0] = '\0';
+		hu_fields_init(&it, m.payload, m.hdr.len);
+		while (hu_fields_next(&it, &f, &e) > 0) {
+			if (f.tag == HU_F_NAME)
+				copy_field(name, cap, &f);
+			else if (f.tag == HU_F_EVENT)
+				assert_int_equal(hu_field_u8(&f, &type, &e), 0);
+		}
+		free(m.payload);
+		assert_true(type >= HU_WATCH_CREATE && type <= HU_WATCH_CHMOD);
+		return type;
+	}
+}
+
+/* Wait for (name, type), skipping other events (a write may come as
+ * several WRITEs, a create with a CHMOD...). */
+static void expect_watch_event(int fd, uint32_t id, const char *want_name, uint8_t want_type)
+{
+	char name[PATH_MAX];
+	hu_err err = {0};
+	for (int i = 0; i < 64; i++) {
+		uint8_t type = next_watch_event(fd, id, name, sizeof(name), &err);
+		if (type == 0)
+			fail_msg("watch ended while waiting for %s/%u: %s", want_name, want_type, err.msg);
+		if (type == want_type && !strcmp(name, want_name))
+			return;
+	}
+	fail_msg("no event %u for %s", want_type, want_name);
+}
+
+static int start_watch(struct harness *h, const char *path, uint32_t depth, uint32_t id, hu_err *err)
+{
+	struct hu_buf b = {0};
+	hu_err e;
+	int fd = connect_init(h);
+	assert_int_equal(hu_init_build_file(&b, HU_MSG_WATCH_START, id, path, NULL, depth, "root", &e), 0);
+	send_buf(fd, &b);
+	uint8_t type = wait_reply(fd, id, NULL, err);
+	if (type == HU_MSG_OK)
+		return fd;
+	assert_int_equal(type, HU_MSG_ERROR);
+	close(fd);
+	return -1;
+}
+
+static void touch(const char *dir, const char *rel, const char *text)
+{
+	char p[PATH_MAX];
+	hu_err err;
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	assert_int_equal(hu_write_file(p, text, strlen(text), O_CREAT | O_TRUNC, 0644, &err), 0);
+}
+
+static void test_watch_events(void **state)
+{
+	struct harness *h = *state;
+	char w[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	hu_err err;
+
+	snprintf(w, sizeof(w), "%s/watched", h->dir);
+	assert_int_equal(mkdir(w, 0755), 0);
+	snprintf(p, sizeof(p), "%s/old-sub", w);
+	assert_int_equal(mkdir(p, 0755), 0);
+	int fd = start_watch(h, w, 0, 5, &err);
+	assert_true(fd >= 0);
+
+	touch(w, "a.txt", "x");
+	expect_watch_event(fd, 5, "a.txt", HU_WATCH_CREATE);
+	expect_watch_event(fd, 5, "a.txt", HU_WATCH_WRITE);
+	snprintf(p, sizeof(p), "%s/a.txt", w);
+	assert_int_equal(chmod(p, 0600), 0);
+	expect_watch_event(fd, 5, "a.txt", HU_WATCH_CHMOD);
+	snprintf(q, sizeof(q), "%s/b.txt", w);
+	assert_int_equal(rename(p, q), 0);
+	expect_watch_event(fd, 5, "a.txt", HU_WATCH_RENAME);
+	expect_watch_event(fd, 5, "b.txt", HU_WATCH_CREATE);
+	assert_int_equal(unlink(q), 0);
+	expect_watch_event(fd, 5, "b.txt", HU_WATCH_REMOVE);
+
+	/* Not recursive: a file in a subdirectory is not reported, the next
+	 * change at the top is. */
+	touch(w, "old-sub/inner", "y");
+	touch(w, "top", "z");
+	char name[PATH_MAX];
+	assert_int_equal(next_watch_event(fd, 5, name, sizeof(name), &err), HU_WATCH_CREATE);
+	assert_string_equal(name, "top");
+
+	/* Removing the watched directory ends the watch with an ERROR. */
+	hu_rm_rf(w, &err);
+	for (;;) {
+		uint8_t type = next_watch_event(fd, 5, name, sizeof(name), &err);
+		if (type == 0)
+			break;
+	}
+	assert_int_equal(err.code, ENOENT);
+	close(fd);
+}
+
+static void test_watch_recursive_follows_new_dirs(void **state)
+{
+	struct harness *h = *state;
+	char w[PATH_MAX], p[PATH_MAX];
+	hu_err err;
+
+	snprintf(w, sizeof(w), "%s/tree", h->dir);
+	snprintf(p, sizeof(p), "%s/tree/a/b", h->dir);
+	assert_int_equal(hu_mkdir_p(p, 0755, &err), 0);
+	int fd = start_watch(h, w, HU_REQ_MAX_DEPTH, 6, &err);
+	assert_true(fd >= 0);
+
+	/* Existing subdirectories are watched... */
+	touch(w, "a/b/deep.txt", "1");
+	expect_watch_event(fd, 6, "a/b/deep.txt", HU_WATCH_CREATE);
+	/* ...and so are new ones, and what is created in them. */
+	snprintf(p, sizeof(p), "%s/new", w);
+	assert_int_equal(mkdir(p, 0755), 0);
+	expect_watch_event(fd, 6, "new", HU_WATCH_CREATE);
+	touch(w, "new/x", "2");
+	expect_watch_event(fd, 6, "new/x", HU_WATCH_CREATE);
+	/* A directory moved away is no longer followed under its old name; it
+	 * is followed under its new one. */
+	char q[PATH_MAX];
+	snprintf(q, sizeof(q), "%s/renamed", w);
+	assert_int_equal(rename(p, q), 0);
+	expect_watch_event(fd, 6, "new", HU_WATCH_RENAME);
+	expect_watch_event(fd, 6, "renamed", HU_WATCH_CREATE);
+	touch(w, "renamed/y", "3");
+	expect_watch_event(fd, 6, "renamed/y", HU_WATCH_CREATE);
+	close(fd);
+
+	/* The connection is gone and so is its watch; init serves on. */
+	fd = start_watch(h, w, 2, 7, &err);
+	assert_true(fd >= 0);
+	touch(w, "a/two-levels", "4");
+	expect_watch_event(fd, 7, "a/two-levels", HU_WATCH_CREATE);
+	close(fd);
+}
+
+static void test_watch_errors(void **state)
+{
+	struct harness *h = *state;
+	char p[PATH_MAX];
+	hu_err err = {0};
+
+	snprintf(p, sizeof(p), "%s/missing", h->dir);
+	assert_int_equal(start_watch(h, p, 0, 1, &err), -1);
+	assert_int_equal(err.code, ENOENT);
+	touch(h->dir, "plain-file", "x");
+	snprintf(p, sizeof(p), "%s/plain-file", h->dir);
+	assert_int_equal(start_watch(h, p, 0, 2, &err), -1);
+	assert_int_equal(err.code, ENOTDIR);
+
+	/* Two watches may not share a request id on one connection. */
+	struct hu_buf b = {0};
+	hu_err e;
+	assert_int_equal(hu_init_build_file(&b, HU_MSG_WATCH_START, 3, h->dir, NULL, 0, "root", &e), 0);
+	expect_ok(h->fd, 3, &b);
+	assert_int_equal(hu_init_build_file(&b, HU_MSG_WATCH_START, 3, h->dir, NULL, 0, "root", &e), 0);
+	send_buf(h->fd, &b);
+	assert_int_equal(wait_reply(h->fd, 3, NULL, &err), HU_MSG_ERROR);
+	assert_int_equal(err.code, EBUSY);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1068,6 +1255,9 @@ int main(void)
 		T(test_file_write_read_roundtrip),
 		T(test_file_stat_list_mkdir_move_remove),
 		T(test_user_identity),
+		T(test_watch_events),
+		T(test_watch_recursive_follows_new_dirs),
+		T(test_watch_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,181 @@
+/*
+ * hutch serve [--config FILE] [--listen ADDR] [--port N] [--data-dir DIR] [--run-dir DIR]
+ *
+ * The E2B-compatible daemon: one event loop serving the control plane and
+ * every sandbox's data plane on one port (docs/api.md, docs/operations.md).
+ * On first start it creates the data dir and an API key for team "default",
+ * printed once. SIGINT/SIGTERM stop it cleanly; sandboxes keep running.
+ */
+#include <event2/event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli/cli.h"
+#include "daemon/config.h"
+#include "daemon/daemon.h"
+#include "daemon/registry.h"
+#include "daemon/routes.h"
+#include "daemon/store.h"
+#include "util/fileutil.h"
+
+#define EXIT_USAGE 2
+
+static void serve_usage(FILE *f)
+{
+	fprintf(f, "usage: hutch serve [options]\n\n"
+		   "Runs the E2B-compatible sandbox service (control plane and data plane on one port).\n\n"
+		   "  --listen ADDR     address to listen on (default 127.0.0.1)\n"
+		   "  --port N          port (default 3000)\n"
+		   "  --data-dir DIR    persistent state: store, logs, templates (default /var/lib/hutch,\n"
+		   "                    or $HUTCH_DATA_DIR)\n"
+		   "  --run-dir DIR     volatile state of running sandboxes (default /run/hutch,\n"
+		   "                    or $HUTCH_RUN_DIR)\n"
+		   "  --config FILE     config file (default <data-dir>/hutch.conf when it exists)\n\n"
+		   "Flags override the config file; docs/operations.md lists its keys.\n");
+}
+
+/* Descriptors are what a busy daemon runs out of first (connections, init
+ * sockets, pidfds): take all the hard limit allows (we cannot raise it). */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void base_url(const struct hu_config *cfg, char *out, size_t n)
+{
+	int v6 = strchr(cfg->listen_addr, ':') != NULL;
+	snprintf(out, n, "http://%s%s%s:%u", v6 ? "[" : "", cfg->listen_addr, v6 ? "]" : "", (unsigned)cfg->port);
+}
+
+/* The first start has no key yet: create one and show it, once. */
+static int ensure_api_key(struct hu_daemon *d, hu_err *err)
+{
+	char key[128], url[128];
+	int count;
+
+	if (hu_store_key_count(d->store, &count, err) < 0)
+		return -1;
+	if (count > 0)
+		return 0;
+	if (hu_store_key_create(d->store, "default", key, sizeof(key), err) < 0)
+		return -1;
+	base_url(&d->cfg, url, sizeof(url));
+	printf("hutch: API key (shown once, store it): %s\n", key);
+	printf("hutch: for the e2b SDK: E2B_API_KEY=%s E2B_API_URL=%s E2B_SANDBOX_URL=%s\n", key, url, url);
+	fflush(stdout);
+	hu_log(HU_LOG_INFO, NULL, 0, "created the first API key, for team default");
+	return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct hu_daemon *d = arg;
+	hu_log(HU_LOG_INFO, NULL, 0, "%s: shutting down", strsignal((int)sig));
+	d->stopping = 1;
+	event_base_loopbreak(d->base);
+}
+
+static int open_runtime(struct hu_daemon *d, hu_err *err)
+{
+	struct hu_runtime_config rc;
+
+	hu_runtime_config_defaults(&rc);
+	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
+	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
+	if (hu_runtime_open(&rc, &d->rt, err) < 0)
+		return -1;
+	return hu_template_ensure_base(d->rt, err);
+}
+
+/* Everything from the data dir to the running loop; every step's failure
+ * lands in err and the caller tears down what was built. */
+static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
+{
+	enum hu_log_level lvl = HU_LOG_INFO;
+	char url[128];
+
+	hu_log_level_parse(d->cfg.log_level, &lvl); /* validated by the config */
+	if (hu_mkdir_p(d->cfg.data_dir, 0700, err) < 0 || hu_log_open(d->cfg.data_dir, lvl, err) < 0)
+		return -1;
+	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
+	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
+	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
+		return -1;
+	if (!(d->base = event_base_new()))
+		return hu_err_set(err, ENOMEM, "create the event loop");
+	if (hu_http_init(d, err) < 0 || hu_http_listen(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0)
+		return -1;
+	hu_api_sandboxes_register(d);
+	hu_envd_process_register(d);
+	hu_envd_fs_register(d);
+	if (ensure_api_key(d, err) < 0)
+		return -1;
+	sigs[0] = evsignal_new(d->base, SIGINT, on_signal, d);
+	sigs[1] = evsignal_new(d->base, SIGTERM, on_signal, d);
+	if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) < 0 || evsignal_add(sigs[1], NULL) < 0)
+		return hu_err_set(err, ENOMEM, "install signal handlers");
+	base_url(&d->cfg, url, sizeof(url));
+	printf("hutch: listening on %s\n", url);
+	fflush(stdout);
+	hu_log(HU_LOG_INFO, NULL, 0, "listening on %s", url);
+	return 0;
+}
+
+/* Connections first (streams tell their owners while the registry lives),
+ * then the registry, then what is left of the server. */
+static void stop(struct hu_daemon *d, struct event **sigs)
+{
+	for (int i = 0; i < 2; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	hu_http_close(d);
+	if (d->reg)
+		hu_registry_free(d->reg);
+	hu_http_free(d);
+	if (d->store)
+		hu_store_close(d->store);
+	if (d->rt)
+		hu_runtime_close(d->rt);
+	if (d->base)
+		event_base_free(d->base);
+	hu_log_close();
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct hu_daemon d = {0};
+	struct event *sigs[2] = {NULL, NULL};
+	hu_err err;
+	int rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			serve_usage(stdout);
+			return 0;
+		}
+	}
+	if (hu_config_from_args(&d.cfg, argc, argv, &err) < 0) {
+		cli_error("%s (hutch serve --help)", err.msg);
+		return EXIT_USAGE;
+	}
+	/* A client that vanishes mid-write must cost an EPIPE, not the daemon. */
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+
+	if (start(&d, sigs, &err) == 0) {
+		event_base_dispatch(d.base);
+		hu_log(HU_LOG_INFO, NULL, 0, "stopped");
+	} else {
+		hu_log(HU_LOG_ERROR, NULL, 0, "cannot start: %s", err.msg);
+		cli_error("%s", err.msg);
+		rc = 1;
+	}
+	stop(&d, sigs);
+	return rc;
+}

@@ -1,0 +1,45 @@
+/* The E2B JSON views of a sandbox (api_sandboxes.h). */
+#include <stdint.h>
+
+#include "daemon/api_json.h"
+#include "daemon/api_sandboxes.h"
+#include "daemon/sbx_metrics.h"
+
+/* clientID is deprecated in E2B and meaningless here; the SDK requires it. */
+#define CLIENT_ID "hutch"
+#define MIB (1024ull * 1024ull)
+
+json_t *hu_sbx_json_sandbox(const struct hu_sbx *s)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id, "templateID", s->template_id, "clientID",
+			 CLIENT_ID, "envdVersion", HU_ENVD_VERSION, "envdAccessToken", s->access_token);
+}
+
+json_t *hu_sbx_json_listed(const struct hu_sbx *s)
+{
+	char started[HU_TIME_STR_MAX], end[HU_TIME_STR_MAX];
+
+	hu_api_format_time(s->started_at_ms, started);
+	hu_api_format_time(s->end_at_ms, end);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:O, s:s, s:s}", "sandboxID", s->id, "templateID",
+			 s->template_id, "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
+			 hu_sbx_cpu_count(s), "memoryMB", (json_int_t)(s->memory_bytes / MIB), "diskSizeMB",
+			 (json_int_t)(s->disk_bytes / MIB), "metadata", s->metadata, "state",
+			 s->state == HU_SBX_PAUSED ? "paused" : "running", "envdVersion", HU_ENVD_VERSION);
+}
+
+json_t *hu_sbx_json_detail(const struct hu_sbx *s)
+{
+	json_t *v = hu_sbx_json_listed(s);
+	json_t *allow = s->allow_internet < 0 ? json_null() : json_boolean(s->allow_internet);
+
+	if (!v || json_object_set_new(v, "envdAccessToken", json_string(s->access_token)) < 0 ||
+	    json_object_set_new(v, "allowInternetAccess", allow) < 0 ||
+	    json_object_set_new(v, "lifecycle",
+				json_pack("{s:s, s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
+					  s->auto_resume)) < 0) {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}

@@ -1,0 +1,361 @@
+/*
+ * The store (store.h): SQLite in WAL mode at <data_dir>/hutch.db.
+ *
+ * Every statement is prepared once at open with bound parameters; nothing
+ * user-supplied is ever pasted into SQL. The schema is versioned with
+ * PRAGMA user_version: migrations[i] brings version i to i + 1, each in its
+ * own transaction, so a daemon killed mid-upgrade retries cleanly.
+ */
+#include "daemon/store.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/registry.h"
+#include "util/cleanup.h"
+#include "util/fileutil.h"
+
+#define KEY_PREFIX "hutch_"
+#define KEY_RANDOM_BYTES 24 /* 48 hex chars */
+#define BUSY_TIMEOUT_MS 5000
+
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE teams ("
+	"  id TEXT PRIMARY KEY,"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE api_keys ("
+	"  key_hash TEXT PRIMARY KEY,"         /* sha256 hex of the key */
+	"  team TEXT NOT NULL REFERENCES teams(id),"
+	"  created_at INTEGER NOT NULL);"
+	"CREATE TABLE sandboxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  template TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('running', 'paused')),"
+	"  access_token TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"       /* unix ms */
+	"  end_at INTEGER NOT NULL,"           /* unix ms */
+	"  timeout INTEGER NOT NULL,"          /* seconds */
+	"  metadata TEXT NOT NULL,"            /* JSON object */
+	"  env_vars TEXT NOT NULL,"            /* JSON object */
+	"  auto_pause INTEGER NOT NULL,"
+	"  auto_resume INTEGER NOT NULL,"
+	"  allow_internet INTEGER,"            /* NULL = not given */
+	"  cpu INTEGER NOT NULL,"              /* thousandths of a CPU */
+	"  memory INTEGER NOT NULL,"           /* bytes */
+	"  disk INTEGER NOT NULL);"            /* bytes */
+	"CREATE INDEX sandboxes_team ON sandboxes(team);"
+	"PRAGMA user_version = 1;",
+};
+
+enum stmt_id {
+	ST_TEAM_ADD,
+	ST_KEY_ADD,
+	ST_KEY_TEAM,
+	ST_KEY_COUNT,
+	ST_SBX_PUT,
+	ST_SBX_DELETE,
+	ST_COUNT,
+};
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_TEAM_ADD] = "INSERT OR IGNORE INTO teams (id, created_at) VALUES (?1, ?2)",
+	[ST_KEY_ADD] = "INSERT INTO api_keys (key_hash, team, created_at) VALUES (?1, ?2, ?3)",
+	[ST_KEY_TEAM] = "SELECT team FROM api_keys WHERE key_hash = ?1",
+	[ST_KEY_COUNT] = "SELECT count(*) FROM api_keys",
+	[ST_SBX_PUT] = "INSERT OR REPLACE INTO sandboxes (id, team, template, state, access_token, started_at,"
+		       " end_at, timeout, metadata, env_vars, auto_pause, auto_resume, allow_internet, cpu, memory,"
+		       " disk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+	[ST_SBX_DELETE] = "DELETE FROM sandboxes WHERE id = ?1",
+};
+
+struct hu_store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[ST_COUNT];
+};
+
+static int db_err(struct hu_store *st, hu_err *err, const char *what)
+{
+	/* A full disk is the one cause a client can be told apart (507);
+	 * anything else, including a lock held past busy_timeout, is ours. */
+	int code = sqlite3_errcode(st->db) == SQLITE_FULL ? ENOSPC : EIO;
+	return hu_err_set(err, -code, "store: %s: %s", what, sqlite3_errmsg(st->db));
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int exec_sql(struct hu_store *st, const char *sql, hu_err *err)
+{
+	if (sqlite3_exec(st->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(st, err, sql);
+	return 0;
+}
+
+/* A prepared statement, reset and unbound, ready for its parameters. */
+static sqlite3_stmt *stmt(struct hu_store *st, enum stmt_id id)
+{
+	sqlite3_stmt *s = st->stmt[id];
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return s;
+}
+
+/* Run a statement that returns no rows. */
+static int step_done(struct hu_store *st, sqlite3_stmt *s, const char *what, hu_err *err)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc != SQLITE_DONE)
+		return db_err(st, err, what);
+	return 0;
+}
+
+static int migrate(struct hu_store *st, hu_err *err)
+{
+	sqlite3_stmt *q;
+	int version;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "read schema version");
+	version = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int(q, 0) : -1;
+	sqlite3_finalize(q);
+	if (version < 0)
+		return db_err(st, err, "read schema version");
+	if ((size_t)version > HU_ARRAY_LEN(migrations))
+		return hu_err_set(err, -EPROTO, "store: schema version %d is newer than this hutch (%zu): upgrade hutch",
+				  version, HU_ARRAY_LEN(migrations));
+	for (size_t v = (size_t)version; v < HU_ARRAY_LEN(migrations); v++) {
+		if (exec_sql(st, "BEGIN IMMEDIATE", err) < 0)
+			return -1;
+		if (exec_sql(st, migrations[v], err) < 0 || exec_sql(st, "COMMIT", err) < 0) {
+			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+			hu_err_prefix(err, "migrate schema %zu -> %zu", v, v + 1);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Create the database file 0600 before SQLite does (it would use 0644);
+ * the -wal and -shm files inherit its mode. */
+static int create_private(const char *path, hu_err *err)
+{
+	_cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return hu_err_sys(err, "store: create %s", path);
+	return 0;
+}
+
+int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err)
+{
+	char path[4096];
+	struct hu_store *st;
+
+	*out = NULL;
+	if (hu_mkdir_p(data_dir, 0700, err) < 0)
+		return -1;
+	if ((size_t)snprintf(path, sizeof(path), "%s/hutch.db", data_dir) >= sizeof(path))
+		return hu_err_set(err, ENAMETOOLONG, "store: %s", data_dir);
+	if (create_private(path, err) < 0)
+		return -1;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return hu_err_set(err, ENOMEM, "store");
+	if (sqlite3_open_v2(path, &st->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		hu_err_set(err, -EIO, "store: open %s: %s", path, st->db ? sqlite3_errmsg(st->db) : "out of memory");
+		hu_store_close(st);
+		return -1;
+	}
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	sqlite3_extended_result_codes(st->db, 0);
+	if (exec_sql(st, "PRAGMA journal_mode = WAL", err) < 0 || exec_sql(st, "PRAGMA synchronous = NORMAL", err) < 0 ||
+	    exec_sql(st, "PRAGMA foreign_keys = ON", err) < 0 || migrate(st, err) < 0)
+		goto fail;
+	for (int i = 0; i < ST_COUNT; i++)
+		if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &st->stmt[i], NULL) !=
+		    SQLITE_OK) {
+			db_err(st, err, stmt_sql[i]);
+			goto fail;
+		}
+	*out = st;
+	return 0;
+fail:
+	hu_err_prefix(err, "open %s", path);
+	hu_store_close(st);
+	return -1;
+}
+
+void hu_store_close(struct hu_store *st)
+{
+	if (!st)
+		return;
+	for (int i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* sha256 hex of the key: the only form in which a key is stored. */
+static int key_hash(const char *key, char out[65], hu_err *err)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned int len = 0;
+
+	if (!EVP_Digest(key, strlen(key), md, &len, EVP_sha256(), NULL) || len != 32)
+		return hu_err_set(err, -EIO, "store: sha256 failed");
+	hex(md, len, out);
+	return 0;
+}
+
+int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, size_t n, hu_err *err)
+{
+	uint8_t rnd[KEY_RANDOM_BYTES];
+	char key[sizeof(KEY_PREFIX) + 2 * KEY_RANDOM_BYTES];
+	char hash[65];
+	int64_t now = now_ms();
+	sqlite3_stmt *s;
+
+	if (n < sizeof(key))
+		return hu_err_set(err, ENOBUFS, "store: key buffer too small");
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return hu_err_sys(err, "store: getrandom");
+	memcpy(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1);
+	hex(rnd, sizeof(rnd), key + sizeof(KEY_PREFIX) - 1);
+	if (key_hash(key, hash, err) < 0 || exec_sql(st, "BEGIN IMMEDIATE", err) < 0)
+		return -1;
+	s = stmt(st, ST_TEAM_ADD);
+	sqlite3_bind_text(s, 1, team, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, now);
+	if (step_done(st, s, "add team", err) < 0)
+		goto fail;
+	s = stmt(st, ST_KEY_ADD);
+	sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, team, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 3, now);
+	if (step_done(st, s, "add key", err) < 0 || exec_sql(st, "COMMIT", err) < 0)
+		goto fail;
+	memcpy(key_out, key, sizeof(key));
+	return 0;
+fail:
+	sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	return -1;
+}
+
+int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err)
+{
+	char hash[65];
+	sqlite3_stmt *s;
+	int rc;
+
+	if (key_hash(key, hash, err) < 0)
+		return -1;
+	s = stmt(st, ST_KEY_TEAM);
+	sqlite3_bind_text(s, 1, hash, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE) {
+		sqlite3_reset(s);
+		return hu_err_set(err, -ENOENT, "unknown API key");
+	}
+	if (rc != SQLITE_ROW) {
+		db_err(st, err, "look up key");
+		sqlite3_reset(s);
+		return -1;
+	}
+	const char *team = (const char *)sqlite3_column_text(s, 0);
+	if (!team || (size_t)snprintf(team_out, n, "%s", team) >= n) {
+		sqlite3_reset(s);
+		return hu_err_set(err, -ENAMETOOLONG, "store: team name too long");
+	}
+	sqlite3_reset(s);
+	return 0;
+}
+
+int hu_store_key_count(struct hu_store *st, int *count, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_KEY_COUNT);
+	if (sqlite3_step(s) != SQLITE_ROW) {
+		db_err(st, err, "count keys");
+		sqlite3_reset(s);
+		return -1;
+	}
+	*count = sqlite3_column_int(s, 0);
+	sqlite3_reset(s);
+	return 0;
+}
+
+/* A JSON object as compact text bound to parameter i (freed by SQLite). */
+static int bind_json(struct hu_store *st, sqlite3_stmt *s, int i, const json_t *v, hu_err *err)
+{
+	char *text = v ? json_dumps(v, JSON_COMPACT) : strdup("{}");
+	if (!text)
+		return hu_err_set(err, ENOMEM, "store: encode JSON");
+	if (sqlite3_bind_text(s, i, text, -1, free) != SQLITE_OK)
+		return db_err(st, err, "bind JSON");
+	return 0;
+}
+
+int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *sbx, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_SBX_PUT);
+
+	sqlite3_bind_text(s, 1, sbx->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, sbx->team, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, sbx->template_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, sbx->state == HU_SBX_PAUSED ? "paused" : "running", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, sbx->access_token, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 6, sbx->started_at_ms);
+	sqlite3_bind_int64(s, 7, sbx->end_at_ms);
+	sqlite3_bind_int(s, 8, sbx->timeout_s);
+	if (bind_json(st, s, 9, sbx->metadata, err) < 0 || bind_json(st, s, 10, sbx->env_vars, err) < 0) {
+		sqlite3_clear_bindings(s);
+		return -1;
+	}
+	sqlite3_bind_int(s, 11, !!sbx->auto_pause);
+	sqlite3_bind_int(s, 12, !!sbx->auto_resume);
+	if (sbx->allow_internet < 0)
+		sqlite3_bind_null(s, 13);
+	else
+		sqlite3_bind_int(s, 13, !!sbx->allow_internet);
+	sqlite3_bind_int64(s, 14, sbx->cpu_millis);
+	sqlite3_bind_int64(s, 15, (sqlite3_int64)sbx->memory_bytes);
+	sqlite3_bind_int64(s, 16, (sqlite3_int64)sbx->disk_bytes);
+	int rc = step_done(st, s, "save sandbox", err);
+	sqlite3_clear_bindings(s); /* free the JSON texts now, not at the next use */
+	if (rc < 0)
+		hu_err_prefix(err, "sandbox %s", sbx->id);
+	return rc;
+}
+
+int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_SBX_DELETE);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	if (step_done(st, s, "delete sandbox", err) < 0) {
+		hu_err_prefix(err, "sandbox %s", id);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* Fakes of registry.h and store.h for the daemon's fuzz drivers (daemon_fakes.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/registry.h"
+#include "daemon/store.h"
+#include "daemon_fakes.h"
+
+struct hu_registry {
+	struct hu_sbx running, paused;
+};
+struct hu_store {
+	int unused;
+};
+
+static struct hu_registry g_reg = {
+	.running = {.id = "sbxrun", .team = "default", .access_token = "tok", .state = HU_SBX_RUNNING},
+	.paused = {.id = "sbxpaused", .team = "default", .access_token = "tok", .state = HU_SBX_PAUSED},
+};
+static struct hu_store g_store;
+
+struct hu_registry *fake_registry(void)
+{
+	return &g_reg;
+}
+
+struct hu_store *fake_store(void)
+{
+	return &g_store;
+}
+
+struct hu_sbx *hu_registry_get(struct hu_registry *reg, const char *id)
+{
+	if (!strcmp(id, reg->running.id))
+		return &reg->running;
+	if (!strcmp(id, reg->paused.id))
+		return &reg->paused;
+	return NULL;
+}
+
+void hu_sbx_touch(struct hu_sbx *s)
+{
+	(void)s;
+}
+
+int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err)
+{
+	if (!strcmp(key, "hutch_fuzzkey")) {
+		snprintf(team_out, n, "default");
+		return 0;
+	}
+	if (!strcmp(key, "broken"))
+		return hu_err_set(err, EIO, "store: read key");
+	return hu_err_set(err, -ENOENT, "unknown API key");
+}
