@@ -43,7 +43,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-unit check-integration check-fuzz fuzz bench install clean run
+.PHONY: all deps tests check check-unit check-integration check-e2e check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -79,11 +79,17 @@ deps:
 run: all
 	$(HUTCH) run -- python3 -c 'print(1)'
 
+serve: all
+	$(HUTCH) serve
+
 check-unit: all
 	tests/run-unit.sh $(BUILD)
 
 check-integration: all
 	tests/integration/run.sh $(BUILD)
+
+check-e2e: all
+	tests/e2e/run.sh $(BUILD)
 
 check-fuzz:
 	tests/fuzz/run.sh smoke
@@ -100,6 +106,7 @@ check:
 	tests/run-unit.sh build
 	tests/run-unit.sh build-san
 	tests/integration/run.sh build-san
+	tests/e2e/run.sh build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh
 

@@ -218,13 +218,6 @@ static void resume_sandbox(struct hu_req *r)
 	reply_sandbox(r, 201, s);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ?start= / ?end= in unix seconds; *ms keeps its default when absent. */
 static int query_unix(struct hu_req *r, const char *name, int64_t *ms, int end_of_second)
 {
@@ -246,7 +239,9 @@ static void get_metrics(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	struct hu_metric_sample fresh;
-	int64_t start, end = now_ms();
+	/* no end given: up to now, including the sample taken below (a bound
+	 * read before it would exclude the freshest reading) */
+	int64_t start, end = INT64_MAX;
 	int have_fresh;
 	hu_err err;
 	json_t *arr;

@@ -793,10 +793,8 @@ int hu_http_listen(struct hu_daemon *d, hu_err *err)
 	freeaddrinfo(ai);
 	if (rc < 0) {
 		int e = errno;
-		hu_err_set(err, e, "listen on %s port %u", d->cfg.listen_addr, (unsigned)d->cfg.port);
-		if (e == EADDRINUSE)
-			hu_err_prefix(err, "is another hutch serve (or other server) using the port? --port N picks another");
-		return -1;
+		return hu_err_set(err, -e, "listen on %s port %u: %s%s", d->cfg.listen_addr, (unsigned)d->cfg.port,
+				  strerror(e), e == EADDRINUSE ? " (another server has it; --port N picks another)" : "");
 	}
 	if (listen(fd, LISTEN_BACKLOG) < 0)
 		return hu_err_sys(err, "listen on %s port %u", d->cfg.listen_addr, (unsigned)d->cfg.port);

@@ -7,7 +7,11 @@ import { startDaemon, api, sleep } from './harness.mjs'
 
 let d
 before(async () => { d = await startDaemon() })
-after(async () => { await d?.stop() })
+after(async () => {
+  const st = await d?.stop()
+  // a clean exit: under ASan, a leak or memory error makes it non-zero
+  assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
+})
 
 test('create with metadata and envVars; getInfo reports them', async () => {
   const sbx = await Sandbox.create({ metadata: { 'lea.session_id': 's1', user: 'alice' }, envs: { GREETING: 'hello' }, timeoutMs: 60_000 })

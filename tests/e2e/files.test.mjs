@@ -12,7 +12,9 @@ before(async () => {
 })
 after(async () => {
   await sbx?.kill().catch(() => {})
-  await d?.stop()
+  const st = await d?.stop()
+  // a clean exit: under ASan, a leak or memory error makes it non-zero
+  assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
 
 test('write and read text and bytes; nested paths are created', async () => {

@@ -49,7 +49,7 @@ static const char *ename(int e)
 
 /* r is the syscall's return value and e the errno right after it: the call
  * must have failed with `want` (or `want2`, if not 0). */
-static void expect_err(const char *desc, long r, int e, int want, int want2)
+static __attribute__((unused)) void expect_err(const char *desc, long r, int e, int want, int want2)
 {
 	if (r == -1 && (e == want || (want2 && e == want2)))
 		ok("%s: %s", desc, ename(e));
