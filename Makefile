@@ -106,6 +106,7 @@ check:
 	tests/run-unit.sh build
 	tests/run-unit.sh build-san
 	tests/integration/run.sh build-san
+	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh

@@ -54,7 +54,8 @@ struct hu_stream_cbs {
 };
 
 /* Start the stream reply (200, application/connect+json). The request is
- * owned by the stream from here on. */
+ * owned by the stream from here on. NULL only when out of memory: an error
+ * was answered then. The callbacks may call hu_stream_end. */
 struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *cbs);
 /* Send one message envelope (msg stolen). Returns 1 if the caller should
  * pause its producer now (buffer over the high-water mark), 0 otherwise,

@@ -235,7 +235,7 @@ static void log_reply(struct hu_req *r, int status, const char *message)
 
 static void send_reply(struct hu_req *r, int status, struct evbuffer *body)
 {
-	if (!!r->ev)
+	if (r->ev)
 		evhttp_send_reply(r->ev, status, status == 499 ? "Client Closed Request" : NULL, body);
 	hu_req_finish(r);
 }
@@ -268,7 +268,7 @@ void hu_reply_json(struct hu_req *r, int status, json_t *body)
 	}
 	msg = json_object_get(body, "message");
 	log_reply(r, status, json_is_string(msg) ? json_string_value(msg) : NULL);
-	if (!!r->ev)
+	if (r->ev)
 		evhttp_add_header(evhttp_request_get_output_headers(r->ev), "Content-Type", "application/json");
 	json_decref(body);
 	send_reply(r, status, buf);
@@ -282,7 +282,7 @@ void hu_reply_empty(struct hu_req *r, int status)
 	log_reply(r, status, NULL);
 	/* The SDK parses any other bodiless 2xx as JSON unless it says
 	 * Content-Length: 0 (e2b-wire.md). */
-	if (status != 204 && !!r->ev)
+	if (status != 204 && r->ev)
 		evhttp_add_header(evhttp_request_get_output_headers(r->ev), "Content-Length", "0");
 	send_reply(r, status, NULL);
 }
@@ -319,7 +319,7 @@ void hu_reply_err(struct hu_req *r, const hu_err *err)
 
 void hu_reply_header(struct hu_req *r, const char *name, const char *value)
 {
-	if (!!r->ev)
+	if (r->ev)
 		evhttp_add_header(evhttp_request_get_output_headers(r->ev), name, value);
 }
 
@@ -630,6 +630,9 @@ static int parse_target(struct hu_req *r)
 	const char *target = evhttp_request_get_uri(r->ev);
 	const char *path = target, *query = NULL;
 	size_t path_len;
+
+	/* Until the path is decoded, logs show the raw target. */
+	snprintf(r->path, sizeof(r->path), "%s", target ? target : "");
 
 	/* Absolute-form ("http://host/p?q", proxies): take its path and query. */
 	if (target && target[0] != '/') {

@@ -24,6 +24,7 @@
 #include "init/loop.h"
 #include "init/proc.h"
 #include "init/users.h"
+#include "runtime/caps.h"
 #include "util/err.h"
 
 #define DEFAULT_LISTEN_FD 3
@@ -62,6 +63,11 @@ static int harden_self(int listen_fd, hu_err *err)
 	 * open /proc/1/fd and steal the daemon's socket. */
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return hu_err_sys(err, "PR_SET_DUMPABLE");
+	/* init itself keeps no more than a root command gets: enough to switch
+	 * users, drop capabilities for children and work on files as root, so a
+	 * bug in its request handling cannot reach CAP_SYS_ADMIN & co. */
+	if (hu_caps_drop_to(HU_CAPS_ROOT_DEFAULT, err) < 0)
+		return -1;
 	/* Outside a PID namespace orphans would go to the real init; as a
 	 * subreaper they come to us and get reaped like under PID 1. */
 	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)

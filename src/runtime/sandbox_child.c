@@ -235,9 +235,12 @@ void hu_child_main(const struct hu_child_args *a)
 	char *argv[] = {"hutch-init", NULL};
 	char asan[256];
 	const char *asan_env = getenv("ASAN_OPTIONS");
-	/* a sanitizer-built init must not run LeakSanitizer (it needs ptrace,
-	 * which the filter denies) */
-	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0", asan_env ? asan_env : "", asan_env ? ":" : "");
+	/* A sanitizer-built init must not run LeakSanitizer (it needs ptrace,
+	 * which the filter denies), and must not install ASan's SEGV/BUS/FPE
+	 * handlers: a PID namespace's init receives every signal it handles, so
+	 * with them root inside could kill init with `kill -SEGV 1`. */
+	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
+		 asan_env ? asan_env : "", asan_env ? ":" : "");
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
 	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
 	hu_err_sys(&err, "execute hutch-init");

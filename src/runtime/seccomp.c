@@ -306,9 +306,14 @@ static int add_socket_rules(scmp_filter_ctx ctx, hu_err *err)
 	static const int low_denied[] = { 0, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
 	const uint32_t act = SCMP_ACT_ERRNO(EAFNOSUPPORT);
 
-	ADD(ctx, act, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
-	for (size_t i = 0; i < HU_ARRAY_LEN(low_denied); i++)
-		ADD(ctx, act, SCMP_SYS(socket), 1, SCMP_A0(SCMP_CMP_EQ, (uint64_t)low_denied[i]));
+	/* socketpair() creates sockets of a family too (and runs that family's
+	 * code): the same family rules apply to it. */
+	static const int creators[] = { SCMP_SYS(socket), SCMP_SYS(socketpair) };
+	for (size_t c = 0; c < HU_ARRAY_LEN(creators); c++) {
+		ADD(ctx, act, creators[c], 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
+		for (size_t i = 0; i < HU_ARRAY_LEN(low_denied); i++)
+			ADD(ctx, act, creators[c], 1, SCMP_A0(SCMP_CMP_EQ, (uint64_t)low_denied[i]));
+	}
 
 	/*
 	 * Within AF_NETLINK only NETLINK_ROUTE (0: ip, getifaddrs) and

@@ -12,7 +12,9 @@
 #     a new cgroup directory; look for a cgroup release_agent to abuse;
 #  4. write /proc/sysrq-trigger and host-wide sysctls in /proc/sys/kernel
 #     (core_pattern "|/tmp/x" is the classic container escape), vm, fs;
-#  5. re-enable nested user namespaces: write user.max_user_namespaces.
+#  5. re-enable nested user namespaces: write user.max_user_namespaces;
+#  6. chmod/chown/unlink the host's devtmpfs nodes bound into /dev; rewrite
+#     the id maps; make itself immune to the OOM killer (oom_score_adj -1000).
 # Not attempted: sysctls that are namespaced on purpose (kernel.shm*/msg*/sem
 # for the ipc namespace, net.* for the net namespace, and kernel.pid_max,
 # per pid namespace since Linux 6.14): root may change those for its own
@@ -59,6 +61,11 @@ extra = sorted(p for p in found - allowed if not (p.startswith("/dev/pts/") and 
 check(f"/dev holds only the documented device nodes ({len(found)})", not extra, str(extra))
 st = os.stat("/dev/null")
 check("/dev/null is the real null device (1:3)", (os.major(st.st_rdev), os.minor(st.st_rdev)) == (1, 3))
+# the bound nodes are the host's devtmpfs inodes: they must not be changeable
+for dev in ("null", "zero", "urandom", "tty"):
+    expect_oserror(f"chmod /dev/{dev} (host devtmpfs inode)", {errno.EPERM}, os.chmod, f"/dev/{dev}", 0o777)
+    expect_oserror(f"chown /dev/{dev}", {errno.EPERM}, os.chown, f"/dev/{dev}", 0, 0)
+    expect_oserror(f"unlink /dev/{dev} (mount point)", {errno.EBUSY, errno.EACCES}, os.unlink, f"/dev/{dev}")
 
 # 3. sysfs
 check("/sys/class/net/lo/mtu exists (sysfs is mounted)", os.path.exists("/sys/class/net/lo/mtu"))
@@ -104,6 +111,11 @@ for path, data in (("kernel/core_pattern", "|/tmp/hutchsec-pwn"), ("kernel/modpr
         ok(f"{p} does not exist on this kernel")
         continue
     expect_oserror(f"write {p}", {errno.EACCES, errno.EPERM, errno.EROFS}, write_proc, p, data)
+# the id maps are written once by the runtime; OOM-killer immunity needs
+# CAP_SYS_RESOURCE (it would let the sandbox sit out its memory limit's OOM)
+expect_oserror("rewrite /proc/self/uid_map", {errno.EPERM, errno.EACCES}, write_proc, "/proc/self/uid_map", "0 0 4294967295")
+expect_oserror("rewrite /proc/self/gid_map", {errno.EPERM, errno.EACCES}, write_proc, "/proc/self/gid_map", "0 0 4294967295")
+expect_oserror("oom_score_adj -1000 (OOM immunity)", {errno.EACCES, errno.EPERM}, write_proc, "/proc/self/oom_score_adj", "-1000")
 check("user.max_user_namespaces is still 0", read_text("/proc/sys/user/max_user_namespaces").strip() == "0")
 check("kernel.hostname is still the sandbox id", read_text("/proc/sys/kernel/hostname").startswith("run-"))
 end()

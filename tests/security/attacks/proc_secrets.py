@@ -11,7 +11,10 @@
 #  4. learn host paths from mountinfo/mounts/mountstats: the host data and run
 #     dirs (argv[2:]) and /var/lib/hutch, /run/hutch must not appear, and the
 #     overlay's lowerdir/upperdir/workdir must be relative;
-#  5. read kernel memory and the kernel log: /proc/kcore, /proc/kmsg.
+#  5. read kernel memory and the kernel log: /proc/kcore, /proc/kmsg;
+#  6. enumerate mounts with listmount/statmount (allowed syscalls): other
+#     mount namespaces by id (the 200 ids below its own and 1..64), and
+#     mount ids just below the sandbox's first one (the host's mounts).
 #
 # Why it must fail: the pid namespace hides host processes; /proc/1 belongs to
 # a non-dumpable init and every /proc/1/{root,cwd,fd,environ,mem,...} access
@@ -24,6 +27,8 @@
 # "/"; no visible process carries the secret; no host path in mount tables;
 # kcore and kmsg EACCES/EPERM (ENOENT where the kernel lacks them). Known and
 # accepted: root can *list* /proc/1/fd (fd numbers only, see below).
+# listmount/statmount answer only for the sandbox's own mount namespace
+# (ENOENT/EPERM for everything else), and what they answer names no host path.
 
 host_pid = int(sys.argv[1])
 needles = [n for n in sys.argv[2:] if n] + ["/var/lib/hutch", "/run/hutch"]
@@ -117,4 +122,43 @@ expect_oserror("open /proc/kmsg", {errno.EACCES, errno.EPERM, errno.ENOENT}, os.
 if os.environ.get("HUTCHSEC_KALLSYMS_HIDDEN") == "1":
     addrs = {l.split()[0] for l in read_text("/proc/kallsyms").splitlines()[:2000]}
     check("/proc/kallsyms shows no kernel addresses", addrs == {"0000000000000000"}, str(list(addrs)[:3]))
+# 6. listmount / statmount
+import array
+import fcntl
+import struct
+
+
+def mnt_req(mnt_id, param, ns_id):
+    return struct.pack("<IIQQQ", 32, 0, mnt_id, param, ns_id)
+
+
+def listmount(ns_id=0):
+    buf = (ctypes.c_uint64 * 512)()
+    r, e = raw(458, mnt_req(0xFFFFFFFFFFFFFFFF, 0, ns_id), ctypes.addressof(buf), 512, 0)
+    return (list(buf[:r]) if r >= 0 else None), e
+
+
+def statmount(mnt_id):
+    buf = ctypes.create_string_buffer(16384)
+    r, e = raw(457, mnt_req(mnt_id, 0x4 | 0x8 | 0x20 | 0x80 | 0x100, 0), buf, 16384, 0)
+    return (buf.raw if r >= 0 else None), e
+
+
+own_ids, e = listmount()
+check(f"listmount of its own namespace works ({len(own_ids or [])} mounts)", own_ids, ename(e))
+if own_ids:
+    texts = b"".join(statmount(i)[0] or b"" for i in own_ids).decode(errors="replace")
+    hits = [n for n in needles if n in texts]
+    check("statmount of its own mounts names no host data/run path", not hits, str(hits))
+    nsfd = os.open("/proc/self/ns/mnt", os.O_RDONLY)
+    b = array.array("Q", [0])
+    fcntl.ioctl(nsfd, 0x8008B705, b)     # NS_GET_MNTNS_ID
+    own_ns = b[0]
+    leaks = [ns for ns in list(range(1, 65)) + list(range(max(65, own_ns - 200), own_ns))
+             if ns != own_ns and listmount(ns)[0] is not None]
+    check(f"listmount of other mount namespaces (ids 1..64, {own_ns - 200}..{own_ns - 1}) finds nothing",
+          not leaks, str(leaks[:5]))
+    first = min(own_ids)
+    leaks = [hex(i) for i in range(first - 400, first) if statmount(i)[0] is not None]
+    check("statmount of the 400 mount ids below the sandbox's own finds nothing", not leaks, str(leaks[:5]))
 end()

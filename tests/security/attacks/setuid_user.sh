@@ -19,7 +19,7 @@ command -v sudo >/dev/null && not_ok "sudo exists: $(command -v sudo)" || ok "su
 mkdir -p /tmp/m
 out=$(timeout 10 /usr/bin/mount -t tmpfs none /tmp/m 2>&1); rc=$?
 [ $rc -ne 0 ] && ok "setuid mount as user fails (rc $rc)" || not_ok "setuid mount as user: $out"
-out=$(timeout 10 /usr/bin/newgrp root </dev/null 2>&1 <<<'id -g'); rc=$?
+out=$(timeout 10 /usr/bin/newgrp root 2>&1 <<<'id -g'); rc=$?
 ! grep -qx 0 <<<"$out" && ok "newgrp root gives no gid 0 (rc $rc)" || not_ok "newgrp root: $out"
 out=$(timeout 10 /usr/bin/chfn -f pwned user </dev/null 2>&1); rc=$?
 [ $rc -ne 0 ] && ok "setuid chfn as user fails (rc $rc)" || not_ok "chfn succeeded: $out"

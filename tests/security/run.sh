@@ -1,0 +1,219 @@
+#!/bin/bash
+# Hostile-program battery: runs every attack in tests/security/attacks/
+# inside real sandboxes through `BUILD/hutch run` and asserts that each one
+# fails. Usage: tests/security/run.sh [BUILD] (default: build).
+#
+# Each attack prints one "ok - ..." / "not ok - ..." line per assertion and
+# "# end" last (see attacks/lib.py, attacks/lib.h); this runner prefixes the
+# lines with the attack's name, counts them, treats a missing "# end" or a
+# sanitizer report as a failure, adds the host-side checks (host files and
+# sysctls unchanged, overlay xattrs stored escaped, disjoint uid ranges),
+# and writes "security[BUILD]: N passed, M failed" to
+# tests/results/security-BUILD.txt.
+set -u
+BUILD=${1:-${BUILD:-build}}
+HERE=$(cd "$(dirname "$0")" && pwd)
+ATT="$HERE/attacks"
+export HUTCH_CGROUP_PARENT=hutch-sec
+HUTCH_TEST_TMP=$(mktemp -d /tmp/hutch-sec.XXXXXX)
+export HUTCH_TEST_TMP
+# shellcheck source=../integration/lib.sh
+. "$HERE/../integration/lib.sh" "$BUILD"
+BIN="$HUTCH_TEST_TMP/bin"
+HOSTPID=
+WATCHED=
+
+cleanup() {
+	[ -n "$HOSTPID" ] && kill "$HOSTPID" 2>/dev/null
+	[ -n "$WATCHED" ] && kill "$WATCHED" 2>/dev/null
+	wait 2>/dev/null
+	cleanup_test_dirs
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+START=$(date +%s%N)
+[ -x "$HUTCH" ] || { echo "not ok - $HUTCH is not built"; exit 1; }
+mkdir -p "$BIN" "$ROOT/tests/results"
+
+# sandbox runs are bounded twice: --timeout inside, timeout(1) outside
+srun() { timeout -k 5 60 "$HUTCH" run --timeout 30s "$@"; }
+
+# Host state that no attack may change (sysctls by value, files by hash).
+host_state() {
+	local f
+	for f in kernel/core_pattern kernel/modprobe kernel/hostname kernel/domainname kernel/pid_max \
+		kernel/threads-max kernel/printk kernel/sysrq kernel/randomize_va_space kernel/kptr_restrict \
+		kernel/dmesg_restrict kernel/perf_event_paranoid kernel/unprivileged_bpf_disabled vm/overcommit_memory \
+		vm/max_map_count fs/file-max fs/protected_hardlinks fs/protected_symlinks fs/suid_dumpable \
+		user/max_user_namespaces user/max_net_namespaces kernel/shmmax; do
+		[ -r "/proc/sys/$f" ] && echo "$f=$(cat "/proc/sys/$f")"
+	done
+	sha256sum /etc/passwd /etc/hostname /usr/bin/python3 /usr/bin/su /usr/bin/id \
+		"$HUTCH_DATA_DIR/templates/base/rootfs/etc/passwd" 2>&1
+	stat -c '%n %a %u:%g' /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty
+	ls -d /usr/bin/hutchsec* /usr/hutchsec* /tmp/hutchsec-pwn* 2>/dev/null
+}
+
+# Host side of fs_links: every user.overlay.* xattr the attack forged must
+# be stored escaped (user.overlay.overlay.*) in the upper layer, and no
+# trusted.overlay.* at all.
+check_forged_xattrs() {
+	local dir=$1 tag=$2 upper
+	upper=$(ls -d "$HUTCH_RUN_DIR"/sandboxes/*/disk/upper 2>/dev/null | head -1)
+	if [ -z "$upper" ] || [ ! -d "$upper$dir" ]; then
+		not_ok "fs_links $tag forged xattrs: upper layer $upper$dir not found on the host"
+		return
+	fi
+	local out
+	out=$(python3 - "$upper$dir/f" "$upper$dir/d" <<-'PY'
+		import os, sys
+		for p in sys.argv[1:]:
+		    for n in os.listxattr(p):
+		        if n.startswith("trusted.overlay.") or (n.startswith("user.overlay.") and not n.startswith("user.overlay.overlay.")):
+		            print("RAW", os.path.basename(p), n)
+		        else:
+		            print("escaped", os.path.basename(p), n)
+	PY
+	)
+	if grep -q '^RAW' <<<"$out"; then
+		not_ok "fs_links $tag forged overlay xattrs reach the upper layer unescaped: $(grep '^RAW' <<<"$out" | tr '\n' ' ')"
+	else
+		ok "fs_links $tag forged user.overlay.* xattrs are stored escaped in the upper layer ($(grep -c escaped <<<"$out") names)"
+	fi
+}
+
+# run_attack NAME USER [ARGS...]: NAME.py, NAME.sh or NAME (a compiled C
+# attack); counts its lines as described above.
+run_attack() {
+	local name=$1 user=$2
+	shift 2
+	local out="$HUTCH_TEST_TMP/out.$name.$user" tag="[$user]" t0 rc
+	t0=$(date +%s%N)
+	if [ -f "$ATT/$name.py" ]; then
+		cat "$ATT/lib.py" "$ATT/$name.py" | srun --user "$user" --env HUTCHSEC_KALLSYMS_HIDDEN="$KALLSYMS_HIDDEN" \
+			-- python3 - "$@" >"$out" 2>&1 &
+	elif [ -f "$ATT/$name.sh" ]; then
+		srun --user "$user" -- bash -s <"$ATT/$name.sh" >"$out" 2>&1 &
+	elif [ -x "$BIN/$name" ]; then
+		srun --user "$user" -- bash -c 'cat > /tmp/a && chmod +x /tmp/a && exec /tmp/a "$@"' sh "$@" \
+			<"$BIN/$name" >"$out" 2>&1 &
+	else
+		not_ok "$name $tag: attack not available (did it compile?)"
+		return
+	fi
+	WATCHED=$!
+	local forged_done=
+	while kill -0 "$WATCHED" 2>/dev/null; do
+		if [ -z "$forged_done" ] && grep -q '^# forged-xattrs ' "$out"; then
+			forged_done=1
+			check_forged_xattrs "$(sed -n 's/^# forged-xattrs //p' "$out" | head -1)" "$tag"
+		fi
+		sleep 0.05
+	done
+	wait "$WATCHED"
+	rc=$?
+	WATCHED=
+	local line fails_before=$T_FAIL
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "$name ${line#ok - }" ;;
+		"not ok - "*) not_ok "$name ${line#not ok - }" ;;
+		"# end" | "# forged-xattrs "*) ;;
+		"#"*) echo "$line" ;;
+		*) echo "# | $line" ;;
+		esac
+	done <"$out"
+	grep -qx '# end' "$out" || not_ok "$name $tag ended early (exit $rc): crashed, hung or was killed"
+	grep -qE 'ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:' "$out" && not_ok "$name $tag: sanitizer report"
+	[ "$rc" -ne 0 ] && [ "$T_FAIL" -eq "$fails_before" ] && not_ok "$name $tag: exit $rc with no failed assertion"
+	echo "# $name $tag: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+}
+
+# --- preparation ---------------------------------------------------------
+# Sanitizer builds: ASan installs handlers for SIGSEGV, SIGBUS and SIGFPE in
+# hutch-init, and a namespace init receives every signal it has a handler
+# for, so `kill -SEGV 1` from sandbox root kills an ASan-built init (the
+# release build installs no handler and drops it). The battery tests the
+# product's semantics, so it turns those three handlers off (the runtime
+# passes ASAN_OPTIONS on to init); the artefact itself is reported as a
+# "# FINDING" line at the end, not counted.
+SAN_BUILD=
+if grep -q __asan_init "$HUTCH" 2>/dev/null; then
+	SAN_BUILD=1
+	ASAN_DEFAULT=$ASAN_OPTIONS
+	export ASAN_OPTIONS="$ASAN_OPTIONS:handle_segv=0:handle_sigbus=0:handle_sigfpe=0"
+fi
+for c in "$ATT"/*.c; do
+	n=$(basename "$c" .c)
+	gcc -O1 -static -Wall -I"$ATT" -o "$BIN/$n" "$c" 2>"$BIN/$n.log" || { echo "# $(cat "$BIN/$n.log")"; not_ok "compile $n.c"; }
+done
+# Are kernel addresses hidden from an unprivileged host user? Then they must
+# be hidden from the sandbox too.
+KALLSYMS_HIDDEN=0
+if [ "$(cat /proc/sys/kernel/kptr_restrict)" -ge 1 ] || [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
+	KALLSYMS_HIDDEN=1
+fi
+I386=$("$BIN/foreign_abi" control 2>/dev/null || echo i386=yes)
+HIDDEN_USR=$(find /usr -xdev ! -perm -o=r 2>/dev/null | head -5)
+# a host process with a secret in its environment, for proc_secrets
+env HUTCHSEC_HOST_SECRET="$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')" sleep 600 &
+HOSTPID=$!
+# the runner's own environment must not reach the sandbox (fd_leaks)
+export HUTCHSEC_RUNNER_MARK="$HUTCH_TEST_TMP"
+srun -- true || not_ok "a plain sandbox run works"
+BEFORE=$(host_state)
+
+# --- the battery -----------------------------------------------------------
+for u in root user; do
+	run_attack proc_secrets "$u" "$HOSTPID" "$HUTCH_TEST_TMP" "$HUTCH_DATA_DIR" "$HUTCH_RUN_DIR"
+	run_attack fs_links "$u"
+	run_attack devices_sys "$u"
+	run_attack kernel_surface "$u"
+	run_attack namespaces_mounts "$u"
+	run_attack foreign_abi "$u" "$I386"
+	run_attack cross_process "$u"
+	run_attack signal_init "$u"
+	run_attack tty_inject "$u"
+	run_attack fd_leaks "$u" "$HUTCH_TEST_TMP"
+	run_attack posture "$u"
+	# shellcheck disable=SC2086
+	run_attack usr_perms "$u" $HIDDEN_USR
+done
+run_attack setuid_escalation root
+run_attack setuid_user user
+
+# two concurrent sandboxes get disjoint uid ranges
+m=$( (srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & wait) )
+b1=$(awk 'NR==1{print $2}' <<<"$m")
+b2=$(awk 'NR==2{print $2}' <<<"$m")
+if [ -n "$b1" ] && [ -n "$b2" ] && [ $(( b1 > b2 ? b1 - b2 : b2 - b1 )) -ge 65536 ]; then
+	ok "posture: two concurrent sandboxes get disjoint uid ranges ($b1, $b2)"
+else
+	not_ok "posture: concurrent uid ranges overlap or are missing ($b1, $b2)"
+fi
+
+if [ -n "$SAN_BUILD" ]; then
+	for sig in SEGV BUS FPE; do
+		out=$(ASAN_OPTIONS=$ASAN_DEFAULT srun --user root -- bash -c "kill -$sig 1; sleep 0.3; echo survived" 2>&1)
+		grep -q survived <<<"$out" ||
+			echo "# FINDING (sanitizer build only): kill -$sig 1 from sandbox root kills the ASan-built hutch-init: $(grep -m1 -o 'ERROR: AddressSanitizer: [A-Z]*' <<<"$out")"
+	done
+fi
+
+# --- host unchanged -----------------------------------------------------------
+AFTER=$(host_state)
+if [ "$BEFORE" == "$AFTER" ]; then
+	ok "host: sysctls, /etc/passwd, /usr binaries and the template's passwd are unchanged"
+else
+	not_ok "host state changed: $(diff <(echo "$BEFORE") <(echo "$AFTER") | tr '\n' ' ')"
+fi
+check "host: the secret-holding host process is still alive" kill -0 "$HOSTPID"
+left=$(ls "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null | wc -l)
+check "host: no sandbox left behind ($left)" test "$left" -eq 0
+
+ms=$(( ($(date +%s%N) - START) / 1000000 ))
+echo "# battery took $((ms / 1000)).$(printf %03d $((ms % 1000)))s"
+result="security[$BUILD]: $T_PASS passed, $T_FAIL failed"
+echo "$result" | tee "$ROOT/tests/results/security-$(basename "$BUILD").txt"
+[ "$T_FAIL" -eq 0 ]
