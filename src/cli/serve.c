@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
+#include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/fileutil.h"
 
@@ -135,6 +136,10 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 		if (sigs[i])
 			event_free(sigs[i]);
 	hu_http_close(d);
+	/* unary process calls still waiting for init: end them (their requests
+	 * are gone with the connections) */
+	hu_envd_process_shutdown(d);
+	hu_sbx_abort_creates(d);
 	if (d->reg)
 		hu_registry_free(d->reg);
 	hu_http_free(d);

@@ -36,10 +36,21 @@ static void reply_sandbox(struct hu_req *r, int status, const struct hu_sbx *s)
 	hu_reply_json(r, status, v);
 }
 
+static void on_created(struct hu_daemon *d, struct hu_sbx *s, const hu_err *err, void *arg)
+{
+	struct hu_req *r = arg;
+
+	if (!s) {
+		hu_log(HU_LOG_ERROR, NULL, r->id, "%s", err->msg);
+		hu_reply_err(r, err);
+		return;
+	}
+	reply_sandbox(r, 201, s);
+}
+
 static void create_sandbox(struct hu_req *r)
 {
 	struct hu_new_sandbox ns;
-	struct hu_sbx *s;
 	json_t *body;
 	hu_err err;
 	int rc;
@@ -52,15 +63,13 @@ static void create_sandbox(struct hu_req *r)
 		hu_reply_error(r, 400, "%s", err.msg);
 		return;
 	}
-	rc = hu_sbx_create(r->d, r->team, &ns, &s, &err);
+	rc = hu_sbx_create_async(r->d, r->team, &ns, on_created, r, &err);
 	hu_new_sandbox_clear(&ns);
 	if (rc < 0) {
 		hu_log(err.code == ENOENT || err.code == EAGAIN ? HU_LOG_INFO : HU_LOG_ERROR, NULL, r->id, "%s",
 		       err.msg);
 		hu_reply_err(r, &err);
-		return;
 	}
-	reply_sandbox(r, 201, s);
 }
 
 static void get_sandbox(struct hu_req *r)

@@ -200,7 +200,7 @@ static int frame_add(struct evbuffer *buf, uint8_t flags, const json_t *msg)
 
 static const char *stream_sbx(const struct hu_stream *s)
 {
-	return s->r->sbx ? s->r->sbx->id : NULL;
+	return s->r->sbx_id[0] ? s->r->sbx_id : NULL;
 }
 
 static void on_drained(struct evhttp_connection *evcon, void *arg)

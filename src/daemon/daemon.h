@@ -50,6 +50,8 @@ struct hu_daemon {
 	struct hu_registry *reg;
 	uint64_t next_request_id;
 	int stopping;
+	struct hu_pending_create *creating; /* sandboxes being created (sandbox_ops.c) */
+	unsigned n_creating;
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 };
 
@@ -73,7 +75,8 @@ struct hu_req {
 	struct evkeyvalq *query_kv; /* parsed query (evhttp_parse_query_str), or NULL */
 	char param[128];        /* the {id} matched in the route pattern, "" if none */
 	char team[64];          /* the authenticated team (control plane) */
-	struct hu_sbx *sbx;     /* the target sandbox (data plane) */
+	struct hu_sbx *sbx;     /* the target sandbox (data plane); cleared if it is killed meanwhile */
+	char sbx_id[HU_ID_MAX]; /* its id, kept for logging after sbx is gone */
 	const char *user;       /* data plane: "root"/"user" from Basic auth, or NULL */
 };
 
@@ -88,6 +91,11 @@ typedef void (*hu_handler)(struct hu_req *r);
  * the request carries E2b-Sandbox-Id (auth HU_AUTH_ENVD). */
 int hu_route(struct hu_daemon *d, enum evhttp_cmd_type method, const char *pattern, enum hu_auth auth,
 	     hu_handler fn);
+
+/* A sandbox is being freed: every request still in flight forgets it (its
+ * r->sbx becomes NULL), so no late reply, log line or stream reads freed
+ * memory. Called by the kill path before the sandbox is freed. */
+void hu_http_forget_sandbox(struct hu_daemon *d, const struct hu_sbx *s);
 
 /* ---- replies (control plane) ------------------------------------------ */
 /* Send `body` (reference stolen) as JSON with `status`. */

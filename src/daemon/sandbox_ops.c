@@ -149,45 +149,128 @@ static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_s
 	return 0;
 }
 
-int hu_sbx_create(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req, struct hu_sbx **out,
-		  hu_err *err)
-{
-	const char *tpl = hu_template_resolve(req->template_id);
-	struct hu_sandbox_spec spec;
+/* A create between hu_sandbox_create_start and _finish. */
+struct hu_pending_create {
+	struct hu_daemon *d;
 	struct hu_sbx *s;
-	hu_err ignored;
+	struct event *ready;
+	hu_sbx_created_fn done;
+	void *arg;
+	struct hu_pending_create *next;
+};
 
-	*out = NULL;
-	if (!tpl)
-		return hu_err_set(err, -ENOENT, "template '%s' not found (this server provides: base)",
-				  req->template_id);
-	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) >= d->cfg.max_sandboxes)
-		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return hu_err_set(err, ENOMEM, "new sandbox");
-	if (sbx_init(d, team, req, s, err) < 0)
+#define CREATE_TIMEOUT_S 15
+
+static void pending_unlink(struct hu_pending_create *pc)
+{
+	struct hu_pending_create **pp = &pc->d->creating;
+	while (*pp && *pp != pc)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = pc->next;
+	pc->d->n_creating--;
+	event_free(pc->ready);
+}
+
+/* The sandbox built its root (or failed, or timed out): store it, register
+ * it, arm its deadline, answer. */
+static void on_create_ready(evutil_socket_t fd, short what, void *arg)
+{
+	struct hu_pending_create *pc = arg;
+	struct hu_daemon *d = pc->d;
+	struct hu_sbx *s = pc->s;
+	hu_err err = {0}, ignored;
+
+	pending_unlink(pc);
+	if (hu_sandbox_create_finish(s->rt, &err) < 0) {
+		s->rt = NULL; /* freed by finish */
 		goto fail;
-	spec_from(d, s, tpl, &spec);
-	if (hu_sandbox_create(d->rt, &spec, &s->rt, err) < 0)
-		goto fail;
-	if (hu_store_sandbox_put(d->store, s, err) < 0)
+	}
+	if (hu_store_sandbox_put(d->store, s, &err) < 0)
 		goto fail_rt;
-	if (hu_registry_add(d->reg, s, err) < 0) {
+	if (hu_registry_add(d->reg, s, &err) < 0) {
 		hu_store_sandbox_delete(d->store, s->id, &ignored);
 		goto fail_rt;
 	}
 	arm_deadline(s);
-	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", team, s->template_id, s->timeout_s);
-	*out = s;
-	return 0;
+	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
+	       s->timeout_s);
+	pc->done(d, s, NULL, pc->arg);
+	free(pc);
+	return;
 fail_rt:
 	hu_sandbox_destroy(s->rt, &ignored);
 	s->rt = NULL;
 fail:
+	hu_err_prefix(&err, "create sandbox");
+	hu_sbx_free(s);
+	pc->done(d, NULL, &err, pc->arg);
+	free(pc);
+}
+
+int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
+			hu_sbx_created_fn done, void *arg, hu_err *err)
+{
+	const char *tpl = hu_template_resolve(req->template_id);
+	struct hu_sandbox_spec spec;
+	struct hu_pending_create *pc = NULL;
+	struct hu_sbx *s;
+	hu_err ignored;
+
+	if (!tpl)
+		return hu_err_set(err, -ENOENT, "template '%s' not found (this server provides: base)",
+				  req->template_id);
+	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes)
+		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
+	s = calloc(1, sizeof(*s));
+	pc = calloc(1, sizeof(*pc));
+	if (!s || !pc) {
+		free(pc);
+		free(s);
+		return hu_err_set(err, ENOMEM, "new sandbox");
+	}
+	if (sbx_init(d, team, req, s, err) < 0)
+		goto fail;
+	spec_from(d, s, tpl, &spec);
+	if (hu_sandbox_create_start(d->rt, &spec, &s->rt, err) < 0)
+		goto fail;
+	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg};
+	pc->ready = event_new(d->base, hu_sandbox_ready_fd(s->rt), EV_READ, on_create_ready, pc);
+	struct timeval tv = {CREATE_TIMEOUT_S, 0};
+	if (!pc->ready || event_add(pc->ready, &tv) < 0) {
+		hu_err_set(err, ENOMEM, "watch the new sandbox");
+		if (pc->ready)
+			event_free(pc->ready);
+		hu_sandbox_destroy(s->rt, &ignored);
+		s->rt = NULL;
+		goto fail;
+	}
+	pc->next = d->creating;
+	d->creating = pc;
+	d->n_creating++;
+	return 0;
+fail:
 	hu_err_prefix(err, "create sandbox");
 	hu_sbx_free(s);
+	free(pc);
 	return -1;
+}
+
+void hu_sbx_abort_creates(struct hu_daemon *d)
+{
+	hu_err err, ignored;
+
+	while (d->creating) {
+		struct hu_pending_create *pc = d->creating;
+		pending_unlink(pc);
+		if (hu_sandbox_create_finish(pc->s->rt, &ignored) == 0)
+			hu_sandbox_destroy(pc->s->rt, &ignored);
+		pc->s->rt = NULL;
+		hu_sbx_free(pc->s);
+		hu_err_set(&err, ECANCELED, "the server is shutting down");
+		pc->done(d, NULL, &err, pc->arg);
+		free(pc);
+	}
 }
 
 int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err)
@@ -204,6 +287,7 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 		rc = -1;
 	}
 	s->rt = NULL;
+	hu_http_forget_sandbox(d, s);
 	if (hu_store_sandbox_delete(d->store, s->id, &e) < 0) {
 		hu_log(HU_LOG_ERROR, s->id, 0, "%s", e.msg);
 		if (rc == 0)

@@ -18,10 +18,17 @@
 const char *hu_template_resolve(const char *template_id);
 
 /* Create, start, store and register a sandbox for `team`; its deadline
- * timer is armed. EAGAIN when the daemon is at max_sandboxes, ENOENT for an
- * unknown template. */
-int hu_sbx_create(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req, struct hu_sbx **out,
-		  hu_err *err);
+ * timer is armed. The runtime's slow part (the sandbox building its root)
+ * runs while the loop serves others: `done` is called from the loop with the
+ * sandbox, or with NULL and the error. Returns -1 (and does not call done)
+ * when the request fails at once: EAGAIN when the daemon is at
+ * max_sandboxes, ENOENT for an unknown template. */
+typedef void (*hu_sbx_created_fn)(struct hu_daemon *d, struct hu_sbx *s, const hu_err *err, void *arg);
+int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
+			hu_sbx_created_fn done, void *arg, hu_err *err);
+/* Daemon shutdown: creates still in progress are finished and destroyed;
+ * their callbacks get ECANCELED. */
+void hu_sbx_abort_creates(struct hu_daemon *d);
 
 /* Destroy the sandbox and forget it: runtime, store row, registry entry,
  * then s itself. s is gone even when this returns -1 (the error says what

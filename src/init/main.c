@@ -25,6 +25,7 @@
 #include "init/proc.h"
 #include "init/users.h"
 #include "runtime/caps.h"
+#include "runtime/sandbox.h"
 #include "util/err.h"
 
 #define DEFAULT_LISTEN_FD 3
@@ -32,6 +33,7 @@
 struct options {
 	int listen_fd;
 	bool allow_local_peers;
+	bool setup; /* first build the sandbox (runtime/sandbox_child.c) */
 };
 
 static int parse_args(int argc, char **argv, struct options *o, hu_err *err)
@@ -40,9 +42,12 @@ static int parse_args(int argc, char **argv, struct options *o, hu_err *err)
 
 	o->listen_fd = DEFAULT_LISTEN_FD;
 	o->allow_local_peers = env && !strcmp(env, "1");
+	o->setup = false;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--allow-local-peers")) {
 			o->allow_local_peers = true;
+		} else if (!strcmp(argv[i], "--setup")) {
+			o->setup = true;
 		} else if (!strcmp(argv[i], "--listen-fd") && i + 1 < argc) {
 			char *end;
 			long fd = strtol(argv[++i], &end, 10);
@@ -50,7 +55,7 @@ static int parse_args(int argc, char **argv, struct options *o, hu_err *err)
 				return hu_err_set(err, EINVAL, "bad --listen-fd %s", argv[i]);
 			o->listen_fd = (int)fd;
 		} else {
-			return hu_err_set(err, EINVAL, "unknown argument %s (usage: hutch-init [--listen-fd N] [--allow-local-peers])", argv[i]);
+			return hu_err_set(err, EINVAL, "unknown argument %s (usage: hutch-init [--setup] [--listen-fd N] [--allow-local-peers])", argv[i]);
 		}
 	}
 	return 0;
@@ -128,8 +133,15 @@ int main(int argc, char **argv)
 	hu_err err;
 	int rc = 1;
 
-	if (parse_args(argc, argv, &opt, &err) < 0 || harden_self(opt.listen_fd, &err) < 0 ||
-	    hu_loop_init(&err) < 0) {
+	if (parse_args(argc, argv, &opt, &err) < 0) {
+		fprintf(stderr, "hutch-init: %s\n", err.msg);
+		return 1;
+	}
+	/* In a new sandbox: build its root and lock down before serving anyone
+	 * (on failure this reports to the runtime and exits). */
+	if (opt.setup)
+		hu_sandbox_setup();
+	if (harden_self(opt.listen_fd, &err) < 0 || hu_loop_init(&err) < 0) {
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 		return 1;
 	}

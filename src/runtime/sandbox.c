@@ -9,7 +9,8 @@
  * wait until it has executed hutch-init (or reported why it could not).
  */
 #include <fcntl.h>
-#include <linux/sched.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -44,6 +46,7 @@ struct hu_sandbox {
 	uint32_t uid_base;
 	pid_t pid;
 	int pidfd;
+	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
 	int have_slot, have_dir, have_disk;
 };
@@ -176,18 +179,14 @@ static int idmapped_tree(const char *path, int userns_fd, int recursive, hu_err 
 	return hu_take_fd(&fd);
 }
 
-/* Wait for the child's verdict: EOF = it executed hutch-init. */
-static int wait_child_ready(int sync_fd, hu_err *err)
+/* Read the child's verdict (the sync socket is readable): EOF = it executed
+ * hutch-init; a report = setup failed, and why. */
+static int read_child_verdict(int sync_fd, hu_err *err)
 {
-	struct pollfd pfd = {.fd = sync_fd, .events = POLLIN};
 	struct hu_child_report r;
-
-	int n = poll(&pfd, 1, CHILD_START_TIMEOUT_MS);
-	if (n == 0)
+	ssize_t got = recv(sync_fd, &r, sizeof(r), MSG_DONTWAIT);
+	if (got < 0 && errno == EAGAIN)
 		return hu_err_set(err, ETIMEDOUT, "sandbox setup did not finish in %d ms", CHILD_START_TIMEOUT_MS);
-	if (n < 0)
-		return hu_err_sys(err, "poll");
-	ssize_t got = recv(sync_fd, &r, sizeof(r), 0);
 	if (got == 0)
 		return 0;
 	if (got == (ssize_t)sizeof(r)) {
@@ -199,33 +198,104 @@ static int wait_child_ready(int sync_fd, hu_err *err)
 	return hu_err_set(err, EIO, "sandbox setup failed without a report");
 }
 
-static pid_t clone_child(struct hu_sandbox *sb, const struct hu_child_args *args, int cgroup_fd, hu_err *err)
-{
-	struct clone_args ca;
-	int pidfd = -1;
+/* What the vfork-style child needs, prepared by the parent: the child may
+ * not allocate or touch anything the parent uses, it only places its fds
+ * and executes hutch-init. */
+struct spawn_args {
+	int listen_fd, sync_fd, init_memfd, devnull;
+	char *const *argv;
+	char *const *envp;
+};
 
-	memset(&ca, 0, sizeof(ca));
-	ca.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
-	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
-	ca.exit_signal = SIGCHLD;
-	if (cgroup_fd >= 0) {
-		ca.flags |= CLONE_INTO_CGROUP;
-		ca.cgroup = (uint64_t)cgroup_fd;
+/* Runs on its own stack in the parent's memory (CLONE_VM) while the parent
+ * waits (CLONE_VFORK), so it does nothing but place fds and exec: the
+ * sandbox's PID 1 never holds a copy of the caller's memory (a daemon's
+ * tokens, keys and database pages), and the caller's pages are never
+ * copy-on-write shared with a child, which made concurrent creates slow. */
+__attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void *arg)
+{
+	const struct spawn_args *a = arg;
+	sigset_t none;
+
+	/* hutch-init starts with 0-2 on /dev/null, 3 = the init socket and 4 =
+	 * the sync socket; everything else the caller had open is closed */
+	/* first copies above every target (F_DUPFD takes the lowest free fd
+	 * >= 6, so no copy can land on another), then into place */
+	int nul = fcntl(a->devnull, F_DUPFD, 6), lis = fcntl(a->listen_fd, F_DUPFD, 6);
+	int syn = fcntl(a->sync_fd, F_DUPFD, 6), mem = fcntl(a->init_memfd, F_DUPFD, 6);
+	if (nul < 0 || lis < 0 || syn < 0 || mem < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 ||
+	    dup2(lis, HU_SETUP_LISTEN_FD) < 0 || dup2(syn, HU_SETUP_SYNC_FD) < 0 || dup2(mem, 5) < 0)
+		_exit(126);
+	syscall(SYS_close_range, 6, ~0U, 0);
+	/* The uid map is written after this exec, so at exec time the process is
+	 * not root of its user namespace and would lose the capabilities a new
+	 * namespace grants its creator (setup needs them for setresuid(0) and the
+	 * mounts). Ambient capabilities survive exec: raise them all here (they
+	 * only count inside the new namespace); hutch-init clears the ambient
+	 * set as soon as setup is done. */
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct caps[2];
+	if (syscall(SYS_capget, &hdr, caps) == 0) {
+		caps[0].inheritable = caps[0].permitted;
+		caps[1].inheritable = caps[1].permitted;
+		syscall(SYS_capset, &hdr, caps);
 	}
-	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid < 0)
-		return hu_err_sys(err, "clone3");
-	if (pid == 0)
-		hu_child_main(args);
+	for (int cap = 0; cap < 64; cap++)
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	syscall(SYS_execveat, 5, "", a->argv, a->envp, AT_EMPTY_PATH);
+	_exit(127);
+}
+
+#define SPAWN_STACK (64 * 1024)
+
+static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, hu_err *err)
+{
+	int pidfd = -1;
+	/* the child runs on this stack only until it execs (CLONE_VFORK) */
+	char *stack = malloc(SPAWN_STACK);
+	if (!stack)
+		return hu_err_set(err, ENOMEM, "spawn stack");
+	int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+		    CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD;
+	pid_t pid = clone(spawn_child, stack + SPAWN_STACK, flags, (void *)args, &pidfd);
+	int saved = errno;
+	free(stack);
+	if (pid < 0) {
+		errno = saved;
+		return hu_err_sys(err, "clone");
+	}
 	sb->pidfd = pidfd;
-	return (pid_t)pid;
+	return pid;
+}
+
+/* The "go" message: the setup header and the compiled seccomp program. */
+static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, hu_err *err)
+{
+	const struct hu_seccomp_prog *prog = &sb->rt->seccomp;
+	size_t len = sizeof(struct hu_setup_go) + prog->len * sizeof(struct sock_filter);
+	_cleanup_free_ unsigned char *msg = malloc(len);
+	struct hu_setup_go go = {
+		.magic = HU_SETUP_MAGIC,
+		.bpf_len = prog->len,
+		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
+	};
+
+	if (!msg)
+		return hu_err_set(err, ENOMEM, "setup message");
+	snprintf(go.id, sizeof(go.id), "%s", sb->id);
+	memcpy(msg, &go, sizeof(go));
+	memcpy(msg + sizeof(go), prog->insns, prog->len * sizeof(struct sock_filter));
+	if (hu_send_fds(sync_fd, msg, len, fds, HU_CHILD_NFDS) < 0)
+		return hu_err_sys(err, "hand mounts to the sandbox");
+	return 0;
 }
 
 static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int listen_fd, hu_err *err)
 {
 	int sv[2];
-	char tpl[PATH_MAX], path[64];
-	struct hu_child_args args;
+	char tpl[PATH_MAX], path[64], asan[320];
 
 	if (hu_template_rootfs(sb->rt, spec->template_name, tpl, sizeof(tpl), err) < 0)
 		return -1;
@@ -235,22 +305,30 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		return hu_err_sys(err, "socketpair");
 	_cleanup_close_ int parent_end = sv[0];
 	_cleanup_close_ int child_end = sv[1];
+	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (devnull < 0)
+		return hu_err_sys(err, "open /dev/null");
 
-	memset(&args, 0, sizeof(args));
-	snprintf(args.id, sizeof(args.id), "%s", sb->id);
-	args.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB;
-	args.sync_fd = child_end;
-	args.listen_fd = listen_fd;
-	args.init_memfd = sb->rt->init_memfd;
-	args.seccomp = &sb->rt->seccomp;
-
-	int cgfd = hu_cgroup_clone_fd(sb->cg);
-	sb->pid = clone_child(sb, &args, cgfd, err);
+	/* A sanitizer-built init must not run LeakSanitizer (it needs ptrace,
+	 * which the filter denies), and must not install ASan's SEGV/BUS/FPE
+	 * handlers: a PID namespace's init receives every signal it handles, so
+	 * with them root inside could kill init with `kill -SEGV 1`. */
+	const char *asan_env = getenv("ASAN_OPTIONS");
+	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
+		 asan_env ? asan_env : "", asan_env ? ":" : "");
+	char *argv[] = {"hutch-init", "--setup", NULL};
+	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
+	struct spawn_args args = {
+		.listen_fd = listen_fd, .sync_fd = child_end, .init_memfd = sb->rt->init_memfd, .devnull = devnull,
+		.argv = argv, .envp = envp,
+	};
+	sb->pid = clone_child(sb, &args, err);
 	if (sb->pid < 0)
 		return -1;
 	close(hu_take_fd(&child_end));
-
-	if (hu_cgroup_attach(sb->cg, sb->pid, cgfd >= 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
+	/* the child has executed hutch-init (or failed to: then it is gone and
+	 * its end of the sync socket with it, which the verdict reports) */
+	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
@@ -273,16 +351,15 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	fds[HU_CHILD_FD_USR] = idmapped_tree("/usr", userns, 1, err);
 	if (fds[HU_CHILD_FD_USR] < 0)
 		goto out;
-	rc = hu_send_fds(parent_end, "g", 1, fds, HU_CHILD_NFDS);
-	if (rc < 0)
-		hu_err_sys(err, "hand mounts to the sandbox");
+	rc = send_go(sb, spec, parent_end, fds, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
 	if (rc < 0)
 		return -1;
-	return wait_child_ready(parent_end, err);
+	sb->sync_fd = hu_take_fd(&parent_end); /* readable once the child has a verdict */
+	return 0;
 }
 
 /* SIGKILL hutch-init first: when a PID namespace's init dies the kernel kills
@@ -327,12 +404,14 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 		hu_slot_release(sb->rt, sb->slot);
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
+	if (sb->sync_fd >= 0)
+		close(sb->sync_fd);
 	free(sb);
 	return rc;
 }
 
-int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
-		      hu_err *err)
+int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+			    hu_err *err)
 {
 	struct hu_sandbox *sb;
 	hu_err ignore;
@@ -345,6 +424,7 @@ int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec,
 		return hu_err_set(err, ENOMEM, "sandbox");
 	sb->rt = rt;
 	sb->pidfd = -1;
+	sb->sync_fd = -1;
 	snprintf(sb->id, sizeof(sb->id), "%s", spec->id);
 	if (sub_path(sb->sbdir, sizeof(sb->sbdir), rt->sandboxes_dir, spec->id, err) < 0 ||
 	    (size_t)snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, spec->id) >= sizeof(sb->sock))
@@ -374,6 +454,42 @@ fail:
 	hu_err_prefix(err, "create sandbox %s", spec->id);
 	teardown(sb, &ignore);
 	return -1;
+}
+
+int hu_sandbox_ready_fd(const struct hu_sandbox *sb)
+{
+	return sb->sync_fd;
+}
+
+int hu_sandbox_create_finish(struct hu_sandbox *sb, hu_err *err)
+{
+	hu_err ignore;
+	int rc = read_child_verdict(sb->sync_fd, err);
+
+	close(sb->sync_fd);
+	sb->sync_fd = -1;
+	if (rc < 0) {
+		hu_err_prefix(err, "create sandbox %s", sb->id);
+		teardown(sb, &ignore);
+		return -1;
+	}
+	return 0;
+}
+
+int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+		      hu_err *err)
+{
+	struct hu_sandbox *sb;
+
+	if (hu_sandbox_create_start(rt, spec, &sb, err) < 0)
+		return -1;
+	struct pollfd pfd = {.fd = sb->sync_fd, .events = POLLIN};
+	while (poll(&pfd, 1, CHILD_START_TIMEOUT_MS) < 0 && errno == EINTR)
+		;
+	if (hu_sandbox_create_finish(sb, err) < 0)
+		return -1;
+	*out = sb;
+	return 0;
 }
 
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err)

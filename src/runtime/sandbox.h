@@ -38,6 +38,13 @@ struct hu_sandbox_spec {
 	uint64_t disk_inodes;    /* inode cap of the writable layer (0 = derived) */
 };
 
+/* hutch-init's setup stage: run in a freshly cloned sandbox (hutch-init
+ * --setup), it waits for the parent's "go" on fd 4, builds the root
+ * filesystem, pivots into it, and locks itself down (no_new_privs, seccomp),
+ * then returns so the process goes on as the sandbox's init. On failure it
+ * reports to the parent and exits. */
+void hu_sandbox_setup(void);
+
 /* Defaults a caller starts from (512 MiB, 256 pids, 1 CPU, 1 GiB disk). */
 void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec);
 /* Validate an id: 1..63 chars of [a-z0-9-], not starting with '-'. */
@@ -54,8 +61,18 @@ const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt);
  * built by an older layout version. Safe to call concurrently. */
 int hu_template_ensure_base(struct hu_runtime *rt, hu_err *err);
 
-/* Create and start a sandbox; on success its hutch-init is running and
- * accepting connections. On failure nothing is left behind. */
+/* Create a sandbox in two steps, for callers with an event loop: start does
+ * the host-side work and hands the child its mounts; the child then builds
+ * its root on its own. When hu_sandbox_ready_fd() is readable (or after a
+ * timeout), finish collects the verdict. On any failure, nothing is left
+ * behind and sb is freed. */
+int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+			    hu_err *err);
+int hu_sandbox_ready_fd(const struct hu_sandbox *sb);
+int hu_sandbox_create_finish(struct hu_sandbox *sb, hu_err *err);
+/* Create and start a sandbox (both steps, blocking); on success its
+ * hutch-init is running and accepting connections. On failure nothing is
+ * left behind. */
 int hu_sandbox_create(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
 		      hu_err *err);
 const char *hu_sandbox_id(const struct hu_sandbox *sb);

@@ -1,13 +1,15 @@
 /*
- * The cloned child: it becomes the sandbox's PID 1. It waits for the parent
- * to write its uid/gid maps and hand over the idmapped mounts, then builds the
- * root filesystem, pivots into it, locks itself down (no_new_privs, seccomp)
- * and executes hutch-init from the sealed memfd.
+ * hutch-init's setup stage, the first thing the sandbox's PID 1 runs. The
+ * runtime cloned it into fresh namespaces and it executed hutch-init at once
+ * (so it never held a copy of the daemon's memory). Here it waits for the
+ * parent to write its uid/gid maps and hand over the idmapped mounts and the
+ * compiled seccomp program, then builds the root filesystem, pivots into it
+ * and locks itself down (no_new_privs, seccomp).
  *
  * It runs as root of its own user namespace, i.e. as the sandbox's
  * unprivileged host uid: nothing here can touch what the host has not handed
- * it. Failures are reported to the parent over the sync socket; success is the
- * socket closing on exec (it is CLOEXEC).
+ * it. Failures are reported to the parent over the sync socket; success is
+ * the socket being closed.
  */
 #include <fcntl.h>
 #include <grp.h>
@@ -30,6 +32,7 @@
 #include "runtime/mountapi.h"
 #include "runtime/sandbox_internal.h"
 #include "runtime/seccomp.h"
+#include <linux/filter.h>
 #include "util/fdpass.h"
 #include "util/fileutil.h"
 
@@ -122,7 +125,7 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 /* Everything below runs relative to the sandbox's disk (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
-static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *err)
+static int setup_rootfs(const int *fds, uint64_t shm_bytes, hu_err *err)
 {
 	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
 		return hu_err_sys(err, "enter the sandbox directory");
@@ -140,7 +143,7 @@ static int setup_rootfs(const struct hu_child_args *a, const int *fds, hu_err *e
 		return -1;
 	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
 	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	if (setup_dev("rootfs", a->shm_bytes, err) < 0)
+	if (setup_dev("rootfs", shm_bytes, err) < 0)
 		return -1;
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching it
 	 * leaves no path back to the host's file system. */
@@ -164,35 +167,29 @@ static void reset_signals(void)
 		signal(s, SIG_DFL);
 }
 
-/* Leave exactly: fd 3 = the init socket (inherited by hutch-init), fd 4 =
- * the memfd and fd 5 = the sync socket (both close-on-exec). Everything else
- * the caller had open (a daemon's sockets, its database) is closed. */
-static int arrange_fds(const struct hu_child_args *a, hu_err *err)
-{
-	/* first out of the way (no collisions), then into place */
-	int hi_listen = fcntl(a->listen_fd, F_DUPFD_CLOEXEC, 100);
-	int hi_mem = fcntl(a->init_memfd, F_DUPFD_CLOEXEC, 100);
-	int hi_sync = fcntl(a->sync_fd, F_DUPFD_CLOEXEC, 100);
-	if (hi_listen < 0 || hi_mem < 0 || hi_sync < 0)
-		return hu_err_sys(err, "dup descriptors");
-	if (dup3(hi_listen, 3, 0) < 0 || dup3(hi_mem, 4, O_CLOEXEC) < 0 || dup3(hi_sync, 5, O_CLOEXEC) < 0)
-		return hu_err_sys(err, "place descriptors");
-	if (syscall(SYS_close_range, 6, ~0U, 0) < 0)
-		return hu_err_sys(err, "close_range");
-	return 0;
-}
+/* The largest "go" message: the header and a maximal BPF program. */
+#define GO_MAX (sizeof(struct hu_setup_go) + BPF_MAXINSNS * sizeof(struct sock_filter))
 
-void hu_child_main(const struct hu_child_args *a)
+void hu_sandbox_setup(void)
 {
+	static unsigned char buf[GO_MAX];
+	const int sync_fd = HU_SETUP_SYNC_FD;
 	hu_err err = {0};
 	int fds[HU_CHILD_NFDS];
 	size_t nfds = 0;
-	char go;
-	int sync_fd = a->sync_fd;
+	struct hu_setup_go go;
 
-	long n = hu_recv_fds(a->sync_fd, &go, 1, fds, HU_CHILD_NFDS, &nfds);
-	if (n != 1 || nfds != HU_CHILD_NFDS)
+	long n = hu_recv_fds(sync_fd, buf, sizeof(buf), fds, HU_CHILD_NFDS, &nfds);
+	if (n < (long)sizeof(go) || nfds != HU_CHILD_NFDS)
 		_exit(1); /* the parent gave up; it cleans up */
+	memcpy(&go, buf, sizeof(go));
+	go.id[sizeof(go.id) - 1] = '\0';
+	if (go.magic != HU_SETUP_MAGIC || go.bpf_len == 0 || go.bpf_len > BPF_MAXINSNS ||
+	    (size_t)n != sizeof(go) + go.bpf_len * sizeof(struct sock_filter)) {
+		hu_err_set(&err, EPROTO, "malformed setup message");
+		report(sync_fd, &err);
+	}
+	struct hu_seccomp_prog prog = {.insns = (struct sock_filter *)(buf + sizeof(go)), .len = (unsigned short)go.bpf_len};
 	reset_signals();
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
 		hu_err_sys(&err, "become root of the user namespace");
@@ -208,11 +205,11 @@ void hu_child_main(const struct hu_child_args *a)
 		hu_err_sys(&err, "make mounts private");
 		report(sync_fd, &err);
 	}
-	if (sethostname(a->id, strlen(a->id)) < 0) {
+	if (sethostname(go.id, strlen(go.id)) < 0) {
 		hu_err_sys(&err, "sethostname");
 		report(sync_fd, &err);
 	}
-	if (loopback_up(&err) < 0 || setup_rootfs(a, fds, &err) < 0)
+	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, &err) < 0)
 		report(sync_fd, &err);
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		close(fds[i]);
@@ -226,23 +223,13 @@ void hu_child_main(const struct hu_child_args *a)
 		hu_err_sys(&err, "no_new_privs");
 		report(sync_fd, &err);
 	}
-	if (hu_seccomp_install(a->seccomp, &err) < 0)
+	if (hu_seccomp_install(&prog, &err) < 0)
 		report(sync_fd, &err);
-	if (arrange_fds(a, &err) < 0)
+	/* the ambient capabilities that carried setup across the first exec
+	 * (sandbox.c) must not reach anything hutch-init starts */
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0) {
+		hu_err_sys(&err, "clear ambient capabilities");
 		report(sync_fd, &err);
-	sync_fd = 5;
-
-	char *argv[] = {"hutch-init", NULL};
-	char asan[256];
-	const char *asan_env = getenv("ASAN_OPTIONS");
-	/* A sanitizer-built init must not run LeakSanitizer (it needs ptrace,
-	 * which the filter denies), and must not install ASan's SEGV/BUS/FPE
-	 * handlers: a PID namespace's init receives every signal it handles, so
-	 * with them root inside could kill init with `kill -SEGV 1`. */
-	snprintf(asan, sizeof(asan), "ASAN_OPTIONS=%s%sdetect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0",
-		 asan_env ? asan_env : "", asan_env ? ":" : "");
-	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
-	syscall(SYS_execveat, 4, "", argv, envp, AT_EMPTY_PATH);
-	hu_err_sys(&err, "execute hutch-init");
-	report(sync_fd, &err);
+	}
+	close(sync_fd); /* the parent reads EOF: the sandbox is up */
 }

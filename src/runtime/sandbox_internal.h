@@ -4,20 +4,22 @@
 
 #include "runtime/runtime_internal.h"
 
-/* Everything the child needs, in memory it inherits as a copy at clone time. */
-struct hu_child_args {
-	char id[HU_ID_MAX];
-	uint64_t shm_bytes;
-	int sync_fd;   /* SOCK_SEQPACKET to the parent; CLOEXEC, so exec = EOF = success */
-	int listen_fd; /* the init socket, becomes fd 3 of hutch-init */
-	int init_memfd;
-	const struct hu_seccomp_prog *seccomp;
-};
+/* The fds hutch-init starts with in setup mode (`hutch-init --setup`). */
+#define HU_SETUP_LISTEN_FD 3 /* the init socket, kept by hutch-init */
+#define HU_SETUP_SYNC_FD 4   /* SOCK_SEQPACKET to the parent, closed when setup is done */
 
-/* The "go" message from the parent carries, as SCM_RIGHTS: the idmapped
+/* The "go" message from the parent: this header, then the compiled seccomp
+ * program (bpf_len struct sock_filter), with SCM_RIGHTS fds: the idmapped
  * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
  * sandbox's disk (the size-capped tmpfs holding rootfs/, lower/, upper/ and
  * work/) in the child's own mount namespace. */
+#define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
+struct hu_setup_go {
+	uint32_t magic;
+	uint32_t bpf_len;
+	uint64_t shm_bytes;
+	char id[HU_ID_MAX];
+};
 #define HU_CHILD_FD_TEMPLATE 0
 #define HU_CHILD_FD_USR 1
 #define HU_CHILD_FD_DIR 2
@@ -28,8 +30,5 @@ struct hu_child_report {
 	int code;
 	char msg[HU_ERR_MSG_MAX];
 };
-
-/* Runs in the cloned child; never returns. */
-__attribute__((noreturn)) void hu_child_main(const struct hu_child_args *args);
 
 #endif

@@ -429,16 +429,6 @@ int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err)
 	return 0;
 }
 
-int hu_seccomp_install(const struct hu_seccomp_prog *prog, hu_err *err)
-{
-	struct sock_fprog fprog = {.len = prog->len, .filter = prog->insns};
-	if (prog->len == 0)
-		return hu_err_set(err, EINVAL, "seccomp: no compiled program");
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
-		return hu_err_sys(err, "seccomp: install filter");
-	return 0;
-}
-
 void hu_seccomp_prog_free(struct hu_seccomp_prog *prog)
 {
 	free(prog->insns);
