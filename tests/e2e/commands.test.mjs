@@ -96,7 +96,8 @@ test('pty: create, sendInput, resize, kill', async () => {
   const dec = new TextDecoder()
   const pty = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { buf += dec.decode(d) } })
   await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('stty size; echo pty-ok\n'))
-  for (let i = 0; i < 50 && !buf.includes('pty-ok\r\n'); i++) await sleep(100)
+  // the terminal echoes the typed line first: wait for the command's output
+  for (let i = 0; i < 50 && !/24 80/.test(buf); i++) await sleep(100)
   assert.match(buf, /24 80/)
   await sbx.pty.resize(pty.pid, { cols: 100, rows: 40 })
   await sbx.pty.sendInput(pty.pid, new TextEncoder().encode('stty size\n'))

@@ -11,6 +11,8 @@ if [ ! -d node_modules/e2b ]; then
 	npm ci --no-audit --no-fund || { echo "e2e: npm ci failed"; exit 1; }
 fi
 files=${E2E_FILES:-$(ls ./*.test.mjs)}
+# the idle-connection test opens 10,000 sockets from node
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 out=$(HUTCH_BUILD=$build node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=tap $files 2>&1)
 rc=$?
 echo "$out"
