@@ -5,19 +5,9 @@
 #include <string.h>
 
 #include "util/cleanup.h"
+#include "util/parse.h"
 
 #define BAD(err, ...) hu_err_set((err), -EINVAL, __VA_ARGS__)
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* URL-unescape s[0..len) into a new NUL-terminated string. A decoded NUL
  * is refused: keys and values are C strings everywhere after this. */
@@ -36,7 +26,7 @@ static char *unescape(const char *s, size_t len, const char *what, hu_err *err)
 		} else if (s[i] != '%') {
 			out[o++] = s[i];
 		} else {
-			int hi = i + 2 < len ? hexval(s[i + 1]) : -1, lo = i + 2 < len ? hexval(s[i + 2]) : -1;
+			int hi = i + 2 < len ? hu_hex_digit(s[i + 1]) : -1, lo = i + 2 < len ? hu_hex_digit(s[i + 2]) : -1;
 			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				BAD(err, "metadata filter: bad %%-escape in %s at byte %zu", what, i);
 				free(out);

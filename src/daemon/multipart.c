@@ -1,4 +1,5 @@
 #include "daemon/multipart.h"
+#include "util/parse.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,17 +113,6 @@ static int find_param(const char *value, const char *name, char *out, size_t cap
 	return found;
 }
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* RFC 5987 ext-value: charset "'" [language] "'" percent-encoded bytes. */
 static int decode_ext_value(const char *ext, char *out, size_t cap, hu_err *err)
 {
@@ -137,7 +127,7 @@ static int decode_ext_value(const char *ext, char *out, size_t cap, hu_err *err)
 	for (const char *s = q2 + 1; *s; s++) {
 		char c = *s;
 		if (c == '%') {
-			int hi = hex_value(s[1]), lo = hi < 0 ? -1 : hex_value(s[2]);
+			int hi = hu_hex_digit(s[1]), lo = hi < 0 ? -1 : hu_hex_digit(s[2]);
 			if (lo < 0)
 				return hu_err_set(err, -EINVAL, "bad percent escape in \"%.64s\"", ext);
 			c = (char)(hi * 16 + lo);

@@ -172,13 +172,12 @@ static int conn_flush(struct hu_conn *c)
 
 /* Read from the socket into the frame being assembled: 1 = a whole frame is
  * ready, 0 = need more (EAGAIN), -1 = closed or protocol error. */
-static int conn_read_frame(struct hu_conn *c)
+/* Read into buf until `want` bytes are there: 1 = complete, 0 = it would
+ * block (come back later), -1 = EOF or an error. */
+static int read_upto(int fd, uint8_t *buf, size_t want, size_t *got)
 {
-	hu_err err;
-	ssize_t n;
-
-	while (c->hdr_got < HU_PROTO_HEADER_SIZE) {
-		n = read(c->watch.fd, c->hdr_bytes + c->hdr_got, HU_PROTO_HEADER_SIZE - c->hdr_got);
+	while (*got < want) {
+		ssize_t n = read(fd, buf + *got, want - *got);
 		if (n == 0)
 			return -1;
 		if (n < 0) {
@@ -186,9 +185,20 @@ static int conn_read_frame(struct hu_conn *c)
 				continue;
 			return errno == EAGAIN ? 0 : -1;
 		}
-		c->hdr_got += (size_t)n;
-		if (c->hdr_got < HU_PROTO_HEADER_SIZE)
-			continue;
+		*got += (size_t)n;
+	}
+	return 1;
+}
+
+static int conn_read_frame(struct hu_conn *c)
+{
+	hu_err err;
+	int r;
+
+	if (c->hdr_got < HU_PROTO_HEADER_SIZE) {
+		r = read_upto(c->watch.fd, c->hdr_bytes, HU_PROTO_HEADER_SIZE, &c->hdr_got);
+		if (r <= 0)
+			return r;
 		if (hu_frame_parse_hdr(c->hdr_bytes, c->hdr_got, &c->hdr, &err) < 0)
 			return -1; /* bad version, reserved bits or size: only this connection ends */
 		c->payload_got = 0;
@@ -196,18 +206,7 @@ static int conn_read_frame(struct hu_conn *c)
 		if (!c->payload)
 			return -1;
 	}
-	while (c->payload_got < c->hdr.len) {
-		n = read(c->watch.fd, c->payload + c->payload_got, c->hdr.len - c->payload_got);
-		if (n == 0)
-			return -1;
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? 0 : -1;
-		}
-		c->payload_got += (size_t)n;
-	}
-	return 1;
+	return read_upto(c->watch.fd, c->payload, c->hdr.len, &c->payload_got);
 }
 
 static void conn_read(struct hu_conn *c)

@@ -118,3 +118,14 @@ int hu_parse_cpus(const char *s, uint32_t *out, hu_err *err)
 		return hu_err_set(err, EINVAL, "CPU count must be above 0");
 	return 0;
 }
+
+int hu_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

@@ -13,6 +13,9 @@ int hu_parse_size(const char *s, uint64_t *out, hu_err *err);
 int hu_parse_duration_ms(const char *s, uint64_t *out, hu_err *err);
 /* "1", "0.5", "2.25": thousandths of a CPU (1000 = one CPU). */
 int hu_parse_cpus(const char *s, uint32_t *out, hu_err *err);
+/* The value of one hex digit (0-9, a-f, A-F), or -1. */
+int hu_hex_digit(char c);
+
 /* A plain decimal unsigned integer. */
 int hu_parse_u64(const char *s, uint64_t *out, hu_err *err);
 

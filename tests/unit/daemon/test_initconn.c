@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "unit/testutil.h"
+
 #include <event2/event.h>
 #include <limits.h>
 #include <signal.h>
@@ -57,16 +59,6 @@ struct seen {
 	int closes;
 };
 
-static const char *init_path(void)
-{
-	char self[PATH_MAX];
-	const char *env = getenv("HUTCH_INIT");
-	if (env && *env)
-		return env;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = '\0';
-	return strstr(self, "build-san") ? "build-san/hutch-init" : "build/hutch-init";
-}
 
 static int listen_on(struct harness *h)
 {
@@ -90,7 +82,7 @@ static int setup_common(void **state, bool real_init)
 	assert_non_null(h->base);
 	h->listen_fd = listen_on(h);
 	if (real_init) {
-		const char *path = init_path();
+		const char *path = hu_test_init_path();
 		h->init_pid = fork();
 		assert_true(h->init_pid >= 0);
 		if (h->init_pid == 0) {

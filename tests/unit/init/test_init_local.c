@@ -11,6 +11,8 @@
 
 #include <cmocka.h>
 
+#include "unit/testutil.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,16 +60,6 @@ static void bytes_add(struct bytes *b, const void *p, size_t n)
 	b->p[b->len] = '\0'; /* printable as a string in assertions */
 }
 
-static const char *init_path(void)
-{
-	char self[PATH_MAX];
-	const char *env = getenv("HUTCH_INIT");
-	if (env && *env)
-		return env;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	self[n > 0 ? n : 0] = '\0';
-	return strstr(self, "build-san") ? "build-san/hutch-init" : "build/hutch-init";
-}
 
 static int connect_init(struct harness *h)
 {
@@ -94,7 +86,7 @@ static int setup(void **state)
 	assert_int_equal(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(listen(ls, 64), 0);
 
-	const char *path = init_path();
+	const char *path = hu_test_init_path();
 	h->init_pid = fork();
 	assert_true(h->init_pid >= 0);
 	if (h->init_pid == 0) {

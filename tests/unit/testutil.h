@@ -1,0 +1,24 @@
+/* Helpers shared by unit tests (header-only; tests are built one file each,
+ * with -Itests). */
+#ifndef HUTCH_TESTS_TESTUTIL_H
+#define HUTCH_TESTS_TESTUTIL_H
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The hutch-init of the tree this test binary belongs to (HUTCH_INIT
+ * overrides): tests run from the repository root. */
+static inline const char *hu_test_init_path(void)
+{
+	char self[PATH_MAX];
+	const char *env = getenv("HUTCH_INIT");
+	if (env && *env)
+		return env;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	return strstr(self, "build-san") ? "build-san/hutch-init" : "build/hutch-init";
+}
+
+#endif
