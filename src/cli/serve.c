@@ -96,6 +96,50 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 
 /* Everything from the data dir to the running loop; every step's failure
  * lands in err and the caller tears down what was built. */
+/* Sandboxes a previous daemon left in the store (it was killed, or the host
+ * went down): until re-adoption exists (the lifecycle issue), they are
+ * cleaned up, so that nothing runs or stays mounted without an owner. The
+ * ids are collected first: the store is not changed while it is read. */
+struct id_list {
+	char (*ids)[HU_ID_MAX];
+	size_t n, cap;
+};
+
+static void collect_id(const char *id, void *arg)
+{
+	struct id_list *l = arg;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		void *grown = realloc(l->ids, cap * sizeof(*l->ids));
+		if (!grown)
+			return; /* the rest is cleaned at the next start */
+		l->ids = grown;
+		l->cap = cap;
+	}
+	snprintf(l->ids[l->n++], HU_ID_MAX, "%s", id);
+}
+
+static int clean_leftovers(struct hu_daemon *d, hu_err *err)
+{
+	struct id_list l = {0};
+	hu_err e;
+
+	if (hu_store_sandbox_each_id(d->store, collect_id, &l, err) < 0) {
+		free(l.ids);
+		return -1;
+	}
+	for (size_t i = 0; i < l.n; i++) {
+		if (hu_sandbox_cleanup_leftover(d->rt, l.ids[i], &e) < 0)
+			hu_log(HU_LOG_WARN, l.ids[i], 0, "leftover from a previous run: %s", e.msg);
+		else
+			hu_log(HU_LOG_INFO, l.ids[i], 0, "leftover from a previous run cleaned up");
+		if (hu_store_sandbox_delete(d->store, l.ids[i], &e) < 0)
+			hu_log(HU_LOG_WARN, l.ids[i], 0, "%s", e.msg);
+	}
+	free(l.ids);
+	return 0;
+}
+
 static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 {
 	enum hu_log_level lvl = HU_LOG_INFO;
@@ -106,7 +150,8 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
 	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
-	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
+	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0 ||
+	    clean_leftovers(d, err) < 0)
 		return -1;
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");
@@ -140,6 +185,10 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
+	/* Until a restarted daemon can adopt running sandboxes (the lifecycle
+	 * issue), stopping destroys them: none is left running without owner. */
+	if (d->reg)
+		hu_sbx_kill_all(d, "the server is stopping");
 	if (d->reg)
 		hu_registry_free(d->reg);
 	hu_http_free(d);

@@ -359,3 +359,21 @@ int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err)
 	}
 	return 0;
 }
+
+int hu_store_sandbox_each_id(struct hu_store *st, void (*fn)(const char *id, void *arg), void *arg, hu_err *err)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db, "SELECT id FROM sandboxes", -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "list sandboxes");
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const unsigned char *id = sqlite3_column_text(q, 0);
+		if (id)
+			fn((const char *)id, arg);
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return db_err(st, err, "list sandboxes");
+	return 0;
+}

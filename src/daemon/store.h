@@ -30,5 +30,7 @@ int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);
 /* Sandboxes: insert on create, update on any change, delete on kill. */
 int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err);
 int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err);
+/* Call fn with the id of every stored sandbox (start-up reconciliation). */
+int hu_store_sandbox_each_id(struct hu_store *st, void (*fn)(const char *id, void *arg), void *arg, hu_err *err);
 
 #endif

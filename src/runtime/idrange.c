@@ -7,6 +7,7 @@
  * processes: the daemon and any number of `hutch run`); the file holds the
  * sandbox id so that leftovers can be traced.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -48,4 +49,23 @@ void hu_slot_release(struct hu_runtime *rt, uint32_t slot)
 	char path[PATH_MAX];
 	snprintf(path, sizeof(path), "%s/%u", rt->slots_dir, slot);
 	unlink(path);
+}
+
+void hu_slot_release_id(struct hu_runtime *rt, const char *id)
+{
+	DIR *d = opendir(rt->slots_dir);
+	struct dirent *de;
+	char path[PATH_MAX], buf[HU_ID_MAX + 1];
+	hu_err ignore;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", rt->slots_dir, de->d_name);
+		if (hu_read_file(path, buf, sizeof(buf), &ignore) >= 0 && !strcmp(buf, id))
+			unlink(path);
+	}
+	closedir(d);
 }

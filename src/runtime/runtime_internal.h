@@ -28,6 +28,8 @@ struct hu_runtime {
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
+/* Release the slot(s) recorded for sandbox `id` (a leftover without handle). */
+void hu_slot_release_id(struct hu_runtime *rt, const char *id);
 
 /* The path of a template's root directory. */
 int hu_template_rootfs(const struct hu_runtime *rt, const char *name, char *buf, size_t n, hu_err *err);

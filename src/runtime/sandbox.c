@@ -516,6 +516,35 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 	return 0;
 }
 
+int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
+{
+	struct hu_cgroup *cg = NULL;
+	char dir[PATH_MAX], disk[PATH_MAX], sock[PATH_MAX];
+	hu_err e;
+	int rc = 0;
+
+	if (!hu_sandbox_id_valid(id))
+		return hu_err_set(err, EINVAL, "invalid sandbox id '%s'", id);
+	/* every process of the sandbox is in its cgroup: kill them first, so
+	 * nothing holds the mounts below */
+	if (hu_cgroup_open(&rt->cg, id, &cg, &e) == 0) {
+		hu_cgroup_kill_all(cg, &e);
+		if (hu_cgroup_destroy(cg, &e) < 0)
+			rc = hu_err_set(err, e.code, "%s", e.msg);
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
+	snprintf(disk, sizeof(disk), "%s/disk", dir);
+	if (umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT && rc == 0)
+		rc = hu_err_sys(err, "unmount %s", disk);
+	if ((rmdir(disk) < 0 && errno != ENOENT) || (rmdir(dir) < 0 && errno != ENOENT))
+		if (rc == 0)
+			rc = hu_err_sys(err, "remove %s", dir);
+	snprintf(sock, sizeof(sock), "%s/%s.sock", rt->ctl_dir, id);
+	unlink(sock);
+	hu_slot_release_id(rt, id);
+	return rc;
+}
+
 void hu_sandbox_close(struct hu_sandbox *sb)
 {
 	if (!sb)

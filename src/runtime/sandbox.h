@@ -84,6 +84,11 @@ uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Remove whatever is left of sandbox `id` without a handle (its owner died):
+ * kill its processes through the cgroup, unmount and remove its directory,
+ * its socket, its cgroup and its uid slot. Missing pieces are fine. */
+int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);
+
 /* Free the handle and leave the sandbox running (a daemon shutting down:
  * the next start adopts it). */
 void hu_sandbox_close(struct hu_sandbox *sb);

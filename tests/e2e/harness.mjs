@@ -45,9 +45,11 @@ function waitFor(proc, pattern, ms) {
   })
 }
 
-// start() -> { url, apiKey, stop(), pid, dataDir }
-export async function startDaemon(extraArgs = []) {
-  const base = mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
+// startDaemon() -> { url, apiKey, pid, base, stop(), restart() }
+// `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
+// restart); the key is not printed again then.
+export async function startDaemon(extraArgs = [], reuse = null) {
+  const base = reuse?.base ?? mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
   const port = await freePort()
   const env = {
     ...process.env,
@@ -63,17 +65,16 @@ export async function startDaemon(extraArgs = []) {
   let log = ''
   proc.stdout.on('data', (c) => { log += c })
   proc.stderr.on('data', (c) => { log += c })
-  const keyP = waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)
-  const { match } = await keyP
+  let apiKey = reuse?.apiKey
+  if (!apiKey) apiKey = (await waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)).match[1]
   await waitFor(proc, /listening on/, 20000).catch(() => {})
   const url = `http://127.0.0.1:${port}`
-  const apiKey = match[1]
   process.env.E2B_API_KEY = apiKey
   process.env.E2B_API_URL = url
   process.env.E2B_SANDBOX_URL = url
   process.env.E2B_DOMAIN = '127.0.0.1'
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
-  return {
+  const self = {
     url,
     apiKey,
     pid: proc.pid,
@@ -88,7 +89,13 @@ export async function startDaemon(extraArgs = []) {
       cleanupDir(base, env.HUTCH_CGROUP_PARENT)
       return st
     },
+    // a new daemon on the same data and run dirs (after this one died)
+    async restart(args = extraArgs) {
+      await exited
+      return startDaemon(args, { base, apiKey })
+    },
   }
+  return self
 }
 
 // Kill whatever a test left behind (sandboxes outlive the daemon by design,
