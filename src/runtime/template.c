@@ -29,7 +29,7 @@
 /* /etc entries copied from the host when present: what dynamic linking,
  * shells, Python, Node, TLS and locale/timezone handling read. */
 static const char *const etc_copy[] = {
-	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "bash.bashrc", "profile", "profile.d",
+	"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "bash.bashrc",
 	"inputrc", "localtime", "timezone", "ssl", "ca-certificates", "ca-certificates.conf", "mime.types",
 	"protocols", "services", "shells", "os-release", "debian_version", "python3", "python3.11",
 	"terminfo", "magic", "magic.mime", "login.defs", "environment", "skel", "fonts", "gai.conf",
@@ -46,6 +46,30 @@ static const char group_text[] = "root:x:0:\n"
 static const char hosts_text[] = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n";
 static const char nsswitch_text[] = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 				    "networks: files\nprotocols: files\nservices: files\n";
+/* The template's own login profile (every `commands.run` is a `bash -l`):
+ * Debian's runs `$(id -u)`, a fork and exec in every command; bash knows its
+ * EUID. The host's /etc/profile.d is host configuration and is not copied. */
+static const char profile_text[] =
+	"# /etc/profile: login shells in a hutch sandbox\n"
+	"if [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
+	"  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+	"else\n"
+	"  PATH=\"/usr/local/bin:/usr/bin:/bin\"\n"
+	"fi\n"
+	"export PATH\n"
+	"if [ \"${PS1-}\" ]; then\n"
+	"  if [ \"${BASH-}\" ] && [ \"$BASH\" != \"/bin/sh\" ]; then\n"
+	"    [ -f /etc/bash.bashrc ] && . /etc/bash.bashrc\n"
+	"  elif [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
+	"    PS1='# '\n"
+	"  else\n"
+	"    PS1='$ '\n"
+	"  fi\n"
+	"fi\n"
+	"for i in /etc/profile.d/*.sh; do\n"
+	"  [ -r \"$i\" ] && . \"$i\"\n"
+	"done\n"
+	"unset i\n";
 static const char resolv_text[] = "# hutch: this sandbox has no resolver configured\n";
 
 static int copy_tree(int sdir, int ddir, const char *name, int depth, hu_err *err);
@@ -239,8 +263,11 @@ static int populate_etc(int root, hu_err *err)
 			return -1;
 	if (put_file(etc, "passwd", passwd_text, 0644, err) < 0 || put_file(etc, "group", group_text, 0644, err) < 0 ||
 	    put_file(etc, "hosts", hosts_text, 0644, err) < 0 || put_file(etc, "nsswitch.conf", nsswitch_text, 0644, err) < 0 ||
-	    put_file(etc, "resolv.conf", resolv_text, 0644, err) < 0 || put_file(etc, "hostname", "sandbox\n", 0644, err) < 0)
+	    put_file(etc, "resolv.conf", resolv_text, 0644, err) < 0 || put_file(etc, "hostname", "sandbox\n", 0644, err) < 0 ||
+	    put_file(etc, "profile", profile_text, 0644, err) < 0)
 		return -1;
+	if (mkdirat(etc, "profile.d", 0755) < 0 && errno != EEXIST)
+		return hu_err_sys(err, "mkdir etc/profile.d");
 	return 0;
 }
 
