@@ -158,6 +158,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	if (hu_http_init(d, err) < 0 || hu_http_listen(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0)
 		return -1;
 	hu_api_sandboxes_register(d);
+	hu_api_templates_register(d);
 	hu_envd_process_register(d);
 	hu_envd_fs_register(d);
 	if (ensure_api_key(d, err) < 0)

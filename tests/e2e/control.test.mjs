@@ -2,7 +2,7 @@
 // filters and pagination, timeouts, pause/connect, kill, metrics, auth.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { Sandbox, AuthenticationError, NotFoundError } from 'e2b'
+import { Sandbox, Template, AuthenticationError, NotFoundError } from 'e2b'
 import { startDaemon, api, sleep } from './harness.mjs'
 
 let d
@@ -109,6 +109,13 @@ test('metrics are real samples', async () => {
   } finally {
     await sbx.kill()
   }
+})
+
+test('Template.exists: base exists, anything else does not', async () => {
+  assert.equal(await Template.exists('base'), true)
+  assert.equal(await Template.exists('no-such-template'), false)
+  const r = await api(d, 'GET', '/templates/aliases/base', undefined, { 'X-API-KEY': 'wrong' })
+  assert.equal(r.status, 401)
 })
 
 test('kill removes the sandbox; a second kill returns false', async () => {
