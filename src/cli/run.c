@@ -282,6 +282,23 @@ out:
 	return rc;
 }
 
+/* Sandboxes of earlier runs that were SIGKILLed died with them (their
+ * PID 1 has a parent-death signal); their mounts, cgroups and uid slots are
+ * removed here. HUTCH_SWEEP_MIN_AGE (seconds, default 60) sets how old a
+ * leftover must be: younger ones may still be starting. */
+static void sweep_leftovers(struct hu_runtime *rt)
+{
+	const char *env = getenv("HUTCH_SWEEP_MIN_AGE");
+	unsigned cleaned = 0;
+	uint64_t age = 60;
+	hu_err err;
+
+	if (env && hu_parse_u64(env, &age, &err) < 0)
+		age = 60;
+	if (hu_runtime_sweep(rt, (unsigned)age, &cleaned, &err) < 0)
+		cli_error("cleaning up after earlier runs: %s", err.msg);
+}
+
 /* A SIGKILL the user did not send is usually the OOM killer: say so. */
 static void explain_kill(struct hu_sandbox *sb, const struct run_opts *o, int code)
 {
@@ -309,6 +326,7 @@ int cmd_run(int argc, char **argv)
 	if (parse_opts(argc, argv, &o) < 0)
 		return EXIT_USAGE;
 	random_id(o.spec.id, sizeof(o.spec.id));
+	o.spec.die_with_parent = 1;
 	/* signals are handled through a signalfd in pump(); blocked from here so
 	 * an early Ctrl-C still destroys the sandbox */
 	sigemptyset(&mask);
@@ -319,7 +337,10 @@ int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	hu_runtime_config_defaults(&cfg);
-	if (hu_runtime_open(&cfg, &rt, &err) < 0 || hu_template_ensure_base(rt, &err) < 0 ||
+	if (hu_runtime_open(&cfg, &rt, &err) < 0)
+		goto out;
+	sweep_leftovers(rt);
+	if (hu_template_ensure_base(rt, &err) < 0 ||
 	    hu_sandbox_create(rt, &o.spec, &sb, &err) < 0)
 		goto out;
 	if (hu_init_connect(hu_sandbox_socket(sb), &s.fd, &err) < 0 || start_command(&s, &o, &err) < 0)

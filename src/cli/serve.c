@@ -153,6 +153,13 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0 ||
 	    clean_leftovers(d, err) < 0)
 		return -1;
+	unsigned swept = 0;
+	hu_err e;
+	/* and what killed `hutch run`s left in the same run dir */
+	if (hu_runtime_sweep(d->rt, 60, &swept, &e) < 0)
+		hu_log(HU_LOG_WARN, NULL, 0, "cleaning up dead sandboxes: %s", e.msg);
+	else if (swept)
+		hu_log(HU_LOG_INFO, NULL, 0, "cleaned up %u dead sandboxes", swept);
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");
 	if (hu_http_init(d, err) < 0 || hu_http_listen(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0)

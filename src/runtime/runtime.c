@@ -1,12 +1,16 @@
 /* Runtime configuration, directories, and the sealed copy of hutch-init. */
 #include <fcntl.h>
+#include <dirent.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
 
 #include "runtime/runtime_internal.h"
 #include "util/cleanup.h"
@@ -137,4 +141,50 @@ void hu_runtime_close(struct hu_runtime *rt)
 const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt)
 {
 	return &rt->cg;
+}
+
+/* Whether a listener still accepts on the sandbox's init socket. */
+static int init_alive(const struct hu_runtime *rt, const char *id)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s.sock", rt->ctl_dir, id) >= sizeof(sa.sun_path))
+		return 1; /* cannot probe: leave it alone */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 1;
+	int rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	int alive = rc == 0 || (errno != ECONNREFUSED && errno != ENOENT);
+	close(fd);
+	return alive;
+}
+
+int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err)
+{
+	DIR *d = opendir(rt->sandboxes_dir);
+	struct dirent *de;
+	time_t now = time(NULL);
+	int rc = 0;
+
+	*cleaned = 0;
+	if (!d)
+		return hu_err_sys(err, "open %s", rt->sandboxes_dir);
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		hu_err e;
+		if (!hu_sandbox_id_valid(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		/* young: maybe being created right now (its socket is bound a
+		 * moment after its directory is made) */
+		if (now - st.st_mtime < (time_t)min_age_s || init_alive(rt, de->d_name))
+			continue;
+		if (hu_sandbox_cleanup_leftover(rt, de->d_name, &e) < 0) {
+			if (rc == 0)
+				rc = hu_err_set(err, e.code, "%s", e.msg);
+			continue;
+		}
+		(*cleaned)++;
+	}
+	closedir(d);
+	return rc;
 }

@@ -280,6 +280,7 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
 		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
+		.flags = spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0,
 	};
 
 	if (!msg)

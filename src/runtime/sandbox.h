@@ -36,6 +36,7 @@ struct hu_sandbox_spec {
 	struct hu_cgroup_limits limits;
 	uint64_t disk_bytes;     /* size cap of the writable layer */
 	uint64_t disk_inodes;    /* inode cap of the writable layer (0 = derived) */
+	int die_with_parent;     /* the sandbox is killed when its creator dies (hutch run) */
 };
 
 /* hutch-init's setup stage: run in a freshly cloned sandbox (hutch-init
@@ -84,6 +85,12 @@ uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
+ * `hutch run` that was SIGKILLed): those whose directory is older than
+ * min_age_s and whose init socket has no listener. Live sandboxes, and ones
+ * being created, are never touched. *cleaned gets the count. */
+int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err);
+
 /* Remove whatever is left of sandbox `id` without a handle (its owner died):
  * kill its processes through the cgroup, unmount and remove its directory,
  * its socket, its cgroup and its uid slot. Missing pieces are fine. */

@@ -195,6 +195,13 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "become root of the user namespace");
 		report(sync_fd, &err);
 	}
+	/* A sandbox of `hutch run` must not outlive it: the kernel's SIGKILL when
+	 * the creator dies reaches even a PID namespace's init. Set after the
+	 * uid change, which clears it. */
+	if ((go.flags & HU_SETUP_DIE_WITH_PARENT) && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) {
+		hu_err_sys(&err, "PR_SET_PDEATHSIG");
+		report(sync_fd, &err);
+	}
 	/* joined the cgroups by now (the parent did it before "go"): a new
 	 * cgroup namespace here makes the sandbox's own group its root. */
 	if (unshare(CLONE_NEWCGROUP) < 0) {

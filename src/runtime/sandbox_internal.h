@@ -14,9 +14,11 @@
  * sandbox's disk (the size-capped tmpfs holding rootfs/, lower/, upper/ and
  * work/) in the child's own mount namespace. */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
+#define HU_SETUP_DIE_WITH_PARENT 1u
 struct hu_setup_go {
 	uint32_t magic;
 	uint32_t bpf_len;
+	uint32_t flags;
 	uint64_t shm_bytes;
 	char id[HU_ID_MAX];
 };

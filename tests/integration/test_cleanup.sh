@@ -56,6 +56,19 @@ expect_eq "SIGTERM to hutch run: no mount left" "$m0" "$(count_mounts)"
 expect_eq "SIGTERM to hutch run: nothing left in the run dir" "$r0" "$(count_run_entries)"
 expect_eq "SIGTERM to hutch run: no cgroup left" "$c0" "$(count_cgroups)"
 
+# SIGKILL to hutch run: its sandbox dies with it (parent-death signal), and
+# the next hutch run removes what is left (mount, cgroup, dirs, uid slot)
+"$HUTCH" run -- sleep 60 &
+pid=$!
+sleep 1
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+settles "SIGKILL to hutch run: its sandbox's processes die with it" "$p0" count_sandbox_procs
+HUTCH_SWEEP_MIN_AGE=0 hrun -- true
+expect_eq "the next run removes the killed run's mount" "$m0" "$(count_mounts)"
+expect_eq "the next run removes the killed run's directory, socket and slot" "$r0" "$(count_run_entries)"
+expect_eq "the next run removes the killed run's cgroup" "$c0" "$(count_cgroups)"
+
 # a failed create (an unknown template) leaves nothing either
 out=$("$HUTCH" run --template nosuch -- true 2>&1)
 expect_eq "an unknown template fails with 125" "125" "$?"
