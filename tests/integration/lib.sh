@@ -21,7 +21,21 @@ export HUTCH_CGROUP_PARENT=${HUTCH_CGROUP_PARENT:-hutch-it}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 
 cleanup_test_dirs() {
-	# unmount anything a failed test may have left (never outside our dir)
+	# kill any sandbox a failed test left running (only under our own cgroup
+	# parent), then unmount anything left (never outside our dir)
+	local g
+	for g in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT"/*/ /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"/*/; do
+		[ -d "$g" ] || continue
+		if [ -e "$g/cgroup.kill" ]; then
+			echo 1 >"$g/cgroup.kill" 2>/dev/null
+		else
+			xargs -r kill -9 <"$g/cgroup.procs" 2>/dev/null
+		fi
+	done
+	sleep 0.1
+	for g in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT"/*/ /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"/*/; do
+		[ -d "$g" ] && rmdir "$g" 2>/dev/null
+	done
 	grep -o " $HUTCH_TEST_TMP/[^ ]*" /proc/self/mountinfo 2>/dev/null | sort -r | while read -r m; do
 		umount -l "$m" 2>/dev/null || true
 	done
