@@ -66,6 +66,22 @@ else:
     print("never refused")')
 expect_match "inode exhaustion stops at the cap with ENOSPC" "refused at [0-9]+ errno 28" "$out"
 
+# output flood: a million lines arrive, in order and complete
+out=$(hrun -- python3 -c '
+import sys
+w = sys.stdout.write
+for i in range(1000000): w("%d\n" % i)' | awk 'NR != $1 + 1 { bad++ } END { print NR, bad + 0 }')
+expect_eq "a million-line flood arrives whole and in order" "1000000 0" "$out"
+
+# 100,000 files in /tmp: fine within the disk's inode cap, and gone with the sandbox
+out=$(hrun --disk 1G -- python3 -c '
+import os
+os.makedirs("/tmp/many")
+for i in range(100000): open("/tmp/many/%d" % i, "w").close()
+print(len(os.listdir("/tmp/many")))')
+expect_eq "100,000 files in /tmp are created inside the sandbox" "100000" "$out"
+check "no sandbox directory is left after them" test -z "$(ls "$HUTCH_RUN_DIR/sandboxes")"
+
 # CPU: a spinning process gets about its share of one CPU
 out=$(hrun --cpus 0.25 -- python3 -c '
 import time
