@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "runtime/initclient.h"
 #include "runtime/sandbox.h"
 #include "util/fileutil.h"
+#include "util/hex.h"
 #include "util/parse.h"
 
 #define EXIT_TIMEOUT 124
@@ -119,10 +119,11 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 
 static void random_id(char *buf, size_t n)
 {
-	unsigned char r[6];
-	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		memset(r, 0, sizeof(r));
-	snprintf(buf, n, "run-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5]);
+	char hex[13];
+	hu_err ignore;
+	if (hu_random_hex(hex, 6, &ignore) < 0)
+		snprintf(hex, sizeof(hex), "000000000000"); /* the slot and O_EXCL dir still keep runs apart */
+	snprintf(buf, n, "run-%s", hex);
 }
 
 /* The live state of one run: the init connection and where output goes. */

@@ -3,6 +3,7 @@
 
 #include "daemon/metadata_filter.h"
 #include "daemon/registry.h"
+#include "util/hex.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -328,8 +329,6 @@ int hu_api_parse_time(const char *s, int64_t *unix_ms, hu_err *err)
 	return 0;
 }
 
-static const char hexdigits[] = "0123456789abcdef";
-
 /* The token is the hex of "<startedAt ms>:<id>": opaque to clients (they
  * pass it back unchanged), cheap to validate strictly. */
 void hu_list_token_encode(int64_t started_ms, const char *id, char out[HU_LIST_TOKEN_MAX])
@@ -340,12 +339,12 @@ void hu_list_token_encode(int64_t started_ms, const char *id, char out[HU_LIST_T
 	if (n < 0 || (size_t)n >= sizeof(plain))
 		n = (int)strlen(plain);
 
-	for (int i = 0; i < n && (size_t)(2 * i + 2) < HU_LIST_TOKEN_MAX; i++) {
-		out[2 * i] = hexdigits[(uint8_t)plain[i] >> 4];
-		out[2 * i + 1] = hexdigits[(uint8_t)plain[i] & 15];
-		out[2 * i + 2] = '\0';
-	}
+	/* n < sizeof(plain), so 2 * n + 1 <= HU_LIST_TOKEN_MAX */
+	hu_hex_encode(plain, (size_t)n, out);
 }
+
+/* Strict: only the lower-case digits hu_hex_encode writes. */
+static const char hexdigits[] = "0123456789abcdef";
 
 static int hexnib(char c)
 {

@@ -1,4 +1,6 @@
 /* Create, kill, pause, resume and deadlines of a sandbox (sandbox_ops.h). */
+#include "util/clock.h"
+#include "util/hex.h"
 #include "daemon/sandbox_ops.h"
 
 #include <stdio.h>
@@ -27,13 +29,6 @@ const char *hu_template_resolve(const char *template_id)
 		if (!strcmp(template_id, templates[i].e2b))
 			return templates[i].runtime;
 	return NULL;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int fill_random(void *buf, size_t n, hu_err *err)
@@ -69,17 +64,7 @@ static int new_id(struct hu_registry *reg, char *id, hu_err *err)
 
 static int new_token(char *out, hu_err *err)
 {
-	static const char digits[] = "0123456789abcdef";
-	uint8_t rnd[TOKEN_BYTES];
-
-	if (fill_random(rnd, sizeof(rnd), err) < 0)
-		return -1;
-	for (size_t i = 0; i < sizeof(rnd); i++) {
-		out[2 * i] = digits[rnd[i] >> 4];
-		out[2 * i + 1] = digits[rnd[i] & 15];
-	}
-	out[2 * sizeof(rnd)] = '\0';
-	return 0;
+	return hu_random_hex(out, TOKEN_BYTES, err);
 }
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
@@ -96,7 +81,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 /* (Re)start the deadline timer of a running sandbox at end_at. */
 static void arm_deadline(struct hu_sbx *s)
 {
-	int64_t left = s->end_at_ms - now_ms();
+	int64_t left = s->end_at_ms - hu_wall_ms();
 	struct timeval tv;
 
 	if (left < 0)
@@ -132,7 +117,7 @@ static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_s
 	snprintf(s->team, sizeof(s->team), "%s", team);
 	snprintf(s->template_id, sizeof(s->template_id), "%s", req->template_id);
 	s->state = HU_SBX_RUNNING;
-	s->started_at_ms = now_ms();
+	s->started_at_ms = hu_wall_ms();
 	s->timeout_s = timeout;
 	s->end_at_ms = s->started_at_ms + (int64_t)timeout * 1000;
 	s->metadata = req->metadata ? json_incref(req->metadata) : json_object();
@@ -327,7 +312,7 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 	if (hu_sandbox_thaw(s->rt, err) < 0)
 		return -1;
 	s->state = HU_SBX_RUNNING;
-	s->end_at_ms = now_ms() + (int64_t)(timeout_s ? timeout_s : s->timeout_s) * 1000;
+	s->end_at_ms = hu_wall_ms() + (int64_t)(timeout_s ? timeout_s : s->timeout_s) * 1000;
 	if (hu_store_sandbox_put(d->store, s, err) < 0) {
 		s->state = HU_SBX_PAUSED;
 		s->end_at_ms = old_end;
@@ -360,12 +345,12 @@ static int set_deadline(struct hu_daemon *d, struct hu_sbx *s, int64_t end_at_ms
 int hu_sbx_set_timeout(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
 {
 	int32_t t = timeout_s ? timeout_s : (int32_t)d->cfg.default_timeout_s;
-	return set_deadline(d, s, now_ms() + (int64_t)t * 1000, t, err);
+	return set_deadline(d, s, hu_wall_ms() + (int64_t)t * 1000, t, err);
 }
 
 int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err *err)
 {
-	int64_t end = now_ms() + (int64_t)seconds * 1000;
+	int64_t end = hu_wall_ms() + (int64_t)seconds * 1000;
 	if (end <= s->end_at_ms)
 		return 0;
 	return set_deadline(d, s, end, s->timeout_s, err);

@@ -1,4 +1,5 @@
 /* Usage samples of a sandbox (sbx_metrics.h). */
+#include "util/clock.h"
 #include "daemon/sbx_metrics.h"
 
 #include <stdlib.h>
@@ -7,13 +8,6 @@
 
 #include "daemon/api_json.h"
 #include "daemon/registry.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int hu_sbx_cpu_count(const struct hu_sbx *s)
 {
@@ -49,7 +43,7 @@ int hu_sbx_metrics_take(struct hu_sbx *s, struct hu_metric_sample *out, hu_err *
 	if (hu_sandbox_stats(s->rt, &st, &disk_used, err) < 0)
 		return -1;
 	*out = (struct hu_metric_sample){
-		.ts_ms = now_ms(),
+		.ts_ms = hu_wall_ms(),
 		.cpu_usec = st.cpu_usage_usec,
 		.mem_used = st.memory_bytes,
 		.mem_total = st.memory_limit ? st.memory_limit : s->memory_bytes,

@@ -6,6 +6,8 @@
  * PRAGMA user_version: migrations[i] brings version i to i + 1, each in its
  * own transaction, so a daemon killed mid-upgrade retries cleanly.
  */
+#include "util/clock.h"
+#include "util/hex.h"
 #include "daemon/store.h"
 
 #include <fcntl.h>
@@ -14,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,13 +89,6 @@ static int db_err(struct hu_store *st, hu_err *err, const char *what)
 	 * anything else, including a lock held past busy_timeout, is ours. */
 	int code = sqlite3_errcode(st->db) == SQLITE_FULL ? ENOSPC : EIO;
 	return hu_err_set(err, -code, "store: %s: %s", what, sqlite3_errmsg(st->db));
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int exec_sql(struct hu_store *st, const char *sql, hu_err *err)
@@ -208,16 +202,6 @@ void hu_store_close(struct hu_store *st)
 	free(st);
 }
 
-static void hex(const uint8_t *b, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	for (size_t i = 0; i < n; i++) {
-		out[2 * i] = digits[b[i] >> 4];
-		out[2 * i + 1] = digits[b[i] & 15];
-	}
-	out[2 * n] = '\0';
-}
-
 /* sha256 hex of the key: the only form in which a key is stored. */
 static int key_hash(const char *key, char out[65], hu_err *err)
 {
@@ -226,24 +210,24 @@ static int key_hash(const char *key, char out[65], hu_err *err)
 
 	if (!EVP_Digest(key, strlen(key), md, &len, EVP_sha256(), NULL) || len != 32)
 		return hu_err_set(err, -EIO, "store: sha256 failed");
-	hex(md, len, out);
+	hu_hex_encode(md, len, out);
 	return 0;
 }
 
 int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, size_t n, hu_err *err)
 {
-	uint8_t rnd[KEY_RANDOM_BYTES];
 	char key[sizeof(KEY_PREFIX) + 2 * KEY_RANDOM_BYTES];
 	char hash[65];
-	int64_t now = now_ms();
+	int64_t now = hu_wall_ms();
 	sqlite3_stmt *s;
 
 	if (n < sizeof(key))
 		return hu_err_set(err, ENOBUFS, "store: key buffer too small");
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return hu_err_sys(err, "store: getrandom");
 	memcpy(key, KEY_PREFIX, sizeof(KEY_PREFIX) - 1);
-	hex(rnd, sizeof(rnd), key + sizeof(KEY_PREFIX) - 1);
+	if (hu_random_hex(key + sizeof(KEY_PREFIX) - 1, KEY_RANDOM_BYTES, err) < 0) {
+		hu_err_prefix(err, "store");
+		return -1;
+	}
 	if (key_hash(key, hash, err) < 0 || exec_sql(st, "BEGIN IMMEDIATE", err) < 0)
 		return -1;
 	s = stmt(st, ST_TEAM_ADD);

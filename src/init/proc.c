@@ -11,6 +11,7 @@
 
 #include "init/pty.h"
 #include "init/spawn.h"
+#include "util/clock.h"
 
 #define EXIT_RECORDS 256
 /* Bytes of stdin buffered for one process before the sending connection is
@@ -72,13 +73,6 @@ static struct exit_record exits[EXIT_RECORDS];
 static size_t exits_next;
 static struct hu_watch sigchld_watch;
 static uint8_t chunk[HU_PROTO_CHUNK];
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static struct hu_proc *proc_of_watch(struct hu_watch *w)
 {
@@ -327,7 +321,7 @@ static void reap_children(void)
 			if (p->pid == pid && !p->exited) {
 				p->exited = true;
 				p->status = status;
-				p->drain_deadline_ms = now_ms() + DRAIN_GRACE_MS;
+				p->drain_deadline_ms = hu_mono_ms() + DRAIN_GRACE_MS;
 				maybe_finish(p);
 				break;
 			}
@@ -346,7 +340,7 @@ static void sigchld_event(struct hu_watch *w, uint32_t events)
 
 static int proc_next_timeout(void)
 {
-	int64_t next = -1, now = now_ms();
+	int64_t next = -1, now = hu_mono_ms();
 	for (struct hu_proc *p = procs; p; p = p->next) {
 		if (!p->exited || p->paused)
 			continue;
@@ -363,7 +357,7 @@ static int proc_next_timeout(void)
  * paused process is skipped: its subscribers are slow, not its pipes. */
 static void proc_run_timers(void)
 {
-	int64_t now = now_ms();
+	int64_t now = hu_mono_ms();
 	struct hu_proc *p = procs;
 	while (p) {
 		struct hu_proc *next = p->next;
