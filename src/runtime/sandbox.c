@@ -48,7 +48,7 @@ struct hu_sandbox {
 	int pidfd;
 	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
-	int have_slot, have_dir, have_disk;
+	int have_slot, have_dir;
 };
 
 void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec)
@@ -123,7 +123,6 @@ static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spe
 		 (unsigned long long)spec->disk_bytes, (unsigned long long)inodes, sb->uid_base, sb->uid_base);
 	if (mount("hutch-disk", disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
 		return hu_err_sys(err, "mount tmpfs on %s", disk);
-	sb->have_disk = 1;
 	for (size_t i = 0; i < HU_ARRAY_LEN(subdirs); i++) {
 		if (sub_path(p, sizeof(p), disk, subdirs[i], err) < 0)
 			return -1;
@@ -381,20 +380,29 @@ static void stop_processes(struct hu_sandbox *sb)
 		waitpid(sb->pid, NULL, WNOHANG) == 0 ? (void)waitpid(sb->pid, NULL, 0) : (void)0;
 }
 
-static int teardown(struct hu_sandbox *sb, hu_err *err)
+/* Unmount <sbdir>/disk and remove it and sbdir. rmdir, not rm -rf: with
+ * the tmpfs gone both are empty; anything else is a mount we failed to
+ * remove, and must not be emptied. Missing pieces are fine. */
+static int remove_sandbox_dir(const char *sbdir, hu_err *err)
 {
 	char disk[PATH_MAX];
+
+	snprintf(disk, sizeof(disk), "%s/disk", sbdir);
+	if (umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return hu_err_sys(err, "unmount %s", disk);
+	if ((rmdir(disk) < 0 && errno != ENOENT) || (rmdir(sbdir) < 0 && errno != ENOENT))
+		return hu_err_sys(err, "remove %s", sbdir);
+	return 0;
+}
+
+static int teardown(struct hu_sandbox *sb, hu_err *err)
+{
 	int rc = 0;
 	hu_err e2;
 
 	stop_processes(sb);
-	snprintf(disk, sizeof(disk), "%s/disk", sb->sbdir);
-	if (sb->have_disk && umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		rc = hu_err_sys(err, "unmount %s", disk);
-	/* rmdir, not rm -rf: with the tmpfs gone both are empty; anything else is
-	 * a mount we failed to remove, and must not be emptied */
-	if (sb->have_dir && rc == 0 && ((rmdir(disk) < 0 && errno != ENOENT) || rmdir(sb->sbdir) < 0))
-		rc = hu_err_sys(err, "remove %s", sb->sbdir);
+	if (sb->have_dir)
+		rc = remove_sandbox_dir(sb->sbdir, err);
 	unlink(sb->sock);
 	if (sb->cg) {
 		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
@@ -520,7 +528,7 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 {
 	struct hu_cgroup *cg = NULL;
-	char dir[PATH_MAX], disk[PATH_MAX], sock[PATH_MAX];
+	char dir[PATH_MAX], sock[PATH_MAX];
 	hu_err e;
 	int rc = 0;
 
@@ -534,12 +542,8 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
-	snprintf(disk, sizeof(disk), "%s/disk", dir);
-	if (umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT && rc == 0)
-		rc = hu_err_sys(err, "unmount %s", disk);
-	if ((rmdir(disk) < 0 && errno != ENOENT) || (rmdir(dir) < 0 && errno != ENOENT))
-		if (rc == 0)
-			rc = hu_err_sys(err, "remove %s", dir);
+	if (remove_sandbox_dir(dir, rc == 0 ? err : &e) < 0)
+		rc = -1;
 	snprintf(sock, sizeof(sock), "%s/%s.sock", rt->ctl_dir, id);
 	unlink(sock);
 	hu_slot_release_id(rt, id);
