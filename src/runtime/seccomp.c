@@ -379,17 +379,17 @@ static int build(scmp_filter_ctx ctx, hu_err *err)
 	return 0;
 }
 
+/* The same steps a sandbox takes (compile once, install the BPF), so that
+ * whoever loads the filter this way tests exactly what sandboxes run. */
 int hu_seccomp_load(hu_err *err)
 {
-	__attribute__((cleanup(release_ctx))) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-	if (!ctx)
-		return hu_err_set(err, ENOMEM, "seccomp: init filter");
-	if (build(ctx, err) < 0)
+	struct hu_seccomp_prog prog;
+
+	if (hu_seccomp_compile(&prog, err) < 0)
 		return -1;
-	int rc = seccomp_load(ctx);
-	if (rc < 0)
-		return hu_err_set(err, -rc, "seccomp: load filter");
-	return 0;
+	int rc = hu_seccomp_install(&prog, err);
+	hu_seccomp_prog_free(&prog);
+	return rc;
 }
 
 int hu_seccomp_export_bpf(int fd, hu_err *err)

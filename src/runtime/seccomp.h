@@ -22,8 +22,9 @@ int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err);
 int hu_seccomp_install(const struct hu_seccomp_prog *prog, hu_err *err);
 void hu_seccomp_prog_free(struct hu_seccomp_prog *prog);
 
-/* Build and load the filter into the calling thread (needs no_new_privs or
- * CAP_SYS_ADMIN; the caller sets PR_SET_NO_NEW_PRIVS first). */
+/* Compile and install the filter into the calling thread, as a sandbox does
+ * (needs no_new_privs or CAP_SYS_ADMIN; the caller sets PR_SET_NO_NEW_PRIVS
+ * first). */
 int hu_seccomp_load(hu_err *err);
 
 /* Write the same filter as classic BPF (an array of struct sock_filter) to
