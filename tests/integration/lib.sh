@@ -33,7 +33,10 @@ cleanup_test_dirs() {
 		fi
 	done
 	sleep 0.1
-	for g in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT"/*/ /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"/*/; do
+	# then the groups, and the parent itself once it is empty (the runtime
+	# makes it again on the next create)
+	for g in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT"/*/ /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"/*/ \
+		/sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT"/ /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"/; do
 		[ -d "$g" ] && rmdir "$g" 2>/dev/null
 	done
 	grep -o " $HUTCH_TEST_TMP/[^ ]*" /proc/self/mountinfo 2>/dev/null | sort -r | while read -r m; do
