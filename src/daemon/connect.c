@@ -173,6 +173,7 @@ struct hu_stream {
 	struct evhttp_connection *evcon;  /* NULL once the client is gone */
 	struct evbuffer *frame;           /* one envelope on its way to evhttp */
 	struct hu_stream_cbs cbs;
+	size_t high_water;                /* pause the producer above this much unsent output */
 	int gone;
 	int paused;
 };
@@ -235,26 +236,30 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 		s->cbs.on_gone(s->cbs.arg); /* last: it may end the stream */
 }
 
-struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *cbs)
+/* Start a streamed 200 reply of `content_type`: headers go out at once (so a
+ * client that leaves is noticed), and while it runs the connection has only
+ * a write timeout (evhttp-notes #2). */
+static struct hu_stream *stream_start(struct hu_req *r, const char *content_type, size_t high_water,
+				      const struct hu_stream_cbs *cbs)
 {
 	struct hu_stream *s = calloc(1, sizeof(*s));
 	struct timeval write_tv = {.tv_sec = r->d->cfg.idle_timeout_s ? r->d->cfg.idle_timeout_s : 60};
 
 	if (!s || !(s->frame = evbuffer_new())) {
 		free(s);
-		hu_connect_error(r, "internal", "out of memory");
 		return NULL;
 	}
 	s->r = r;
 	s->ev = r->ev;
+	s->high_water = high_water;
 	if (cbs)
 		s->cbs = *cbs;
 	hu_req_set_stream(r, s);
-	if (!s->ev) { /* cannot happen while a handler runs; stay safe anyway */
+	if (!s->ev) { /* the server is shutting down */
 		s->gone = 1;
 		return s;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(s->ev), "Content-Type", "application/connect+json");
+	evhttp_add_header(evhttp_request_get_output_headers(s->ev), "Content-Type", content_type);
 	evhttp_send_reply_start(s->ev, 200, NULL);
 	s->evcon = evhttp_request_get_connection(s->ev);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
@@ -265,9 +270,37 @@ struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *
 	return s;
 }
 
+struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *cbs)
+{
+	struct hu_stream *s = stream_start(r, "application/connect+json", HU_STREAM_HIGH_WATER, cbs);
+	if (!s)
+		hu_connect_error(r, "internal", "out of memory");
+	return s;
+}
+
+struct hu_stream *hu_stream_start_raw(struct hu_req *r, const char *content_type, size_t high_water,
+				      const struct hu_stream_cbs *cbs)
+{
+	return stream_start(r, content_type, high_water, cbs);
+}
+
 static size_t output_pending(const struct hu_stream *s)
 {
 	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(s->evcon)));
+}
+
+/* Hand what is in s->frame to evhttp; tell the producer to pause when the
+ * client is behind. */
+static int push(struct hu_stream *s)
+{
+	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
+	if (!s->paused && output_pending(s) > s->high_water) {
+		s->paused = 1;
+		if (s->cbs.on_pause)
+			s->cbs.on_pause(s->cbs.arg); /* last: it may end the stream */
+		return 1;
+	}
+	return s->paused;
 }
 
 int hu_stream_send(struct hu_stream *s, json_t *msg)
@@ -284,39 +317,71 @@ int hu_stream_send(struct hu_stream *s, json_t *msg)
 		return -1;
 	}
 	json_decref(msg);
-	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
-	if (!s->paused && output_pending(s) > HU_STREAM_HIGH_WATER) {
-		s->paused = 1;
-		if (s->cbs.on_pause)
-			s->cbs.on_pause(s->cbs.arg); /* last: it may end the stream */
-		return 1;
+	return push(s);
+}
+
+int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len)
+{
+	if (s->gone)
+		return -1;
+	if (evbuffer_add(s->frame, data, len) < 0) {
+		evbuffer_drain(s->frame, evbuffer_get_length(s->frame));
+		return -1;
 	}
-	return s->paused;
+	return push(s);
+}
+
+/* The body is complete: the connection outlives the stream (keep-alive), so
+ * it must not call back into a freed stream, and it is idle again. */
+static void close_reply(struct hu_stream *s)
+{
+	struct timeval idle = {.tv_sec = s->r->d->cfg.idle_timeout_s ? s->r->d->cfg.idle_timeout_s : 60};
+
+	evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, 0);
+	evhttp_connection_set_timeout_tv(s->evcon, &idle);
+	evhttp_send_reply_end(s->ev);
+}
+
+static void release(struct hu_stream *s, const char *how, const char *why)
+{
+	struct hu_req *r = s->r;
+
+	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s ended: %s%s%s", r->path, how, why ? ": " : "",
+	       why ? why : "");
+	evbuffer_free(s->frame);
+	free(s);
+	hu_req_set_stream(r, NULL);
+	hu_req_finish(r);
+}
+
+void hu_stream_finish(struct hu_stream *s)
+{
+	if (!s->gone)
+		close_reply(s);
+	release(s, "ok", NULL);
+}
+
+void hu_stream_abort(struct hu_stream *s, const char *why)
+{
+	if (!s->gone) {
+		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+		evhttp_connection_free(s->evcon); /* frees the request with it */
+		s->r->ev = NULL;
+	}
+	release(s, "cut", why);
 }
 
 void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_message)
 {
-	struct hu_req *r = s->r;
-
 	if (!s->gone) {
-		struct timeval idle = {.tv_sec = r->d->cfg.idle_timeout_s ? r->d->cfg.idle_timeout_s : 60};
 		json_t *end = err_code ? json_pack("{s:{s:s,s:o}}", "error", "code", err_code, "message",
 						   hu_json_text(err_message ? err_message : ""))
 				       : json_object();
 		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0)
 			evhttp_send_reply_chunk(s->ev, s->frame);
 		json_decref(end);
-		/* The connection outlives the stream (keep-alive): it must not
-		 * call back into a freed stream, and it is idle again. */
-		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
-		bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, 0);
-		evhttp_connection_set_timeout_tv(s->evcon, &idle);
-		evhttp_send_reply_end(s->ev);
+		close_reply(s);
 	}
-	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s ended: %s%s%s", r->path, err_code ? err_code : "ok",
-	       err_code ? ": " : "", err_code && err_message ? err_message : "");
-	evbuffer_free(s->frame);
-	free(s);
-	hu_req_set_stream(r, NULL);
-	hu_req_finish(r);
+	release(s, err_code ? err_code : "ok", err_code ? err_message : NULL);
 }

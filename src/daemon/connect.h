@@ -65,4 +65,18 @@ int hu_stream_send(struct hu_stream *s, json_t *msg);
  * then the HTTP chunked terminator. Frees the stream. err_code NULL = ok. */
 void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_message);
 
+/* The same stream for raw bytes (GET /files): a chunked 200 of
+ * `content_type` with the same flow control, close detection and timeouts,
+ * pausing above `high_water` bytes of unsent output. NULL when out of memory
+ * (nothing was answered then). */
+struct hu_stream *hu_stream_start_raw(struct hu_req *r, const char *content_type, size_t high_water,
+				      const struct hu_stream_cbs *cbs);
+/* As hu_stream_send, for bytes. */
+int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len);
+/* End a raw stream: the body is complete. Frees the stream. */
+void hu_stream_finish(struct hu_stream *s);
+/* End a raw stream by cutting the connection, so that the client sees a
+ * truncated body rather than a short one that looks complete. Frees it. */
+void hu_stream_abort(struct hu_stream *s, const char *why);
+
 #endif

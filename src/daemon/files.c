@@ -24,7 +24,6 @@
  * file is removed again.
  */
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdbool.h>
@@ -35,6 +34,7 @@
 #include <sys/time.h>
 #include <zlib.h>
 
+#include "daemon/connect.h"
 #include "daemon/fs_json.h"
 #include "daemon/initconn.h"
 #include "daemon/multipart.h"
@@ -66,134 +66,85 @@ static void arm_timeout(struct event *timer)
 	evtimer_add(timer, &tv);
 }
 
-static struct timeval idle_timeout(const struct hu_req *r)
-{
-	return (struct timeval){.tv_sec = r->d->cfg.idle_timeout_s ? r->d->cfg.idle_timeout_s : 60};
-}
-
 /* ---- GET /files -------------------------------------------------------------------- */
 
+/* A file streamed from init's READ to the client: a raw hu_stream (connect.c)
+ * once the first bytes arrive, so that errors before that are JSON. */
 struct download {
-	struct hu_req *r;                /* NULL once finished */
+	struct hu_req *r;                /* until the stream owns it */
+	struct hu_stream *stream;        /* NULL until the first bytes */
 	char sbx_id[HU_ID_MAX];          /* for logs: the sandbox may be gone by then */
-	struct evhttp_request *ev;       /* set once the reply started; NULL when the client left */
-	struct evhttp_connection *evcon;
 	struct hu_initconn *conn;
 	struct event *timer;             /* waiting for init's first answer */
-	struct evbuffer *chunk;
 	uint32_t id;
-	bool paused;
 	uint64_t sent;
 };
 
-static void download_finish(struct download *dl)
+static void download_release(struct download *dl)
 {
-	if (dl->r)
-		hu_req_finish(dl->r);
-	hu_initconn_free(dl->conn); /* safe inside its callbacks */
+	hu_initconn_free(dl->conn); /* safe inside its callbacks; ends init's READ */
 	if (dl->timer)
 		event_free(dl->timer);
-	if (dl->chunk)
-		evbuffer_free(dl->chunk);
 	free(dl);
 }
 
-/* Before the reply started: an ordinary JSON error. */
-static void download_fail(struct download *dl, const hu_err *err)
+/* Before the stream started: an ordinary answer (an error, or an empty file). */
+static void download_reply_err(struct download *dl, int status, const hu_err *err)
 {
-	struct hu_req *r = dl->r;
-	dl->r = NULL; /* answered: the reply helper finishes r */
-	hu_reply_err(r, err);
-	download_finish(dl);
+	if (status)
+		hu_reply_error(dl->r, status, "%s", err->msg);
+	else
+		hu_reply_err(dl->r, err);
+	download_release(dl);
 }
 
-/* After the reply started, a failure can only cut the connection, so the
- * client sees a truncated body instead of a short "complete" file. */
+/* After it started, a failure can only cut the connection, so the client
+ * sees a truncated body instead of a short "complete" file. */
 static void download_abort(struct download *dl, const char *why)
 {
 	hu_log(HU_LOG_WARN, dl->sbx_id, dl->r->id, "GET /files: cut after %llu bytes: %s",
 	       (unsigned long long)dl->sent, why);
-	if (dl->evcon) {
-		evhttp_connection_set_closecb(dl->evcon, NULL, NULL);
-		evhttp_connection_free(dl->evcon); /* frees dl->ev with it */
-	}
-	dl->r->ev = NULL;
-	download_finish(dl);
+	hu_stream_abort(dl->stream, why);
+	download_release(dl);
 }
 
-static void download_on_client_close(struct evhttp_connection *evcon, void *arg)
+static void download_pause(void *arg)
+{
+	hu_initconn_pause(((struct download *)arg)->conn);
+}
+
+static void download_resume(void *arg)
+{
+	hu_initconn_resume(((struct download *)arg)->conn);
+}
+
+static void download_client_gone(void *arg)
 {
 	struct download *dl = arg;
-
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
-	/* A client that left detaches the request and leaves it to us; at
-	 * shutdown it is still attached and libevent frees it itself. */
-	if (dl->ev && !evhttp_request_get_connection(dl->ev))
-		evhttp_send_reply_end(dl->ev);
-	dl->r->ev = NULL;
 	hu_log(HU_LOG_DEBUG, dl->sbx_id, dl->r->id, "GET /files: the client left after %llu bytes",
 	       (unsigned long long)dl->sent);
-	download_finish(dl); /* closing the init connection ends init's READ */
-}
-
-static void download_on_drained(struct evhttp_connection *evcon, void *arg)
-{
-	struct download *dl = arg;
-	if (dl->paused) {
-		dl->paused = false;
-		hu_initconn_resume(dl->conn);
-	}
-}
-
-/* The first bytes: start a chunked 200 (the size is not promised up front:
- * the file may change while it is read). */
-static int download_start(struct download *dl)
-{
-	struct hu_req *r = dl->r;
-	struct timeval write_tv = idle_timeout(r);
-
-	if (!r->ev)
-		return -1; /* the server is shutting down */
-	dl->ev = r->ev;
-	evhttp_add_header(evhttp_request_get_output_headers(dl->ev), "Content-Type", "application/octet-stream");
-	evhttp_send_reply_start(dl->ev, 200, "OK");
-	dl->evcon = evhttp_request_get_connection(dl->ev);
-	/* Only a write timeout while streaming (evhttp-notes #2). */
-	bufferevent_set_timeouts(evhttp_connection_get_bufferevent(dl->evcon), NULL, &write_tv);
-	evhttp_connection_set_closecb(dl->evcon, download_on_client_close, dl);
-	event_del(dl->timer);
-	return 0;
-}
-
-static void download_end(struct download *dl)
-{
-	struct timeval idle = idle_timeout(dl->r);
-
-	hu_log(HU_LOG_DEBUG, dl->sbx_id, dl->r->id, "GET /files -> 200, %llu bytes", (unsigned long long)dl->sent);
-	/* The connection is reused (keep-alive): idle again, no callback. */
-	evhttp_connection_set_closecb(dl->evcon, NULL, NULL);
-	evhttp_connection_set_timeout_tv(dl->evcon, &idle);
-	evhttp_send_reply_end(dl->ev);
-	download_finish(dl);
+	hu_stream_finish(dl->stream);
+	download_release(dl);
 }
 
 static void download_data(struct download *dl, const uint8_t *data, size_t len)
 {
-	if (!dl->ev && download_start(dl) < 0) {
-		download_finish(dl);
-		return;
-	}
-	if (evbuffer_add(dl->chunk, data, len) < 0) {
-		download_abort(dl, "out of memory");
-		return;
+	if (!dl->stream) {
+		/* The first bytes: a chunked 200 (the size is not promised up
+		 * front: the file may change while it is read). */
+		struct hu_stream_cbs cbs = {download_pause, download_resume, download_client_gone, dl};
+		dl->stream = hu_stream_start_raw(dl->r, "application/octet-stream", DOWNLOAD_HIGH_WATER, &cbs);
+		if (!dl->stream) {
+			hu_err err;
+			hu_err_set(&err, ENOMEM, "download");
+			download_reply_err(dl, 503, &err);
+			return;
+		}
+		event_del(dl->timer);
 	}
 	dl->sent += len;
-	evhttp_send_reply_chunk_with_cb(dl->ev, dl->chunk, download_on_drained, dl);
-	struct evbuffer *out = bufferevent_get_output(evhttp_connection_get_bufferevent(dl->evcon));
-	if (!dl->paused && evbuffer_get_length(out) > DOWNLOAD_HIGH_WATER) {
-		dl->paused = true;
-		hu_initconn_pause(dl->conn);
-	}
+	if (hu_stream_send_bytes(dl->stream, data, len) < 0)
+		download_abort(dl, "out of memory, or the server is stopping");
 }
 
 static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, const uint8_t *payload, void *arg)
@@ -205,10 +156,10 @@ static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *
 	if (hdr->id != dl->id)
 		return;
 	if (hu_init_parse_event(hdr, payload, &ev, &err) < 0) {
-		if (dl->ev)
+		if (dl->stream)
 			download_abort(dl, err.msg);
 		else
-			download_fail(dl, &err);
+			download_reply_err(dl, 0, &err);
 		return;
 	}
 	switch (hdr->type) {
@@ -216,23 +167,25 @@ static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *
 		download_data(dl, ev.data, ev.data_len);
 		break;
 	case HU_MSG_READ_END:
-		if (dl->ev) {
-			download_end(dl);
+		if (dl->stream) {
+			hu_log(HU_LOG_DEBUG, dl->sbx_id, dl->r->id, "GET /files -> 200, %llu bytes",
+			       (unsigned long long)dl->sent);
+			hu_stream_finish(dl->stream);
+			download_release(dl);
 			break;
 		}
 		/* Nothing was sent: an empty file, which the SDK recognises by
 		 * Content-Length: 0. */
 		hu_reply_header(dl->r, "Content-Type", "application/octet-stream");
 		hu_reply_empty(dl->r, 200);
-		dl->r = NULL;
-		download_finish(dl);
+		download_release(dl);
 		break;
 	case HU_MSG_ERROR:
 		hu_init_parse_error(payload, hdr->len, &err);
-		if (dl->ev)
+		if (dl->stream)
 			download_abort(dl, err.msg);
 		else
-			download_fail(dl, &err); /* ENOENT 404, EISDIR 400, ... */
+			download_reply_err(dl, 0, &err); /* ENOENT 404, EISDIR 400, ... */
 		break;
 	default:
 		break;
@@ -245,24 +198,22 @@ static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *
 static void download_on_close(struct hu_initconn *c, const hu_err *why, void *arg)
 {
 	struct download *dl = arg;
+	hu_err err;
+
 	dl->r->sbx = NULL;
-	if (dl->ev) {
+	if (dl->stream) {
 		download_abort(dl, why->msg);
 		return;
 	}
-	struct hu_req *r = dl->r;
-	dl->r = NULL;
-	hu_reply_error(r, 502, "the sandbox is not running any more");
-	download_finish(dl);
+	hu_err_set(&err, 0, "the sandbox is not running any more");
+	download_reply_err(dl, 502, &err);
 }
 
 static void download_on_timeout(evutil_socket_t fd, short what, void *arg)
 {
-	struct download *dl = arg;
-	struct hu_req *r = dl->r;
-	dl->r = NULL;
-	hu_reply_error(r, 504, "the sandbox did not answer in time");
-	download_finish(dl);
+	hu_err err;
+	hu_err_set(&err, 0, "the sandbox did not answer in time");
+	download_reply_err(arg, 504, &err);
 }
 
 static void handle_get(struct hu_req *r)
@@ -283,25 +234,23 @@ static void handle_get(struct hu_req *r)
 	dl->r = r;
 	snprintf(dl->sbx_id, sizeof(dl->sbx_id), "%s", r->sbx->id);
 	dl->timer = evtimer_new(r->d->base, download_on_timeout, dl);
-	dl->chunk = evbuffer_new();
-	if (!dl->timer || !dl->chunk) {
+	if (!dl->timer) {
 		hu_err_set(&err, ENOMEM, "download");
-		download_fail(dl, &err);
+		download_reply_err(dl, 0, &err);
 		return;
 	}
 	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), download_on_frame, download_on_close, dl, &dl->conn,
 			     &err) < 0) {
 		hu_log(HU_LOG_WARN, r->sbx->id, r->id, "GET /files: %s", err.msg);
-		dl->r = NULL;
-		hu_reply_error(r, 502, "the sandbox is not running");
-		download_finish(dl);
+		hu_err_set(&err, 0, "the sandbox is not running");
+		download_reply_err(dl, 502, &err);
 		return;
 	}
 	dl->id = hu_initconn_next_id(dl->conn);
 	if (hu_init_build_file(&b, HU_MSG_READ, dl->id, path, NULL, 0, transfer_user(r), &err) < 0 ||
 	    hu_initconn_send(dl->conn, &b, &err) < 0) {
 		hu_buf_free(&b);
-		download_fail(dl, &err);
+		download_reply_err(dl, 0, &err);
 		return;
 	}
 	hu_buf_free(&b);
