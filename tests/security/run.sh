@@ -14,7 +14,7 @@ set -u
 BUILD=${1:-${BUILD:-build}}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ATT="$HERE/attacks"
-export HUTCH_CGROUP_PARENT=hutch-sec
+export HUTCH_CGROUP_PARENT=${HUTCH_CGROUP_PARENT:-hutch-sec}
 HUTCH_TEST_TMP=$(mktemp -d /tmp/hutch-sec.XXXXXX)
 export HUTCH_TEST_TMP
 # shellcheck source=../integration/lib.sh
