@@ -158,7 +158,17 @@ static int init_alive(const struct hu_runtime *rt, const char *id)
 	return alive;
 }
 
-int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err)
+/* A sandbox stopped on purpose (memory release), waiting for its owner to
+ * restart it: <sbdir>/stopped. */
+static int stopped_on_purpose(DIR *d, const char *id)
+{
+	char path[HU_ID_MAX + 16];
+	snprintf(path, sizeof(path), "%s/stopped", id);
+	return faccessat(dirfd(d), path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
+		     unsigned *cleaned, hu_err *err)
 {
 	DIR *d = opendir(rt->sandboxes_dir);
 	struct dirent *de;
@@ -177,6 +187,10 @@ int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleane
 		/* young: maybe being created right now (its socket is bound a
 		 * moment after its directory is made) */
 		if (now - st.st_mtime < (time_t)min_age_s || init_alive(rt, de->d_name))
+			continue;
+		/* the owner decides about its own; without one, a stopped
+		 * sandbox is some daemon's released sandbox, not debris */
+		if (owned ? owned(de->d_name, arg) : stopped_on_purpose(d, de->d_name))
 			continue;
 		if (hu_sandbox_cleanup_leftover(rt, de->d_name, &e) < 0) {
 			if (rc == 0)

@@ -30,26 +30,13 @@
 
 #include "runtime/mountapi.h"
 #include "runtime/sandbox_internal.h"
+#include "runtime/sandbox_priv.h"
 #include "util/cleanup.h"
 #include "util/fdpass.h"
 #include "util/fileutil.h"
 
 #define CHILD_START_TIMEOUT_MS 10000
 #define MIB (1024ull * 1024ull)
-
-struct hu_sandbox {
-	struct hu_runtime *rt;
-	char id[HU_ID_MAX];
-	char sbdir[PATH_MAX];
-	char sock[PATH_MAX];
-	uint32_t slot;
-	uint32_t uid_base;
-	pid_t pid;
-	int pidfd;
-	int sync_fd; /* while being created: the child's verdict arrives here */
-	struct hu_cgroup *cg;
-	int have_slot, have_dir;
-};
 
 void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec)
 {
@@ -132,7 +119,7 @@ static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spe
 	return 0;
 }
 
-static int bind_init_socket(struct hu_sandbox *sb, hu_err *err)
+int hu_sbx_bind_init_socket(struct hu_sandbox *sb, hu_err *err)
 {
 	struct sockaddr_un addr = {.sun_family = AF_UNIX};
 
@@ -180,7 +167,7 @@ static int idmapped_tree(const char *path, int userns_fd, int recursive, hu_err 
 
 /* Read the child's verdict (the sync socket is readable): EOF = it executed
  * hutch-init; a report = setup failed, and why. */
-static int read_child_verdict(int sync_fd, hu_err *err)
+int hu_sbx_read_verdict(int sync_fd, hu_err *err)
 {
 	struct hu_child_report r;
 	ssize_t got = recv(sync_fd, &r, sizeof(r), MSG_DONTWAIT);
@@ -292,7 +279,7 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 	return 0;
 }
 
-static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int listen_fd, hu_err *err)
+int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int listen_fd, hu_err *err)
 {
 	int sv[2];
 	char tpl[PATH_MAX], path[64], asan[320];
@@ -326,6 +313,13 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	if (sb->pid < 0)
 		return -1;
 	close(hu_take_fd(&child_end));
+	/* a restarted daemon finds hutch-init again through this file (and
+	 * checks that the pid still names this sandbox's init) */
+	char pidfile[PATH_MAX + 8], pidtext[24];
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", sb->sbdir);
+	snprintf(pidtext, sizeof(pidtext), "%d\n", (int)sb->pid);
+	if (hu_write_file(pidfile, pidtext, strlen(pidtext), O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, err) < 0)
+		return -1;
 	/* the child has executed hutch-init (or failed to: then it is gone and
 	 * its end of the sync socket with it, which the verdict reports) */
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
@@ -367,11 +361,14 @@ out:
  * is empty by then and its kill finds nothing to wait for. The cgroup kill
  * stays as the safety net (and is the only way for a sandbox whose pidfd is
  * gone). Bounded: after SIGKILL nothing can delay the exit for long. */
-static void stop_processes(struct hu_sandbox *sb)
+void hu_sbx_stop_processes(struct hu_sandbox *sb)
 {
 	hu_err ignore;
 	if (sb->pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0) == 0) {
 		struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
+		/* a paused sandbox: a v1-frozen init cannot die until thawed */
+		if (sb->cg)
+			hu_cgroup_thaw(sb->cg, &ignore);
 		poll(&pfd, 1, 5000);
 	}
 	if (sb->cg)
@@ -383,13 +380,18 @@ static void stop_processes(struct hu_sandbox *sb)
 /* Unmount <sbdir>/disk and remove it and sbdir. rmdir, not rm -rf: with
  * the tmpfs gone both are empty; anything else is a mount we failed to
  * remove, and must not be emptied. Missing pieces are fine. */
-static int remove_sandbox_dir(const char *sbdir, hu_err *err)
+int hu_sbx_remove_dir(const char *sbdir, hu_err *err)
 {
 	char disk[PATH_MAX];
 
 	snprintf(disk, sizeof(disk), "%s/disk", sbdir);
 	if (umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
 		return hu_err_sys(err, "unmount %s", disk);
+	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/pid");
+	unlink(disk);
+	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/stopped");
+	unlink(disk);
+	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/disk");
 	if ((rmdir(disk) < 0 && errno != ENOENT) || (rmdir(sbdir) < 0 && errno != ENOENT))
 		return hu_err_sys(err, "remove %s", sbdir);
 	return 0;
@@ -400,9 +402,9 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	int rc = 0;
 	hu_err e2;
 
-	stop_processes(sb);
+	hu_sbx_stop_processes(sb);
 	if (sb->have_dir)
-		rc = remove_sandbox_dir(sb->sbdir, err);
+		rc = hu_sbx_remove_dir(sb->sbdir, err);
 	unlink(sb->sock);
 	if (sb->cg) {
 		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
@@ -451,8 +453,8 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 		goto fail;
 	if (hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
 		goto fail;
-	listen_fd = bind_init_socket(sb, err);
-	if (listen_fd < 0 || start_child(sb, spec, listen_fd, err) < 0)
+	listen_fd = hu_sbx_bind_init_socket(sb, err);
+	if (listen_fd < 0 || hu_sbx_start_child(sb, spec, listen_fd, err) < 0)
 		goto fail;
 	close(listen_fd); /* hutch-init holds it now */
 	*out = sb;
@@ -473,7 +475,7 @@ int hu_sandbox_ready_fd(const struct hu_sandbox *sb)
 int hu_sandbox_create_finish(struct hu_sandbox *sb, hu_err *err)
 {
 	hu_err ignore;
-	int rc = read_child_verdict(sb->sync_fd, err);
+	int rc = hu_sbx_read_verdict(sb->sync_fd, err);
 
 	close(sb->sync_fd);
 	sb->sync_fd = -1;
@@ -542,7 +544,7 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
-	if (remove_sandbox_dir(dir, rc == 0 ? err : &e) < 0)
+	if (hu_sbx_remove_dir(dir, rc == 0 ? err : &e) < 0)
 		rc = -1;
 	snprintf(sock, sizeof(sock), "%s/%s.sock", rt->ctl_dir, id);
 	unlink(sock);

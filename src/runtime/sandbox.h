@@ -88,13 +88,30 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 /* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
  * `hutch run` that was SIGKILLed): those whose directory is older than
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones
- * being created, are never touched. *cleaned gets the count. */
-int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err);
+ * being created, are never touched. With `owned` (a daemon), those it
+ * says it owns are skipped; without (hutch run), so are sandboxes stopped
+ * on purpose by hu_sandbox_stop. *cleaned gets the count. */
+int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
+		     unsigned *cleaned, hu_err *err);
 
 /* Remove whatever is left of sandbox `id` without a handle (its owner died):
  * kill its processes through the cgroup, unmount and remove its directory,
  * its socket, its cgroup and its uid slot. Missing pieces are fine. */
 int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);
+
+/* Take over a sandbox that a previous process created (a restarted daemon):
+ * its directory, uid slot and cgroup, and its hutch-init if that still
+ * runs (*alive = 1). A sandbox without init (stopped by a memory release,
+ * or dead) can be restarted or destroyed through the handle. */
+int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **out, int *alive, hu_err *err);
+/* Whether the handle has a live hutch-init (not after hu_sandbox_stop). */
+int hu_sandbox_has_init(const struct hu_sandbox *sb);
+/* Memory release: end every process of the sandbox (its memory is freed)
+ * and keep its files, uid slot and cgroup, for hu_sandbox_restart. */
+int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err);
+/* Start a fresh hutch-init over the kept files of a stopped sandbox, as
+ * create does (blocking, a few ms). On failure the files are kept. */
+int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err);
 
 /* Free the handle and leave the sandbox running (a daemon shutting down:
  * the next start adopts it). */
