@@ -296,7 +296,7 @@ static void sweep_leftovers(struct hu_runtime *rt)
 
 	if (env && hu_parse_u64(env, &age, &err) < 0)
 		age = 60;
-	if (hu_runtime_sweep(rt, (unsigned)age, &cleaned, &err) < 0)
+	if (hu_runtime_sweep(rt, (unsigned)age, NULL, NULL, &cleaned, &err) < 0)
 		cli_error("cleaning up after earlier runs: %s", err.msg);
 }
 

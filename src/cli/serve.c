@@ -4,7 +4,8 @@
  * The E2B-compatible daemon: one event loop serving the control plane and
  * every sandbox's data plane on one port (docs/api.md, docs/operations.md).
  * On first start it creates the data dir and an API key for team "default",
- * printed once. SIGINT/SIGTERM stop it cleanly; sandboxes keep running.
+ * printed once. SIGINT/SIGTERM stop it cleanly; sandboxes keep running, and
+ * the next start adopts them (as it does after a crash).
  */
 #include <event2/event.h>
 #include <signal.h>
@@ -15,6 +16,8 @@
 #include "cli/cli.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/fault.h"
+#include "daemon/lifecycle.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
 #include "daemon/sandbox_ops.h"
@@ -94,52 +97,15 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	return hu_template_ensure_base(d->rt, err);
 }
 
+/* The sweep skips what the daemon owns (registered at adoption). */
+static int owned_by_daemon(const char *id, void *arg)
+{
+	struct hu_daemon *d = arg;
+	return hu_registry_get(d->reg, id) != NULL;
+}
+
 /* Everything from the data dir to the running loop; every step's failure
  * lands in err and the caller tears down what was built. */
-/* Sandboxes a previous daemon left in the store (it was killed, or the host
- * went down): until re-adoption exists (the lifecycle issue), they are
- * cleaned up, so that nothing runs or stays mounted without an owner. The
- * ids are collected first: the store is not changed while it is read. */
-struct id_list {
-	char (*ids)[HU_ID_MAX];
-	size_t n, cap;
-};
-
-static void collect_id(const char *id, void *arg)
-{
-	struct id_list *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		void *grown = realloc(l->ids, cap * sizeof(*l->ids));
-		if (!grown)
-			return; /* the rest is cleaned at the next start */
-		l->ids = grown;
-		l->cap = cap;
-	}
-	snprintf(l->ids[l->n++], HU_ID_MAX, "%s", id);
-}
-
-static int clean_leftovers(struct hu_daemon *d, hu_err *err)
-{
-	struct id_list l = {0};
-	hu_err e;
-
-	if (hu_store_sandbox_each_id(d->store, collect_id, &l, err) < 0) {
-		free(l.ids);
-		return -1;
-	}
-	for (size_t i = 0; i < l.n; i++) {
-		if (hu_sandbox_cleanup_leftover(d->rt, l.ids[i], &e) < 0)
-			hu_log(HU_LOG_WARN, l.ids[i], 0, "leftover from a previous run: %s", e.msg);
-		else
-			hu_log(HU_LOG_INFO, l.ids[i], 0, "leftover from a previous run cleaned up");
-		if (hu_store_sandbox_delete(d->store, l.ids[i], &e) < 0)
-			hu_log(HU_LOG_WARN, l.ids[i], 0, "%s", e.msg);
-	}
-	free(l.ids);
-	return 0;
-}
-
 static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 {
 	enum hu_log_level lvl = HU_LOG_INFO;
@@ -150,19 +116,22 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
 	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
-	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0 ||
-	    clean_leftovers(d, err) < 0)
+	hu_fault_init();
+	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
+		return -1;
+	if (!(d->base = event_base_new()))
+		return hu_err_set(err, ENOMEM, "create the event loop");
+	/* what a previous daemon left is taken over before the first request */
+	if (hu_http_init(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;
 	unsigned swept = 0;
 	hu_err e;
 	/* and what killed `hutch run`s left in the same run dir */
-	if (hu_runtime_sweep(d->rt, 60, &swept, &e) < 0)
+	if (hu_runtime_sweep(d->rt, 60, owned_by_daemon, d, &swept, &e) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "cleaning up dead sandboxes: %s", e.msg);
 	else if (swept)
 		hu_log(HU_LOG_INFO, NULL, 0, "cleaned up %u dead sandboxes", swept);
-	if (!(d->base = event_base_new()))
-		return hu_err_set(err, ENOMEM, "create the event loop");
-	if (hu_http_init(d, err) < 0 || hu_http_listen(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0)
+	if (hu_lifecycle_start(d, err) < 0 || hu_http_listen(d, err) < 0)
 		return -1;
 	hu_api_sandboxes_register(d);
 	hu_api_templates_register(d);
@@ -193,10 +162,9 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
-	/* Until a restarted daemon can adopt running sandboxes (the lifecycle
-	 * issue), stopping destroys them: none is left running without owner. */
-	if (d->reg)
-		hu_sbx_kill_all(d, "the server is stopping");
+	/* Sandboxes keep running (paused ones stay paused): the next start
+	 * adopts them. Deadlines moved since the last tick are saved first. */
+	hu_lifecycle_stop(d);
 	if (d->reg)
 		hu_registry_free(d->reg);
 	hu_http_free(d);

@@ -49,7 +49,17 @@ static int is_whole(double d)
 
 /* An optional number of seconds in [0, HU_TIMEOUT_MAX_S]. Integral reals
  * (300.0) are accepted: JSON does not distinguish them. */
+/* Seconds 0..max, or -1 for "never" (timeouts, reclaimAfter). */
+static int opt_seconds_upto(const json_t *obj, const char *name, double max, int *present, int32_t *out,
+			    hu_err *err);
+
 static int opt_seconds(const json_t *obj, const char *name, int *present, int32_t *out, hu_err *err)
+{
+	return opt_seconds_upto(obj, name, HU_TIMEOUT_MAX_S, present, out, err);
+}
+
+static int opt_seconds_upto(const json_t *obj, const char *name, double max, int *present, int32_t *out,
+			    hu_err *err)
 {
 	const json_t *v = field(obj, name);
 	double d;
@@ -63,10 +73,10 @@ static int opt_seconds(const json_t *obj, const char *name, int *present, int32_
 		d = json_real_value(v);
 	else
 		return BAD(err, "%s must be an integer number of seconds", name);
-	if (d < 0)
-		return BAD(err, "%s must not be negative (got %.0f)", name, d);
-	if (d > HU_TIMEOUT_MAX_S)
-		return BAD(err, "%s must be at most %d seconds (24 h), got %.0f", name, HU_TIMEOUT_MAX_S, d);
+	if (d < 0 && d != -1)
+		return BAD(err, "%s must be seconds, or -1 for never (got %.0f)", name, d);
+	if (d > max)
+		return BAD(err, "%s must be at most %.0f seconds, got %.0f", name, max, d);
 	*present = 1;
 	*out = (int32_t)d;
 	return 0;
@@ -176,8 +186,11 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 	*out = (struct hu_new_sandbox){.allow_internet = -1, .auto_pause_memory = 1};
 	if (require_object(body, err) < 0 || decode_template(body, ns.template_id, sizeof(ns.template_id), err) < 0 ||
 	    opt_seconds(body, "timeout", &present, &ns.timeout_s, err) < 0 ||
-	    opt_bool(body, "allow_internet_access", &allow, err) < 0 || decode_lifecycle(body, &ns, err) < 0)
+	    opt_bool(body, "allow_internet_access", &allow, err) < 0 || decode_lifecycle(body, &ns, err) < 0 ||
+	    opt_seconds_upto(body, "reclaimAfter", HU_RECLAIM_MAX_S, &present, &ns.reclaim_after_s, err) < 0)
 		return -1;
+	if (present && ns.reclaim_after_s == 0)
+		return BAD(err, "reclaimAfter must be at least 1 second, or -1 for never");
 	if (field(body, "network") && !json_is_object(field(body, "network")))
 		return BAD(err, "network must be an object");
 	/* Volumes do not exist yet: silently dropping them would lose the

@@ -17,6 +17,7 @@
 
 /* A sandbox's timeout window: E2B's Pro maximum is 24 hours. */
 #define HU_TIMEOUT_MAX_S 86400
+#define HU_RECLAIM_MAX_S (30 * 86400) /* reclaimAfter: a month */
 /* Bounds on metadata and envVars, so one request cannot make every list
  * answer and store row huge. */
 #define HU_MAP_MAX_ENTRIES 256
@@ -33,6 +34,7 @@ struct hu_new_sandbox {
 	int auto_pause;              /* onTimeout: 1 = pause, 0 = kill */
 	int auto_pause_memory;       /* 1 unless "autoPauseMemory": false */
 	int auto_resume;             /* autoResume.enabled */
+	int32_t reclaim_after_s;     /* reclaimAfter (hutch): 0 = the server's setting, -1 = never */
 };
 
 /* On failure *out holds nothing that needs freeing. */

@@ -12,14 +12,21 @@
 #include "daemon/routes.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/sbx_metrics.h"
+#include "daemon/store.h"
 #include "util/parse.h"
 
 struct hu_sbx *hu_api_own_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_registry_get(r->d->reg, r->param);
+	char reason[256];
 
 	if (!s || strcmp(s->team, r->team)) {
-		hu_reply_error(r, 404, "sandbox %s not found", r->param);
+		/* one the daemon found dead at its start says so, for a week */
+		if (r->d->store && hu_store_lost_reason(r->d->store, r->param, r->team, reason, sizeof(reason)))
+			hu_reply_error(r, 404, "sandbox %s not found: it was lost while the server was down (%s)",
+				       r->param, reason);
+		else
+			hu_reply_error(r, 404, "sandbox %s not found", r->param);
 		return NULL;
 	}
 	return s;
@@ -36,7 +43,7 @@ static void reply_sandbox(struct hu_req *r, int status, const struct hu_sbx *s)
 	hu_reply_json(r, status, v);
 }
 
-static void on_created(struct hu_daemon *d, struct hu_sbx *s, const hu_err *err, void *arg)
+static void on_created(struct hu_daemon *d, struct hu_sbx *s, int created, const hu_err *err, void *arg)
 {
 	struct hu_req *r = arg;
 
@@ -45,7 +52,31 @@ static void on_created(struct hu_daemon *d, struct hu_sbx *s, const hu_err *err,
 		hu_reply_err(r, err);
 		return;
 	}
-	reply_sandbox(r, 201, s);
+	/* 200: the sandbox that this Idempotency-Key made earlier */
+	reply_sandbox(r, created ? 201 : 200, s);
+}
+
+/* Idempotency-Key: 1..128 visible ASCII characters, or absent (NULL). */
+static int idempotency_key(struct hu_req *r, const char **key)
+{
+	const char *k = hu_req_header(r, "Idempotency-Key");
+	size_t n;
+
+	*key = NULL;
+	if (!k)
+		return 0;
+	n = strlen(k);
+	for (size_t i = 0; i < n; i++)
+		if (k[i] < 0x21 || k[i] > 0x7e) {
+			hu_reply_error(r, 400, "Idempotency-Key must be visible ASCII characters (no spaces)");
+			return -1;
+		}
+	if (n == 0 || n >= HU_IDEM_KEY_MAX) {
+		hu_reply_error(r, 400, "Idempotency-Key must be 1 to %d characters", HU_IDEM_KEY_MAX - 1);
+		return -1;
+	}
+	*key = k;
+	return 0;
 }
 
 static void create_sandbox(struct hu_req *r)
@@ -55,7 +86,9 @@ static void create_sandbox(struct hu_req *r)
 	hu_err err;
 	int rc;
 
-	if (hu_req_json(r, &body) < 0)
+	const char *key;
+
+	if (idempotency_key(r, &key) < 0 || hu_req_json(r, &body) < 0)
 		return;
 	rc = hu_api_decode_new_sandbox(body, &ns, &err);
 	json_decref(body);
@@ -63,7 +96,7 @@ static void create_sandbox(struct hu_req *r)
 		hu_reply_error(r, 400, "%s", err.msg);
 		return;
 	}
-	rc = hu_sbx_create_async(r->d, r->team, &ns, on_created, r, &err);
+	rc = hu_sbx_create_async(r->d, r->team, &ns, key, on_created, r, &err);
 	hu_new_sandbox_clear(&ns);
 	if (rc < 0) {
 		hu_log(err.code == ENOENT || err.code == EAGAIN ? HU_LOG_INFO : HU_LOG_ERROR, NULL, r->id, "%s",
@@ -148,11 +181,10 @@ static void pause_sandbox(struct hu_req *r)
 
 	if (!s || hu_req_json(r, &body) < 0)
 		return;
-	/* memory: false (keep only the filesystem) is accepted and treated
-	 * as a full pause: the frozen sandbox keeps strictly more. */
+	/* memory: false keeps only the filesystem: the processes end now */
 	rc = hu_api_decode_pause(body, &memory, &err);
 	json_decref(body);
-	if (rc < 0 || hu_sbx_pause(r->d, s, &err) < 0) {
+	if (rc < 0 || hu_sbx_pause(r->d, s, !memory, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -173,13 +205,16 @@ static int decode_connect(struct hu_req *r, const struct hu_sbx *s, struct hu_co
 		hu_reply_error(r, 400, "%s", err.msg);
 		return -1;
 	}
-	/* A cold boot (onResume: "reboot") is not implemented; E2B's contract
-	 * is to refuse it rather than quietly restore memory instead. */
-	if (!c->memory && s->state == HU_SBX_PAUSED) {
-		hu_reply_error(r, 400, "resuming without memory (onResume: reboot) is not supported by this server");
-		return -1;
-	}
 	return 0;
+}
+
+/* Resume s; "memory": false asks for a cold boot: a fresh init over the
+ * same files, whatever the paused sandbox still held. */
+static int resume(struct hu_req *r, struct hu_sbx *s, const struct hu_connect_req *c, int32_t secs, hu_err *err)
+{
+	if (!c->memory && !s->released && hu_sbx_release(r->d, s, "resume without memory", err) < 0)
+		return -1;
+	return hu_sbx_resume(r->d, s, secs, err);
 }
 
 /* POST /v2/sandboxes/{id}/connect: resume a paused sandbox (201) or extend
@@ -195,7 +230,7 @@ static void connect_sandbox(struct hu_req *r)
 		return;
 	secs = c.has_timeout && c.timeout_s ? c.timeout_s : (int32_t)r->d->cfg.default_timeout_s;
 	if (s->state == HU_SBX_PAUSED) {
-		if (hu_sbx_resume(r->d, s, secs, &err) < 0) {
+		if (resume(r, s, &c, secs, &err) < 0) {
 			hu_reply_err(r, &err);
 			return;
 		}
@@ -220,7 +255,11 @@ static void resume_sandbox(struct hu_req *r)
 
 	if (!s || decode_connect(r, s, &c) < 0)
 		return;
-	if (hu_sbx_resume(r->d, s, c.has_timeout ? c.timeout_s : 0, &err) < 0) {
+	if (s->state == HU_SBX_RUNNING) {
+		hu_reply_error(r, 409, "sandbox %s is already running", s->id);
+		return;
+	}
+	if (resume(r, s, &c, c.has_timeout ? c.timeout_s : 0, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}

@@ -34,6 +34,9 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->default_pids = 512;
 	cfg->max_sandboxes = 1000;
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
+	cfg->release_after_s = 600;
+	cfg->reclaim_after_s = 86400;
+	cfg->pressure_psi_avg10 = 10;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -164,6 +167,30 @@ static int set_log_level(struct hu_config *cfg, const char *v, hu_err *err)
 	return 0;
 }
 
+static int set_release_after(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_seconds(v, &cfg->release_after_s, err);
+}
+
+static int set_reclaim_after(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_seconds(v, &cfg->reclaim_after_s, err);
+}
+
+static int set_min_available(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return hu_parse_size(v, &cfg->pressure_min_available, err);
+}
+
+static int set_psi_avg10(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	uint64_t n;
+	if (parse_count(v, 100, &n, err) < 0)
+		return -1;
+	cfg->pressure_psi_avg10 = (uint32_t)n;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -182,6 +209,10 @@ static const struct {
 	{"default_pids", NULL, set_default_pids},
 	{"max_sandboxes", NULL, set_max_sandboxes},
 	{"log_level", NULL, set_log_level},
+	{"pause.release_after", "--pause-release-after", set_release_after},
+	{"reclaim.after", "--reclaim-after", set_reclaim_after},
+	{"pressure.min_available", NULL, set_min_available},
+	{"pressure.psi_avg10", NULL, set_psi_avg10},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -176,6 +176,7 @@ struct hu_stream {
 	size_t high_water;                /* pause the producer above this much unsent output */
 	int gone;
 	int paused;
+	int counted; /* hu_sbx_stream_begin was called for r->sbx_id */
 };
 
 /* Append one envelope (flags, big-endian length, compact JSON) to buf. */
@@ -252,6 +253,13 @@ static struct hu_stream *stream_start(struct hu_req *r, const char *content_type
 	s->r = r;
 	s->ev = r->ev;
 	s->high_water = high_water;
+	/* an open stream keeps its sandbox awake (lifecycle.c); handlers drop
+	 * r->sbx while they run (the sandbox may be freed), so the end finds
+	 * it again by id */
+	if (r->sbx) {
+		hu_sbx_stream_begin(r->sbx);
+		s->counted = 1;
+	}
 	if (cbs)
 		s->cbs = *cbs;
 	hu_req_set_stream(r, s);
@@ -349,8 +357,12 @@ static void release(struct hu_stream *s, const char *how, const char *why)
 
 	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s ended: %s%s%s", r->path, how, why ? ": " : "",
 	       why ? why : "");
+	int counted = s->counted;
 	evbuffer_free(s->frame);
 	free(s);
+	struct hu_sbx *sbx = counted && r->d->reg ? hu_registry_get(r->d->reg, r->sbx_id) : NULL;
+	if (sbx) /* NULL once the sandbox is gone */
+		hu_sbx_stream_end(sbx);
 	hu_req_set_stream(r, NULL);
 	hu_req_finish(r);
 }

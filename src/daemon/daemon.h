@@ -39,6 +39,12 @@ struct hu_config {
 	uint64_t default_pids;         /* default 512 */
 	uint32_t max_sandboxes;        /* default 1000 */
 	char log_level[16];            /* debug|info|warn|error, default info */
+	uint32_t release_after_s;      /* pause.release_after: paused this long, memory is released (600) */
+	uint32_t reclaim_after_s;      /* reclaim.after: paused this long, the sandbox is deleted (86400) */
+	uint64_t pressure_min_available; /* pressure.min_available: MemAvailable below it is pressure
+					  * (0 = 5% of MemTotal) */
+	uint32_t pressure_psi_avg10;   /* pressure.psi_avg10: memory PSI "some avg10" above it (%) is
+					* pressure (default 10) */
 };
 
 struct hu_daemon {
@@ -53,6 +59,8 @@ struct hu_daemon {
 	struct hu_pending_create *creating; /* sandboxes being created (sandbox_ops.c) */
 	unsigned n_creating;
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
+	struct event *lifecycle_tick; /* lifecycle.c */
+	uint64_t lifecycle_ticks;
 };
 
 /* Which credentials a route needs. */

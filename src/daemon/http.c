@@ -41,6 +41,7 @@
 #include "daemon/connect.h"
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
+#include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/base64.h"
 #include "util/cleanup.h"
@@ -601,14 +602,15 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id)
 
 	if (d->reg && strlen(sbx_id) < HU_ID_MAX)
 		s = hu_registry_get(d->reg, sbx_id);
-	if (!s || s->state != HU_SBX_RUNNING) {
+	/* envd's health probe carries no token: the SDK uses it to tell a dead
+	 * or paused sandbox (502) from a live one. It never resumes one: an
+	 * unauthenticated request must not wake sandboxes up. */
+	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
 		reply_sandbox_unavailable(r, sbx_id, s);
 		return;
 	}
 	r->sbx = s;
 	snprintf(r->sbx_id, sizeof(r->sbx_id), "%s", s->id);
-	/* envd's health probe carries no token: the SDK uses it to tell a dead
-	 * sandbox (502) from a live one. */
 	if (r->method == EVHTTP_REQ_GET && !strcmp(r->path, "/health")) {
 		hu_reply_empty(r, 204);
 		return;
@@ -619,6 +621,15 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id)
 	}
 	if (parse_user(r) < 0)
 		return;
+	/* autoResume: the request goes on as if the sandbox had never slept */
+	if (s->state == HU_SBX_PAUSED) {
+		hu_err err;
+		if (hu_sbx_resume(d, s, 0, &err) < 0) {
+			hu_log(HU_LOG_WARN, s->id, r->id, "auto-resume: %s", err.msg);
+			reply_sandbox_unavailable(r, sbx_id, s);
+			return;
+		}
+	}
 	hu_sbx_touch(s);
 	route_dispatch(r, 1);
 }

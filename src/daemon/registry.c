@@ -177,6 +177,26 @@ static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 		hu_log(HU_LOG_WARN, NULL, 0, "cleanup after init exit: %s", err.msg);
 }
 
+int hu_registry_watch(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)
+{
+	hu_registry_unwatch(reg, s);
+	if (!s->rt || hu_sandbox_pidfd(s->rt) < 0)
+		return 0;
+	s->exit_watch = event_new(reg->d->base, hu_sandbox_pidfd(s->rt), EV_READ, on_init_exit, s);
+	if (!s->exit_watch || event_add(s->exit_watch, NULL) < 0) {
+		hu_registry_unwatch(reg, s);
+		return hu_err_set(err, ENOMEM, "watch sandbox %s", s->id);
+	}
+	return 0;
+}
+
+void hu_registry_unwatch(struct hu_registry *reg, struct hu_sbx *s)
+{
+	if (s->exit_watch)
+		event_free(s->exit_watch);
+	s->exit_watch = NULL;
+}
+
 int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)
 {
 	size_t i;
@@ -185,15 +205,8 @@ int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)
 		return hu_err_set(err, -EEXIST, "sandbox %s is already registered", s->id);
 	if ((reg->count + 1) * 2 > reg->nslots && grow(reg, err) < 0)
 		return -1;
-	if (s->rt && hu_sandbox_pidfd(s->rt) >= 0) {
-		s->exit_watch = event_new(reg->d->base, hu_sandbox_pidfd(s->rt), EV_READ, on_init_exit, s);
-		if (!s->exit_watch || event_add(s->exit_watch, NULL) < 0) {
-			if (s->exit_watch)
-				event_free(s->exit_watch);
-			s->exit_watch = NULL;
-			return hu_err_set(err, ENOMEM, "watch sandbox %s", s->id);
-		}
-	}
+	if (hu_registry_watch(reg, s, err) < 0)
+		return -1;
 	i = find_slot(reg, s->id);
 	reg->slots[i] = s;
 	reg->count++;
@@ -205,10 +218,7 @@ void hu_registry_remove(struct hu_registry *reg, struct hu_sbx *s)
 {
 	size_t mask = reg->nslots - 1, i = find_slot(reg, s->id), j;
 
-	if (s->exit_watch) {
-		event_free(s->exit_watch);
-		s->exit_watch = NULL;
-	}
+	hu_registry_unwatch(reg, s);
 	if (reg->slots[i] != s)
 		return;
 	reg->slots[i] = NULL;
@@ -231,9 +241,3 @@ const char *hu_sbx_socket(const struct hu_sbx *s)
 	return hu_sandbox_socket(s->rt);
 }
 
-void hu_sbx_touch(struct hu_sbx *s)
-{
-	/* The hook where the lifecycle issue turns the timeout into an idle
-	 * window; the data plane already calls it on every request. */
-	(void)s;
-}

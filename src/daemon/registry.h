@@ -13,7 +13,15 @@
 
 #include "daemon/daemon.h"
 
-enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2 };
+/* RUNNING and PAUSED are what the API shows. CREATING and KILLING exist
+ * only in the store, written before the runtime acts, so that a daemon
+ * killed in the middle knows at its next start what to finish. */
+enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2, HU_SBX_CREATING = 3, HU_SBX_KILLING = 4 };
+
+/* end_at of a sandbox whose timeout is -1 (never): 9999-12-31T23:59:59Z,
+ * the largest time RFC 3339 can write, so clients parse it as a date. */
+#define HU_NEVER_MS 253402300799000LL
+#define HU_IDEM_KEY_MAX 129 /* Idempotency-Key: 1..128 printable characters */
 
 struct hu_sbx {
 	char id[HU_ID_MAX];
@@ -22,12 +30,20 @@ struct hu_sbx {
 	char access_token[65];    /* random hex; X-Access-Token on the data plane */
 	enum hu_sbx_state state;
 	int64_t started_at_ms;    /* unix ms */
-	int64_t end_at_ms;        /* unix ms; kill (or pause, later) at this time */
-	int32_t timeout_s;        /* the sandbox's timeout window */
+	int64_t end_at_ms;        /* unix ms: the idle deadline (HU_NEVER_MS: none) */
+	int32_t timeout_s;        /* the idle window; -1 = never times out */
+	int64_t paused_at_ms;     /* unix ms, when paused (release and reclaim count from it) */
+	int64_t last_active_ms;   /* last request or stream end: memory pressure releases LRU first */
+	int32_t reclaim_after_s;  /* paused longer than this: deleted (0 = the server's setting, -1 = never) */
+	int released;             /* paused with memory released: no processes, files kept */
+	unsigned active;          /* open data-plane streams: the sandbox is not idle */
+	int dirty;                /* end_at moved since the store last saw it (saved within a second) */
+	char idem_key[HU_IDEM_KEY_MAX]; /* Idempotency-Key of its create, or "" */
 	json_t *metadata;         /* object of string -> string (owned) */
 	json_t *env_vars;         /* object of string -> string (owned): default env of every command */
-	int auto_pause;           /* lifecycle.onTimeout == pause (stored; lifecycle issue) */
-	int auto_resume;          /* stored for the lifecycle issue */
+	int auto_pause;           /* lifecycle.onTimeout == pause, else kill */
+	int auto_pause_memory;    /* 0: a timeout pause releases memory at once (autoPauseMemory: false) */
+	int auto_resume;          /* a data-plane request resumes a paused sandbox */
 	int allow_internet;       /* stored; loopback only for now */
 	uint32_t cpu_millis;
 	uint64_t memory_bytes;
@@ -52,6 +68,10 @@ size_t hu_registry_count(struct hu_registry *reg);
 /* Index s (its id must be new) and watch its hutch-init: if init exits on
  * its own, the sandbox is killed (hu_sbx_kill) and removed. */
 int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err);
+/* Watch / stop watching s's hutch-init (a memory release stops it on
+ * purpose; a restart over kept files starts a new one). */
+int hu_registry_watch(struct hu_registry *reg, struct hu_sbx *s, hu_err *err);
+void hu_registry_unwatch(struct hu_registry *reg, struct hu_sbx *s);
 /* Unindex s and stop watching it; s itself is not freed. */
 void hu_registry_remove(struct hu_registry *reg, struct hu_sbx *s);
 /* Free what the daemon holds for s (timers, watches, JSON, samples), not
@@ -63,8 +83,13 @@ void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void 
 
 /* The unix socket path of the sandbox's hutch-init. */
 const char *hu_sbx_socket(const struct hu_sbx *s);
-/* Record activity on the data plane (a no-op until the lifecycle issue makes
- * timeout an idle window). */
+/* Record activity (a data-plane request, the end of a stream): the idle
+ * deadline moves to at least now + timeout. In memory at once; the store
+ * gets it within a second (lifecycle.c). */
 void hu_sbx_touch(struct hu_sbx *s);
+/* A data-plane stream opened / ended: while one is open the sandbox is not
+ * idle, whatever its deadline says. */
+void hu_sbx_stream_begin(struct hu_sbx *s);
+void hu_sbx_stream_end(struct hu_sbx *s);
 
 #endif

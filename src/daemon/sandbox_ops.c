@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "daemon/fault.h"
 #include "daemon/store.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
@@ -67,23 +68,50 @@ static int new_token(char *out, hu_err *err)
 	return hu_random_hex(out, TOKEN_BYTES, err);
 }
 
+int64_t hu_sbx_idle_deadline(int32_t timeout_s)
+{
+	return timeout_s < 0 ? HU_NEVER_MS : hu_wall_ms() + (int64_t)timeout_s * 1000;
+}
+
+/* The deadline passed: the sandbox may have been busy meanwhile (touches
+ * move end_at without re-arming, an open stream keeps it awake); otherwise
+ * it pauses or dies, as its onTimeout says. */
 static void on_deadline(evutil_socket_t fd, short what, void *arg)
 {
 	struct hu_sbx *s = arg;
+	struct hu_daemon *d = hu_registry_daemon(s->reg);
 	hu_err err;
 
-	/* onTimeout=pause and autoResume are stored for the lifecycle issue;
-	 * until then the deadline kills, as E2B's default does. */
-	if (hu_sbx_kill(hu_registry_daemon(s->reg), s, "timeout reached", &err) < 0)
+	if (s->state != HU_SBX_RUNNING)
+		return;
+	if (s->end_at_ms > hu_wall_ms()) {
+		hu_sbx_arm_deadline(s);
+		return;
+	}
+	if (s->active) {
+		s->end_at_ms = hu_sbx_idle_deadline(s->timeout_s > 0 ? s->timeout_s : 1);
+		s->dirty = 1;
+		hu_sbx_arm_deadline(s);
+		return;
+	}
+	if (s->auto_pause) {
+		if (hu_sbx_pause(d, s, !s->auto_pause_memory, &err) < 0)
+			hu_log(HU_LOG_WARN, s->id, 0, "timeout pause: %s", err.msg);
+		return;
+	}
+	if (hu_sbx_kill(d, s, "timeout reached", &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "timeout kill: %s", err.msg);
 }
 
-/* (Re)start the deadline timer of a running sandbox at end_at. */
-static void arm_deadline(struct hu_sbx *s)
+void hu_sbx_arm_deadline(struct hu_sbx *s)
 {
 	int64_t left = s->end_at_ms - hu_wall_ms();
 	struct timeval tv;
 
+	if (s->end_at_ms >= HU_NEVER_MS) {
+		evtimer_del(s->timer);
+		return;
+	}
 	if (left < 0)
 		left = 0;
 	tv.tv_sec = (time_t)(left / 1000);
@@ -91,12 +119,21 @@ static void arm_deadline(struct hu_sbx *s)
 	evtimer_add(s->timer, &tv);
 }
 
-static void spec_from(const struct hu_daemon *d, const struct hu_sbx *s, const char *tpl,
-		      struct hu_sandbox_spec *spec)
+int hu_sbx_new_timer(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 {
+	s->timer = evtimer_new(d->base, on_deadline, s);
+	if (!s->timer)
+		return hu_err_set(err, ENOMEM, "sandbox timer");
+	return 0;
+}
+
+void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, struct hu_sandbox_spec *spec)
+{
+	const char *tpl = hu_template_resolve(s->template_id);
+
 	hu_sandbox_spec_defaults(spec);
 	snprintf(spec->id, sizeof(spec->id), "%s", s->id);
-	snprintf(spec->template_name, sizeof(spec->template_name), "%s", tpl);
+	snprintf(spec->template_name, sizeof(spec->template_name), "%s", tpl ? tpl : "base");
 	spec->limits.memory_bytes = s->memory_bytes;
 	spec->limits.cpu_millis = s->cpu_millis;
 	if (d->cfg.default_pids)
@@ -105,8 +142,8 @@ static void spec_from(const struct hu_daemon *d, const struct hu_sbx *s, const c
 }
 
 /* The daemon's view of a new sandbox, before anything runs. */
-static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req, struct hu_sbx *s,
-		    hu_err *err)
+static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req, const char *idem_key,
+		    struct hu_sbx *s, hu_err *err)
 {
 	struct hu_sandbox_spec defaults;
 	int32_t timeout = req->timeout_s ? req->timeout_s : (int32_t)d->cfg.default_timeout_s;
@@ -116,23 +153,34 @@ static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_s
 		return -1;
 	snprintf(s->team, sizeof(s->team), "%s", team);
 	snprintf(s->template_id, sizeof(s->template_id), "%s", req->template_id);
-	s->state = HU_SBX_RUNNING;
+	snprintf(s->idem_key, sizeof(s->idem_key), "%s", idem_key ? idem_key : "");
+	s->state = HU_SBX_CREATING;
 	s->started_at_ms = hu_wall_ms();
+	s->last_active_ms = s->started_at_ms;
 	s->timeout_s = timeout;
-	s->end_at_ms = s->started_at_ms + (int64_t)timeout * 1000;
+	s->end_at_ms = hu_sbx_idle_deadline(timeout);
 	s->metadata = req->metadata ? json_incref(req->metadata) : json_object();
 	s->env_vars = req->env_vars ? json_incref(req->env_vars) : json_object();
 	s->auto_pause = req->auto_pause;
+	s->auto_pause_memory = req->auto_pause_memory;
 	s->auto_resume = req->auto_resume;
+	s->reclaim_after_s = req->reclaim_after_s;
 	s->allow_internet = req->allow_internet;
 	s->cpu_millis = d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : defaults.limits.cpu_millis;
 	s->memory_bytes = d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : defaults.limits.memory_bytes;
 	s->disk_bytes = d->cfg.default_disk_bytes ? d->cfg.default_disk_bytes : defaults.disk_bytes;
-	s->timer = evtimer_new(d->base, on_deadline, s);
-	if (!s->metadata || !s->env_vars || !s->timer)
+	if (!s->metadata || !s->env_vars)
 		return hu_err_set(err, ENOMEM, "new sandbox");
-	return 0;
+	return hu_sbx_new_timer(d, s, err);
 }
+
+/* Someone else asking for the same sandbox (same Idempotency-Key) while it
+ * is being created: answered when it is ready. */
+struct create_waiter {
+	hu_sbx_created_fn done;
+	void *arg;
+	struct create_waiter *next;
+};
 
 /* A create between hu_sandbox_create_start and _finish. */
 struct hu_pending_create {
@@ -141,6 +189,7 @@ struct hu_pending_create {
 	struct event *ready;
 	hu_sbx_created_fn done;
 	void *arg;
+	struct create_waiter *waiters;
 	struct hu_pending_create *next;
 };
 
@@ -157,8 +206,23 @@ static void pending_unlink(struct hu_pending_create *pc)
 	event_free(pc->ready);
 }
 
-/* The sandbox built its root (or failed, or timed out): store it, register
- * it, arm its deadline, answer. */
+/* Answer the creator and every waiter, then free pc. */
+static void pending_done(struct hu_pending_create *pc, struct hu_sbx *s, const hu_err *err)
+{
+	struct hu_daemon *d = pc->d;
+
+	pc->done(d, s, 1, err, pc->arg);
+	while (pc->waiters) {
+		struct create_waiter *w = pc->waiters;
+		pc->waiters = w->next;
+		w->done(d, s, 0, err, w->arg);
+		free(w);
+	}
+	free(pc);
+}
+
+/* The sandbox built its root (or failed, or timed out): store it as
+ * running, register it, arm its deadline, answer. */
 static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct hu_pending_create *pc = arg;
@@ -171,40 +235,93 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 		s->rt = NULL; /* freed by finish */
 		goto fail;
 	}
+	hu_fault_point("create.started");
+	s->state = HU_SBX_RUNNING;
 	if (hu_store_sandbox_put(d->store, s, &err) < 0)
 		goto fail_rt;
-	if (hu_registry_add(d->reg, s, &err) < 0) {
-		hu_store_sandbox_delete(d->store, s->id, &ignored);
+	if (hu_registry_add(d->reg, s, &err) < 0)
 		goto fail_rt;
-	}
-	arm_deadline(s);
+	hu_sbx_arm_deadline(s);
 	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
 	       s->timeout_s);
-	pc->done(d, s, NULL, pc->arg);
-	free(pc);
+	pending_done(pc, s, NULL);
 	return;
 fail_rt:
 	hu_sandbox_destroy(s->rt, &ignored);
 	s->rt = NULL;
 fail:
+	hu_store_sandbox_delete(d->store, s->id, &ignored);
 	hu_err_prefix(&err, "create sandbox");
 	hu_sbx_free(s);
-	pc->done(d, NULL, &err, pc->arg);
-	free(pc);
+	pending_done(pc, NULL, &err);
+}
+
+static int same_key(const struct hu_sbx *s, const char *team, const char *key)
+{
+	return s->idem_key[0] && !strcmp(s->idem_key, key) && !strcmp(s->team, team);
+}
+
+struct idem_find {
+	const char *team, *key;
+	struct hu_sbx *found;
+};
+
+static int match_idem(struct hu_sbx *s, void *arg)
+{
+	struct idem_find *f = arg;
+	if (!same_key(s, f->team, f->key))
+		return 0;
+	f->found = s;
+	return 1;
+}
+
+/* An Idempotency-Key seen before: the sandbox it made (resumed if paused)
+ * or a place in the queue of its create. 1 when handled, 0 when the key is
+ * new, -1 on error. A scan of the live sandboxes: microseconds for
+ * thousands, and only creates that carry a key pay it. */
+static int create_by_key(struct hu_daemon *d, const char *team, const char *key, hu_sbx_created_fn done, void *arg,
+			 hu_err *err)
+{
+	struct idem_find f = {.team = team, .key = key};
+
+	for (struct hu_pending_create *pc = d->creating; pc; pc = pc->next) {
+		if (!same_key(pc->s, team, key))
+			continue;
+		struct create_waiter *w = calloc(1, sizeof(*w));
+		if (!w)
+			return hu_err_set(err, ENOMEM, "wait for sandbox %s", pc->s->id);
+		*w = (struct create_waiter){.done = done, .arg = arg, .next = pc->waiters};
+		pc->waiters = w;
+		return 1;
+	}
+	hu_registry_each(d->reg, match_idem, &f);
+	if (!f.found)
+		return 0;
+	if (f.found->state == HU_SBX_PAUSED && hu_sbx_resume(d, f.found, 0, err) < 0)
+		return -1;
+	hu_sbx_touch(f.found);
+	done(d, f.found, 0, NULL, arg);
+	return 1;
 }
 
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
-			hu_sbx_created_fn done, void *arg, hu_err *err)
+			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err)
 {
 	const char *tpl = hu_template_resolve(req->template_id);
 	struct hu_sandbox_spec spec;
 	struct hu_pending_create *pc = NULL;
 	struct hu_sbx *s;
 	hu_err ignored;
+	int stored = 0;
 
 	if (!tpl)
 		return hu_err_set(err, -ENOENT, "template '%s' not found (this server provides: base)",
 				  req->template_id);
+	if (idem_key && *idem_key) {
+		int rc = create_by_key(d, team, idem_key, done, arg, err);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
 	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes)
 		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
 	s = calloc(1, sizeof(*s));
@@ -214,9 +331,15 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		free(s);
 		return hu_err_set(err, ENOMEM, "new sandbox");
 	}
-	if (sbx_init(d, team, req, s, err) < 0)
+	if (sbx_init(d, team, req, idem_key, s, err) < 0)
 		goto fail;
-	spec_from(d, s, tpl, &spec);
+	/* the intent first: a daemon killed from here on finds the row at its
+	 * next start and removes whatever the runtime had built */
+	if (hu_store_sandbox_put(d->store, s, err) < 0)
+		goto fail;
+	stored = 1;
+	hu_fault_point("create.stored");
+	hu_sbx_runtime_spec(d, s, &spec);
 	if (hu_sandbox_create_start(d->rt, &spec, &s->rt, err) < 0)
 		goto fail;
 	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg};
@@ -235,6 +358,8 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	d->n_creating++;
 	return 0;
 fail:
+	if (stored)
+		hu_store_sandbox_delete(d->store, s->id, &ignored);
 	hu_err_prefix(err, "create sandbox");
 	hu_sbx_free(s);
 	free(pc);
@@ -251,10 +376,10 @@ void hu_sbx_abort_creates(struct hu_daemon *d)
 		if (hu_sandbox_create_finish(pc->s->rt, &ignored) == 0)
 			hu_sandbox_destroy(pc->s->rt, &ignored);
 		pc->s->rt = NULL;
+		hu_store_sandbox_delete(d->store, pc->s->id, &ignored);
 		hu_sbx_free(pc->s);
 		hu_err_set(&err, ECANCELED, "the server is shutting down");
-		pc->done(d, NULL, &err, pc->arg);
-		free(pc);
+		pending_done(pc, NULL, &err);
 	}
 }
 
@@ -264,6 +389,11 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 	int rc = 0;
 
 	hu_log(HU_LOG_INFO, s->id, 0, "kill: %s", why);
+	/* the intent first: a daemon killed mid-way finishes the kill at its
+	 * next start instead of reporting the sandbox as lost */
+	if (hu_store_sandbox_set_state(d->store, s->id, HU_SBX_KILLING, &e) < 0)
+		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
+	hu_fault_point("kill.marked");
 	/* Unwatch first: destroying closes the pidfd the watch polls. */
 	hu_registry_remove(d->reg, s);
 	if (s->rt && hu_sandbox_destroy(s->rt, &e) < 0) {
@@ -272,6 +402,7 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 		rc = -1;
 	}
 	s->rt = NULL;
+	hu_fault_point("kill.destroyed");
 	hu_http_forget_sandbox(d, s);
 	if (hu_store_sandbox_delete(d->store, s->id, &e) < 0) {
 		hu_log(HU_LOG_ERROR, s->id, 0, "%s", e.msg);
@@ -283,44 +414,106 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 	return rc;
 }
 
-int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
+/* Save s, or put the fields a failed save must not leave changed back. */
+static int save(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
+{
+	if (hu_store_sandbox_put(d->store, s, err) < 0)
+		return -1;
+	s->dirty = 0;
+	return 0;
+}
+
+int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err)
+{
+	if (s->state != HU_SBX_PAUSED || s->released)
+		return hu_err_set(err, -EALREADY, "sandbox %s is not a paused sandbox holding memory", s->id);
+	/* init is stopped on purpose: its exit must not read as a death */
+	hu_registry_unwatch(d->reg, s);
+	if (hu_sandbox_stop(s->rt, err) < 0) {
+		hu_err_prefix(err, "release the memory of sandbox %s", s->id);
+		return -1;
+	}
+	hu_fault_point("release.stopped");
+	s->released = 1;
+	if (save(d, s, err) < 0)
+		return -1; /* the next start sees a paused sandbox without init: released */
+	hu_log(HU_LOG_INFO, s->id, 0, "memory released (%s): processes stopped, files kept", why);
+	return 0;
+}
+
+int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_err *err)
 {
 	hu_err ignored;
 
-	if (s->state == HU_SBX_PAUSED)
+	if (s->state == HU_SBX_PAUSED) {
+		if (release_memory && !s->released)
+			return hu_sbx_release(d, s, "pause without memory", err);
 		return hu_err_set(err, -EALREADY, "sandbox %s is already paused", s->id);
+	}
 	if (hu_sandbox_freeze(s->rt, err) < 0)
 		return -1;
+	hu_fault_point("pause.frozen");
 	s->state = HU_SBX_PAUSED;
-	if (hu_store_sandbox_put(d->store, s, err) < 0) {
+	s->paused_at_ms = hu_wall_ms();
+	if (save(d, s, err) < 0) {
 		s->state = HU_SBX_RUNNING;
+		s->paused_at_ms = 0;
 		hu_sandbox_thaw(s->rt, &ignored);
 		return -1;
 	}
 	evtimer_del(s->timer);
 	hu_log(HU_LOG_INFO, s->id, 0, "paused");
+	if (release_memory)
+		return hu_sbx_release(d, s, "pause without memory", err);
+	return 0;
+}
+
+/* A sandbox whose memory was released gets a fresh init over its files. */
+static int restart_init(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
+{
+	struct hu_sandbox_spec spec;
+
+	hu_sbx_runtime_spec(d, s, &spec);
+	if (hu_sandbox_restart(s->rt, &spec, err) < 0)
+		return -1;
+	if (hu_registry_watch(d->reg, s, err) < 0) {
+		hu_err ignored;
+		hu_sandbox_stop(s->rt, &ignored);
+		return -1;
+	}
 	return 0;
 }
 
 int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
 {
-	int64_t old_end = s->end_at_ms;
+	int64_t old_end = s->end_at_ms, old_paused = s->paused_at_ms;
+	int was_released = s->released;
 	hu_err ignored;
 
 	if (s->state == HU_SBX_RUNNING)
 		return hu_err_set(err, -EALREADY, "sandbox %s is already running", s->id);
-	if (hu_sandbox_thaw(s->rt, err) < 0)
+	if (s->released ? restart_init(d, s, err) < 0 : hu_sandbox_thaw(s->rt, err) < 0)
 		return -1;
 	s->state = HU_SBX_RUNNING;
-	s->end_at_ms = hu_wall_ms() + (int64_t)(timeout_s ? timeout_s : s->timeout_s) * 1000;
-	if (hu_store_sandbox_put(d->store, s, err) < 0) {
+	s->released = 0;
+	s->paused_at_ms = 0;
+	s->last_active_ms = hu_wall_ms();
+	s->end_at_ms = hu_sbx_idle_deadline(timeout_s ? timeout_s : s->timeout_s);
+	if (save(d, s, err) < 0) {
 		s->state = HU_SBX_PAUSED;
 		s->end_at_ms = old_end;
-		hu_sandbox_freeze(s->rt, &ignored);
+		s->paused_at_ms = old_paused;
+		if (was_released) {
+			hu_registry_unwatch(d->reg, s);
+			hu_sandbox_stop(s->rt, &ignored);
+			s->released = 1;
+		} else {
+			hu_sandbox_freeze(s->rt, &ignored);
+		}
 		return -1;
 	}
-	arm_deadline(s);
-	hu_log(HU_LOG_INFO, s->id, 0, "resumed");
+	hu_sbx_arm_deadline(s);
+	hu_log(HU_LOG_INFO, s->id, 0, "resumed%s", was_released ? " with a fresh init (memory had been released)" : "");
 	return 0;
 }
 
@@ -332,45 +525,27 @@ static int set_deadline(struct hu_daemon *d, struct hu_sbx *s, int64_t end_at_ms
 
 	s->end_at_ms = end_at_ms;
 	s->timeout_s = timeout_s;
-	if (hu_store_sandbox_put(d->store, s, err) < 0) {
+	if (save(d, s, err) < 0) {
 		s->end_at_ms = old_end;
 		s->timeout_s = old_timeout;
 		return -1;
 	}
 	if (s->state == HU_SBX_RUNNING)
-		arm_deadline(s);
+		hu_sbx_arm_deadline(s);
 	return 0;
 }
 
 int hu_sbx_set_timeout(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
 {
 	int32_t t = timeout_s ? timeout_s : (int32_t)d->cfg.default_timeout_s;
-	return set_deadline(d, s, hu_wall_ms() + (int64_t)t * 1000, t, err);
+	return set_deadline(d, s, hu_sbx_idle_deadline(t), t, err);
 }
 
 int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err *err)
 {
-	int64_t end = hu_wall_ms() + (int64_t)seconds * 1000;
+	int64_t end = hu_sbx_idle_deadline(seconds);
+	s->last_active_ms = hu_wall_ms();
 	if (end <= s->end_at_ms)
 		return 0;
 	return set_deadline(d, s, end, s->timeout_s, err);
-}
-
-static int take_first(struct hu_sbx *s, void *arg)
-{
-	*(struct hu_sbx **)arg = s;
-	return 1;
-}
-
-void hu_sbx_kill_all(struct hu_daemon *d, const char *why)
-{
-	hu_err err;
-
-	/* One at a time: killing changes the registry, so no iteration may be
-	 * in progress (O(n * table) at shutdown, a few ms for thousands). */
-	while (hu_registry_count(d->reg)) {
-		struct hu_sbx *s = NULL;
-		hu_registry_each(d->reg, take_first, &s);
-		hu_sbx_kill(d, s, why, &err);
-	}
 }

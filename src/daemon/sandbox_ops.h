@@ -20,12 +20,17 @@ const char *hu_template_resolve(const char *template_id);
 /* Create, start, store and register a sandbox for `team`; its deadline
  * timer is armed. The runtime's slow part (the sandbox building its root)
  * runs while the loop serves others: `done` is called from the loop with the
- * sandbox, or with NULL and the error. Returns -1 (and does not call done)
- * when the request fails at once: EAGAIN when the daemon is at
- * max_sandboxes, ENOENT for an unknown template. */
-typedef void (*hu_sbx_created_fn)(struct hu_daemon *d, struct hu_sbx *s, const hu_err *err, void *arg);
+ * sandbox, or with NULL and the error. With an Idempotency-Key that a live
+ * sandbox of the team already carries, `done` gets that sandbox instead
+ * (resumed if it was paused) with created = 0, possibly before this
+ * returns; a create with the same key still in progress answers both when
+ * it is ready. Returns -1 (and does not call done) when the request fails
+ * at once: EAGAIN when the daemon is at max_sandboxes, ENOENT for an
+ * unknown template. */
+typedef void (*hu_sbx_created_fn)(struct hu_daemon *d, struct hu_sbx *s, int created, const hu_err *err,
+				  void *arg);
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
-			hu_sbx_created_fn done, void *arg, hu_err *err);
+			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err);
 /* Daemon shutdown: creates still in progress are finished and destroyed;
  * their callbacks get ECANCELED. */
 void hu_sbx_abort_creates(struct hu_daemon *d);
@@ -35,22 +40,32 @@ void hu_sbx_abort_creates(struct hu_daemon *d);
  * could not be cleaned up, for the log). `why` is logged. */
 int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err);
 
-/* Freeze a running sandbox (EALREADY if paused). Its deadline stops: a
- * paused sandbox does not expire (until the lifecycle issue's reclaim). */
-int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, hu_err *err);
-/* Thaw a paused sandbox (EALREADY if running) with a new deadline of
- * now + timeout_s (0: the sandbox's own timeout). */
+/* Freeze a running sandbox: CPU 0, memory kept, its deadline stops. With
+ * release_memory (pause {"memory": false}, autoPauseMemory: false) its
+ * memory is released right away (hu_sbx_release). EALREADY if paused
+ * already (and released, when release_memory asks for that). */
+int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_err *err);
+/* Memory release of a paused sandbox: every process ends, the files (its
+ * writable layer) stay; a resume starts a fresh init over them. */
+int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err);
+/* Resume a paused sandbox (EALREADY if running): thaw it, or restart its
+ * init if its memory was released. The new deadline is now + timeout_s
+ * (0: the sandbox's own window). */
 int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err);
 
-/* end_at = now + timeout_s (0: the daemon's default); the window becomes
- * timeout_s. May shorten the deadline, as E2B's setTimeout does. */
+/* end_at = now + timeout_s (0: the daemon's default, -1: never); the window
+ * becomes timeout_s. May shorten the deadline, as E2B's setTimeout does. */
 int hu_sbx_set_timeout(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err);
 /* end_at = max(end_at, now + seconds): refreshes and connect never shorten. */
 int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err *err);
 
-/* Kill every sandbox (daemon shutdown). Until re-adoption after a restart
- * exists (lifecycle issue), a sandbox left behind would be unreachable, so
- * the daemon destroys them on the way out; call before hu_registry_free. */
-void hu_sbx_kill_all(struct hu_daemon *d, const char *why);
+/* now + timeout_s in unix ms, or HU_NEVER_MS for timeout -1. */
+int64_t hu_sbx_idle_deadline(int32_t timeout_s);
+/* s->timer for s (a new or an adopted sandbox), and (re)arming it at
+ * end_at (no timer for HU_NEVER_MS). */
+int hu_sbx_new_timer(struct hu_daemon *d, struct hu_sbx *s, hu_err *err);
+void hu_sbx_arm_deadline(struct hu_sbx *s);
+/* The runtime spec of s (create, and restarts over kept files). */
+void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, struct hu_sandbox_spec *spec);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "daemon/api_json.h"
 #include "daemon/api_sandboxes.h"
+#include "daemon/lifecycle.h"
 #include "daemon/sbx_metrics.h"
 
 /* clientID is deprecated in E2B and meaningless here; the SDK requires it. */
@@ -20,7 +21,7 @@ json_t *hu_sbx_json_listed(const struct hu_sbx *s)
 	char started[HU_TIME_STR_MAX], end[HU_TIME_STR_MAX];
 
 	hu_api_format_time(s->started_at_ms, started);
-	hu_api_format_time(s->end_at_ms, end);
+	hu_api_format_time(hu_lifecycle_end_at(hu_registry_daemon(s->reg), s), end);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:O, s:s, s:s}", "sandboxID", s->id, "templateID",
 			 s->template_id, "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
 			 hu_sbx_cpu_count(s), "memoryMB", (json_int_t)(s->memory_bytes / MIB), "diskSizeMB",
@@ -35,6 +36,7 @@ json_t *hu_sbx_json_detail(const struct hu_sbx *s)
 
 	if (!v || json_object_set_new(v, "envdAccessToken", json_string(s->access_token)) < 0 ||
 	    json_object_set_new(v, "allowInternetAccess", allow) < 0 ||
+	    json_object_set_new(v, "memoryReleased", json_boolean(s->released)) < 0 ||
 	    json_object_set_new(v, "lifecycle",
 				json_pack("{s:s, s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
 					  s->auto_resume)) < 0) {

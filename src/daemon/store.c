@@ -55,6 +55,45 @@ static const char *const migrations[] = {
 	"  disk INTEGER NOT NULL);"            /* bytes */
 	"CREATE INDEX sandboxes_team ON sandboxes(team);"
 	"PRAGMA user_version = 1;",
+	/* 1 -> 2: the lifecycle. States written ahead of the runtime's work
+	 * (creating, killing), pause bookkeeping, idempotency keys (unique per
+	 * team while the sandbox exists), and sandboxes found dead at start. */
+	"CREATE TABLE sandboxes2 ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  template TEXT NOT NULL,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating', 'running', 'paused', 'killing')),"
+	"  access_token TEXT NOT NULL,"
+	"  started_at INTEGER NOT NULL,"
+	"  end_at INTEGER NOT NULL,"
+	"  timeout INTEGER NOT NULL,"
+	"  metadata TEXT NOT NULL,"
+	"  env_vars TEXT NOT NULL,"
+	"  auto_pause INTEGER NOT NULL,"
+	"  auto_resume INTEGER NOT NULL,"
+	"  allow_internet INTEGER,"
+	"  cpu INTEGER NOT NULL,"
+	"  memory INTEGER NOT NULL,"
+	"  disk INTEGER NOT NULL,"
+	"  auto_pause_memory INTEGER NOT NULL DEFAULT 1,"
+	"  paused_at INTEGER NOT NULL DEFAULT 0,"      /* unix ms, 0 when running */
+	"  released INTEGER NOT NULL DEFAULT 0,"       /* paused, memory released */
+	"  reclaim_after INTEGER NOT NULL DEFAULT 0,"  /* seconds; 0 = server setting, -1 = never */
+	"  idem_key TEXT);"
+	"INSERT INTO sandboxes2 (id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
+	"  env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk)"
+	"  SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata, env_vars,"
+	"  auto_pause, auto_resume, allow_internet, cpu, memory, disk FROM sandboxes;"
+	"DROP TABLE sandboxes;"
+	"ALTER TABLE sandboxes2 RENAME TO sandboxes;"
+	"CREATE INDEX sandboxes_team ON sandboxes(team);"
+	"CREATE UNIQUE INDEX sandboxes_idem ON sandboxes(team, idem_key) WHERE idem_key IS NOT NULL;"
+	"CREATE TABLE lost_sandboxes ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  reason TEXT NOT NULL,"
+	"  at INTEGER NOT NULL);"                        /* unix ms */
+	"PRAGMA user_version = 2;",
 };
 
 enum stmt_id {
@@ -64,6 +103,11 @@ enum stmt_id {
 	ST_KEY_COUNT,
 	ST_SBX_PUT,
 	ST_SBX_DELETE,
+	ST_SBX_STATE,
+	ST_SBX_BY_IDEM,
+	ST_LOST_ADD,
+	ST_LOST_GET,
+	ST_LOST_PURGE,
 	ST_COUNT,
 };
 
@@ -72,10 +116,21 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_KEY_ADD] = "INSERT INTO api_keys (key_hash, team, created_at) VALUES (?1, ?2, ?3)",
 	[ST_KEY_TEAM] = "SELECT team FROM api_keys WHERE key_hash = ?1",
 	[ST_KEY_COUNT] = "SELECT count(*) FROM api_keys",
-	[ST_SBX_PUT] = "INSERT OR REPLACE INTO sandboxes (id, team, template, state, access_token, started_at,"
+	/* an upsert, not INSERT OR REPLACE: REPLACE would delete whichever row
+	 * holds the same idempotency key instead of failing */
+	[ST_SBX_PUT] = "INSERT INTO sandboxes (id, team, template, state, access_token, started_at,"
 		       " end_at, timeout, metadata, env_vars, auto_pause, auto_resume, allow_internet, cpu, memory,"
-		       " disk) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+		       " disk, auto_pause_memory, paused_at, released, reclaim_after, idem_key) VALUES (?1, ?2, ?3,"
+		       " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+		       " ON CONFLICT(id) DO UPDATE SET state = ?4, end_at = ?7, timeout = ?8, metadata = ?9,"
+		       " env_vars = ?10, auto_pause = ?11, auto_resume = ?12, auto_pause_memory = ?17,"
+		       " paused_at = ?18, released = ?19, reclaim_after = ?20",
 	[ST_SBX_DELETE] = "DELETE FROM sandboxes WHERE id = ?1",
+	[ST_SBX_STATE] = "UPDATE sandboxes SET state = ?2 WHERE id = ?1",
+	[ST_SBX_BY_IDEM] = "SELECT id FROM sandboxes WHERE team = ?1 AND idem_key = ?2",
+	[ST_LOST_ADD] = "INSERT OR REPLACE INTO lost_sandboxes (id, team, reason, at) VALUES (?1, ?2, ?3, ?4)",
+	[ST_LOST_GET] = "SELECT reason FROM lost_sandboxes WHERE id = ?1 AND team = ?2",
+	[ST_LOST_PURGE] = "DELETE FROM lost_sandboxes WHERE at < ?1",
 };
 
 struct hu_store {
@@ -290,6 +345,28 @@ int hu_store_key_count(struct hu_store *st, int *count, hu_err *err)
 	return 0;
 }
 
+static const char *state_name(enum hu_sbx_state state)
+{
+	switch (state) {
+	case HU_SBX_PAUSED: return "paused";
+	case HU_SBX_CREATING: return "creating";
+	case HU_SBX_KILLING: return "killing";
+	case HU_SBX_RUNNING: break;
+	}
+	return "running";
+}
+
+static enum hu_sbx_state state_parse(const char *name)
+{
+	if (!strcmp(name, "paused"))
+		return HU_SBX_PAUSED;
+	if (!strcmp(name, "creating"))
+		return HU_SBX_CREATING;
+	if (!strcmp(name, "killing"))
+		return HU_SBX_KILLING;
+	return HU_SBX_RUNNING;
+}
+
 /* A JSON object as compact text bound to parameter i (freed by SQLite). */
 static int bind_json(struct hu_store *st, sqlite3_stmt *s, int i, const json_t *v, hu_err *err)
 {
@@ -308,7 +385,7 @@ int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *sbx, hu_err *
 	sqlite3_bind_text(s, 1, sbx->id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, sbx->team, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, sbx->template_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, sbx->state == HU_SBX_PAUSED ? "paused" : "running", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, state_name(sbx->state), -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 5, sbx->access_token, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 6, sbx->started_at_ms);
 	sqlite3_bind_int64(s, 7, sbx->end_at_ms);
@@ -326,7 +403,21 @@ int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *sbx, hu_err *
 	sqlite3_bind_int64(s, 14, sbx->cpu_millis);
 	sqlite3_bind_int64(s, 15, (sqlite3_int64)sbx->memory_bytes);
 	sqlite3_bind_int64(s, 16, (sqlite3_int64)sbx->disk_bytes);
-	int rc = step_done(st, s, "save sandbox", err);
+	sqlite3_bind_int(s, 17, !!sbx->auto_pause_memory);
+	sqlite3_bind_int64(s, 18, sbx->paused_at_ms);
+	sqlite3_bind_int(s, 19, !!sbx->released);
+	sqlite3_bind_int(s, 20, sbx->reclaim_after_s);
+	if (sbx->idem_key[0])
+		sqlite3_bind_text(s, 21, sbx->idem_key, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 21);
+	int rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	if (rc == SQLITE_CONSTRAINT)
+		rc = hu_err_set(err, -EEXIST, "store: another sandbox of team %s has idempotency key '%s'", sbx->team,
+				sbx->idem_key);
+	else
+		rc = rc == SQLITE_DONE ? 0 : db_err(st, err, "save sandbox");
 	sqlite3_clear_bindings(s); /* free the JSON texts now, not at the next use */
 	if (rc < 0)
 		hu_err_prefix(err, "sandbox %s", sbx->id);
@@ -359,5 +450,156 @@ int hu_store_sandbox_each_id(struct hu_store *st, void (*fn)(const char *id, voi
 	sqlite3_finalize(q);
 	if (rc != SQLITE_DONE)
 		return db_err(st, err, "list sandboxes");
+	return 0;
+}
+
+int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_SBX_STATE);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, state_name(state), -1, SQLITE_STATIC);
+	if (step_done(st, s, "set sandbox state", err) < 0) {
+		hu_err_prefix(err, "sandbox %s", id);
+		return -1;
+	}
+	return 0;
+}
+
+int hu_store_sandbox_by_idem(struct hu_store *st, const char *team, const char *key, char *id_out, size_t n,
+			     hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_SBX_BY_IDEM);
+	int rc;
+
+	sqlite3_bind_text(s, 1, team, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		snprintf(id_out, n, "%s", (const char *)sqlite3_column_text(s, 0));
+		rc = 1;
+	} else {
+		rc = rc == SQLITE_DONE ? 0 : db_err(st, err, "look up idempotency key");
+	}
+	sqlite3_reset(s);
+	return rc;
+}
+
+static json_t *column_json(sqlite3_stmt *q, int i)
+{
+	const char *text = (const char *)sqlite3_column_text(q, i);
+	json_t *v = text ? json_loads(text, 0, NULL) : NULL;
+	if (v && !json_is_object(v)) {
+		json_decref(v);
+		v = NULL;
+	}
+	return v ? v : json_object();
+}
+
+static void column_text(sqlite3_stmt *q, int i, char *out, size_t n)
+{
+	const char *text = (const char *)sqlite3_column_text(q, i);
+	snprintf(out, n, "%s", text ? text : "");
+}
+
+/* One row as a new hu_sbx (no runtime handle, no timers). */
+static struct hu_sbx *row_sandbox(sqlite3_stmt *q)
+{
+	struct hu_sbx *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	column_text(q, 0, s->id, sizeof(s->id));
+	column_text(q, 1, s->team, sizeof(s->team));
+	column_text(q, 2, s->template_id, sizeof(s->template_id));
+	s->state = state_parse((const char *)sqlite3_column_text(q, 3) ? (const char *)sqlite3_column_text(q, 3) : "");
+	column_text(q, 4, s->access_token, sizeof(s->access_token));
+	s->started_at_ms = sqlite3_column_int64(q, 5);
+	s->end_at_ms = sqlite3_column_int64(q, 6);
+	s->timeout_s = sqlite3_column_int(q, 7);
+	s->metadata = column_json(q, 8);
+	s->env_vars = column_json(q, 9);
+	s->auto_pause = sqlite3_column_int(q, 10);
+	s->auto_resume = sqlite3_column_int(q, 11);
+	s->allow_internet = sqlite3_column_type(q, 12) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 12);
+	s->cpu_millis = (uint32_t)sqlite3_column_int64(q, 13);
+	s->memory_bytes = (uint64_t)sqlite3_column_int64(q, 14);
+	s->disk_bytes = (uint64_t)sqlite3_column_int64(q, 15);
+	s->auto_pause_memory = sqlite3_column_int(q, 16);
+	s->paused_at_ms = sqlite3_column_int64(q, 17);
+	s->released = sqlite3_column_int(q, 18);
+	s->reclaim_after_s = sqlite3_column_int(q, 19);
+	column_text(q, 20, s->idem_key, sizeof(s->idem_key));
+	s->last_active_ms = s->paused_at_ms ? s->paused_at_ms : s->started_at_ms;
+	return s;
+}
+
+int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void *arg), void *arg, hu_err *err)
+{
+	sqlite3_stmt *q;
+	int rc;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
+			       " env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk, auto_pause_memory,"
+			       " paused_at, released, reclaim_after, idem_key FROM sandboxes",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_err(st, err, "load sandboxes");
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		struct hu_sbx *s = row_sandbox(q);
+		if (!s || !s->metadata || !s->env_vars) {
+			hu_sbx_free(s);
+			sqlite3_finalize(q);
+			return hu_err_set(err, ENOMEM, "store: load sandboxes");
+		}
+		fn(s, arg);
+	}
+	sqlite3_finalize(q);
+	if (rc != SQLITE_DONE)
+		return db_err(st, err, "load sandboxes");
+	return 0;
+}
+
+int hu_store_lost_add(struct hu_store *st, const char *id, const char *team, const char *reason, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_LOST_ADD);
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, team, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, hu_wall_ms());
+	return step_done(st, s, "record a lost sandbox", err);
+}
+
+int hu_store_lost_reason(struct hu_store *st, const char *id, const char *team, char *reason, size_t n)
+{
+	sqlite3_stmt *s = stmt(st, ST_LOST_GET);
+	int found = 0;
+
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, team, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW) {
+		column_text(s, 0, reason, n);
+		found = 1;
+	}
+	sqlite3_reset(s);
+	return found;
+}
+
+int hu_store_lost_purge(struct hu_store *st, int64_t before_ms, hu_err *err)
+{
+	sqlite3_stmt *s = stmt(st, ST_LOST_PURGE);
+	sqlite3_bind_int64(s, 1, before_ms);
+	return step_done(st, s, "purge lost sandboxes", err);
+}
+
+int hu_store_begin(struct hu_store *st, hu_err *err)
+{
+	return exec_sql(st, "BEGIN IMMEDIATE", err);
+}
+
+int hu_store_commit(struct hu_store *st, hu_err *err)
+{
+	if (exec_sql(st, "COMMIT", err) < 0) {
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+		return -1;
+	}
 	return 0;
 }

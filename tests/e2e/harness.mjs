@@ -48,7 +48,8 @@ function waitFor(proc, pattern, ms) {
 // startDaemon() -> { url, apiKey, pid, base, stop(), restart() }
 // `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
 // restart); the key is not printed again then.
-export async function startDaemon(extraArgs = [], reuse = null) {
+// `extraEnv` adds variables (HUTCH_FAULT for the fault-injection tests).
+export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   const base = reuse?.base ?? mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
   const port = await freePort()
   const env = {
@@ -57,6 +58,7 @@ export async function startDaemon(extraArgs = [], reuse = null) {
     HUTCH_RUN_DIR: join(base, 'run'),
     HUTCH_CGROUP_PARENT: 'hutch-e2e-' + process.pid,
     ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1',
+    ...extraEnv,
   }
   const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...extraArgs], {
     env,
@@ -90,10 +92,11 @@ export async function startDaemon(extraArgs = [], reuse = null) {
       return st
     },
     // a new daemon on the same data and run dirs (after this one died)
-    async restart(args = extraArgs) {
+    async restart(args = extraArgs, env = {}) {
       await exited
-      return startDaemon(args, { base, apiKey })
+      return startDaemon(args, { base, apiKey }, env)
     },
+    exited,
   }
   return self
 }

@@ -98,10 +98,10 @@ static void test_new_sandbox_wrong_types(void **state)
 
 static void test_new_sandbox_timeout_range(void **state)
 {
-	new_bad("{\"timeout\":-1}", "negative");
+	new_bad("{\"timeout\":-2}", "-1 for never");
 	new_bad("{\"timeout\":86401}", "at most");
 	new_bad("{\"timeout\":1e300}", "timeout");
-	new_bad("{\"timeout\":-9223372036854775807}", "negative");
+	new_bad("{\"timeout\":-9223372036854775807}", "-1 for never");
 }
 
 static void test_new_sandbox_maps(void **state)

@@ -173,12 +173,74 @@ static void test_sandbox_put_update_delete(void **state)
 	free_sbx(s);
 }
 
+static void keep_loaded(struct hu_sbx *s, void *arg)
+{
+	struct hu_sbx **slot = arg;
+	if (!strcmp(s->id, "iabc123"))
+		*slot = s;
+	else
+		hu_sbx_free(s);
+}
+
+/* The lifecycle's rows: an Idempotency-Key is unique per team (a second
+ * sandbox with it is refused, never replacing the first), states written
+ * ahead, everything read back at start, lost sandboxes remembered. */
+static void test_lifecycle_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_sbx *a = sample_sbx(), *b = sample_sbx(), *loaded = NULL;
+	char id[64], reason[64];
+	hu_err err;
+
+	snprintf(a->idem_key, sizeof(a->idem_key), "session-1");
+	a->state = HU_SBX_PAUSED;
+	a->paused_at_ms = 1700000100000;
+	a->released = 1;
+	a->reclaim_after_s = -1;
+	a->auto_pause_memory = 1;
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	snprintf(b->id, sizeof(b->id), "iother");
+	snprintf(b->idem_key, sizeof(b->idem_key), "session-1");
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), -1);
+	assert_int_equal(err.code, EEXIST);
+	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes WHERE id = ?1", "iabc123"), 1);
+	snprintf(b->team, sizeof(b->team), "team-b");
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), 0);
+	assert_int_equal(hu_store_sandbox_by_idem(f->st, a->team, "session-1", id, sizeof(id), &err), 1);
+	assert_string_equal(id, "iabc123");
+	assert_int_equal(hu_store_sandbox_by_idem(f->st, a->team, "nope", id, sizeof(id), &err), 0);
+
+	assert_int_equal(hu_store_sandbox_load(f->st, keep_loaded, &loaded, &err), 0);
+	assert_non_null(loaded);
+	assert_int_equal(loaded->state, HU_SBX_PAUSED);
+	assert_int_equal(loaded->paused_at_ms, 1700000100000);
+	assert_int_equal(loaded->released, 1);
+	assert_int_equal(loaded->reclaim_after_s, -1);
+	assert_string_equal(loaded->idem_key, "session-1");
+	assert_string_equal(loaded->access_token, a->access_token);
+	assert_int_equal(loaded->end_at_ms, a->end_at_ms);
+	assert_true(json_equal(loaded->metadata, a->metadata));
+	hu_sbx_free(loaded);
+
+	assert_int_equal(hu_store_sandbox_set_state(f->st, "iabc123", HU_SBX_KILLING, &err), 0);
+	assert_int_equal(sql_int(f->db, "SELECT state = 'killing' FROM sandboxes WHERE id = ?1", "iabc123"), 1);
+
+	assert_int_equal(hu_store_lost_add(f->st, "igone", "default", "init died", &err), 0);
+	assert_int_equal(hu_store_lost_reason(f->st, "igone", "default", reason, sizeof(reason)), 1);
+	assert_string_equal(reason, "init died");
+	assert_int_equal(hu_store_lost_reason(f->st, "igone", "team-b", reason, sizeof(reason)), 0);
+	assert_int_equal(hu_store_lost_purge(f->st, INT64_MAX, &err), 0);
+	assert_int_equal(hu_store_lost_reason(f->st, "igone", "default", reason, sizeof(reason)), 0);
+	free_sbx(a);
+	free_sbx(b);
+}
+
 static void test_schema_and_mode(void **state)
 {
 	struct fixture *f = *state;
 	struct stat st;
 
-	assert_int_equal(sql_int(f->db, "PRAGMA user_version", NULL), 1);
+	assert_int_equal(sql_int(f->db, "PRAGMA user_version", NULL), 2);
 	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 }
@@ -215,6 +277,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unknown_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_buffer_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sandbox_put_update_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lifecycle_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_and_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer_schema, setup, teardown),
 	};

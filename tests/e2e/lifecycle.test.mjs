@@ -1,0 +1,197 @@
+// The session lifecycle through the real SDK, with timeouts of seconds:
+// the idle window, pause on timeout, auto-resume, memory release and
+// resume over the same files, reclaim, timeout -1, and Idempotency-Key.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, execFileSync } from 'node:child_process'
+import { Sandbox } from 'e2b'
+import { startDaemon, api, sleep, hutchBin } from './harness.mjs'
+
+let d
+before(async () => {
+  // memory is released after 3 s paused, paused sandboxes are reclaimed after 8 s
+  d = await startDaemon(['--pause-release-after', '3s', '--reclaim-after', '8s'])
+})
+after(async () => {
+  const st = await d.stop()
+  assert.equal(st.code, 0, 'the daemon exits cleanly (no sanitizer report)\n' + d.log().slice(-3000))
+})
+
+const info = async (id) => (await api(d, 'GET', `/sandboxes/${id}`)).json
+const procsOf = (id) => {
+  const out = execFileSync('sh', ['-c', `cat /sys/fs/cgroup/*/${d.env.HUTCH_CGROUP_PARENT}/${id}/cgroup.procs 2>/dev/null | sort -u | wc -l`])
+  return Number(out.toString().trim())
+}
+
+test('timeout is an idle window: activity keeps the sandbox, idleness ends it', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 2000 })
+  const t0 = Date.now()
+  while (Date.now() - t0 < 4500) {
+    await sbx.commands.run('true')
+    const end = Date.parse((await info(sbx.sandboxId)).endAt)
+    assert.ok(end > Date.now(), 'endAt is never in the past for a live sandbox')
+    await sleep(700)
+  }
+  assert.equal(await sbx.isRunning(), true, 'alive after 4.5 s of activity with a 2 s window')
+  // an open stream is activity too: a command running longer than the window
+  const r = await sbx.commands.run('sleep 3; echo done', { timeoutMs: 10000 })
+  assert.equal(r.stdout.trim(), 'done')
+  await sleep(3500)
+  assert.equal((await api(d, 'GET', `/sandboxes/${sbx.sandboxId}`)).status, 404, 'killed after 2 s idle')
+})
+
+test('onTimeout pause freezes the sandbox and autoResume wakes it with processes intact', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 2000, lifecycle: { onTimeout: 'pause', autoResume: true } })
+  const h = await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/c; sleep 0.1; done', { background: true, timeoutMs: 0 })
+  // an attached command stream is activity; once nobody watches, idleness counts
+  await h.disconnect()
+  await sbx.files.write('/home/user/notes.txt', 'kept')
+  await sleep(3000)
+  const st = await info(sbx.sandboxId)
+  assert.equal(st.state, 'paused', 'paused after the idle window')
+  assert.ok(Date.parse(st.endAt) > Date.now(), 'a paused sandbox shows its reclaim time as endAt')
+  assert.equal((await fetch(`${d.url}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } })).status, 502,
+    'health of a paused sandbox is 502 and does not resume it')
+  assert.equal((await info(sbx.sandboxId)).state, 'paused')
+  const frozenAt = Date.now()
+  await sleep(1000)
+  // any data-plane request resumes it transparently
+  const c1 = Number((await sbx.commands.run('cat /tmp/c')).stdout)
+  await sleep(500)
+  const c2 = Number((await sbx.commands.run('cat /tmp/c')).stdout)
+  assert.ok(c2 > c1, `the counter continues after resume (${c1} -> ${c2})`)
+  const elapsedTicks = (Date.now() - frozenAt) / 100
+  assert.ok(c1 > 0 && c2 < 60 + elapsedTicks * 0.2, `it did not run while paused (${c2})`)
+  assert.equal(await sbx.files.read('/home/user/notes.txt'), 'kept')
+  assert.equal((await info(sbx.sandboxId)).state, 'running')
+  await sbx.kill()
+})
+
+test('without autoResume the data plane answers 502 until connect', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 60000, lifecycle: { onTimeout: 'pause' } })
+  await sbx.files.write('/tmp/x', 'y')
+  assert.equal(await sbx.pause(), true)
+  await assert.rejects(sbx.files.read('/tmp/x'), 'a paused sandbox without autoResume refuses')
+  assert.equal((await info(sbx.sandboxId)).state, 'paused', 'and stays paused')
+  const again = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await again.files.read('/tmp/x'), 'y')
+  await sbx.kill()
+})
+
+test('memory release: processes stop, files stay, resume starts a fresh init', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 60000 })
+  await sbx.files.write('/home/user/work/data.csv', 'a,b\n1,2\n')
+  await sbx.commands.run('sleep 1000', { background: true, timeoutMs: 0 })
+  assert.ok(procsOf(sbx.sandboxId) >= 2)
+  assert.equal(await sbx.pause(), true)
+  assert.equal((await info(sbx.sandboxId)).memoryReleased, false)
+  await sleep(4500) // pause.release_after is 3 s here
+  const st = await info(sbx.sandboxId)
+  assert.equal(st.state, 'paused')
+  assert.equal(st.memoryReleased, true, 'the detail says memory was released')
+  assert.equal(procsOf(sbx.sandboxId), 0, 'no process of the sandbox is left')
+  const back = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await back.files.read('/home/user/work/data.csv'), 'a,b\n1,2\n', 'files survive')
+  const ps = await back.commands.run('ps -e -o comm= | grep -c sleep || true')
+  assert.equal(ps.stdout.trim(), '0', 'running processes do not')
+  assert.equal((await back.commands.run('echo hi > /tmp/new && cat /tmp/new')).stdout, 'hi\n')
+  assert.equal((await info(sbx.sandboxId)).memoryReleased, false)
+  await sbx.kill()
+})
+
+test('pause with keepMemory false releases at once; connect with reboot is a cold boot', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 60000 })
+  await sbx.commands.run('echo 1 > /root/f', { user: 'root' })
+  await sbx.commands.run('sleep 1000', { background: true, timeoutMs: 0 })
+  assert.equal(await sbx.pause({ keepMemory: false }), true)
+  assert.equal((await info(sbx.sandboxId)).memoryReleased, true)
+  assert.equal(procsOf(sbx.sandboxId), 0)
+  await Sandbox.connect(sbx.sandboxId)
+  assert.equal((await sbx.commands.run('cat /root/f', { user: 'root' })).stdout, '1\n')
+  // a frozen sandbox resumed with onResume 'reboot' loses its processes too
+  assert.equal(await sbx.pause(), true)
+  await sbx.commands.run('true').catch(() => {})
+  await Sandbox.connect(sbx.sandboxId, { onResume: 'reboot' })
+  assert.equal((await sbx.commands.run('ps -e -o comm= | grep -c sleep || true')).stdout.trim(), '0')
+  await sbx.kill()
+})
+
+test('reclaim: paused sandboxes past reclaim.after are deleted, running ones and opted-out ones stay', async () => {
+  const running = await Sandbox.create({ timeoutMs: 60000 })
+  const paused = await Sandbox.create({ timeoutMs: 60000 })
+  const keep = await api(d, 'POST', '/v2/sandboxes', { templateID: 'base', timeout: 60, reclaimAfter: -1 })
+  assert.equal(keep.status, 201)
+  await paused.pause()
+  assert.equal((await api(d, 'POST', `/sandboxes/${keep.json.sandboxID}/pause`, {})).status, 204)
+  assert.equal((await info(keep.json.sandboxID)).endAt, '9999-12-31T23:59:59.000Z', 'never reclaimed: endAt is the max date')
+  await sleep(10000)
+  assert.equal((await api(d, 'GET', `/sandboxes/${paused.sandboxId}`)).status, 404, 'reclaimed')
+  assert.equal((await info(running.sandboxId)).state, 'running')
+  assert.equal((await info(keep.json.sandboxID)).state, 'paused')
+  await running.kill()
+  await api(d, 'DELETE', `/sandboxes/${keep.json.sandboxID}`)
+})
+
+test('timeout -1 means never', async () => {
+  const r = await api(d, 'POST', '/v2/sandboxes', { templateID: 'base', timeout: -1 })
+  assert.equal(r.status, 201)
+  const st = await info(r.json.sandboxID)
+  assert.equal(st.endAt, '9999-12-31T23:59:59.000Z')
+  assert.equal((await api(d, 'POST', `/sandboxes/${r.json.sandboxID}/timeout`, { timeout: 1 })).status, 204)
+  assert.ok(Date.parse((await info(r.json.sandboxID)).endAt) < Date.now() + 5000, 'setTimeout can shorten it again')
+  assert.equal((await api(d, 'POST', `/sandboxes/${r.json.sandboxID}/timeout`, { timeout: -1 })).status, 204)
+  await sleep(1500)
+  assert.equal((await info(r.json.sandboxID)).state, 'running')
+  await api(d, 'DELETE', `/sandboxes/${r.json.sandboxID}`)
+})
+
+// 50 creates with one key from 10 separate processes, 5 at a time each.
+function racers(key, procs, each) {
+  const script = `
+    const url = process.argv[1], apiKey = process.argv[2], key = process.argv[3], n = Number(process.argv[4])
+    const one = () => fetch(url + '/v2/sandboxes', { method: 'POST', body: '{"timeout":60}',
+      headers: { 'X-API-KEY': apiKey, 'Content-Type': 'application/json', 'Idempotency-Key': key } })
+      .then(async (r) => [r.status, (await r.json()).sandboxID])
+    Promise.all(Array.from({ length: n }, one)).then((v) => console.log(JSON.stringify(v)))`
+  return Promise.all(Array.from({ length: procs }, () => new Promise((res, rej) => {
+    const p = spawn(process.execPath, ['-e', script, d.url, d.apiKey, key, String(each)])
+    let out = ''
+    p.stdout.on('data', (c) => { out += c })
+    p.on('exit', (code) => (code === 0 ? res(JSON.parse(out)) : rej(new Error('racer failed ' + code))))
+  }))).then((all) => all.flat())
+}
+
+test('Idempotency-Key: 50 concurrent creates from separate processes give one sandbox', async () => {
+  const key = 'session-' + Date.now()
+  const results = await racers(key, 10, 5)
+  const ids = new Set(results.map(([, id]) => id))
+  assert.equal(ids.size, 1, `one sandbox for one key, got ${[...ids]}`)
+  const statuses = results.map(([s]) => s).sort()
+  assert.equal(statuses.filter((s) => s === 201).length, 1, 'one create answered 201')
+  assert.equal(statuses.filter((s) => s === 200).length, 49, 'the rest got that sandbox with 200')
+  const [id] = ids
+  // paused: the key resumes it
+  assert.equal((await api(d, 'POST', `/sandboxes/${id}/pause`, {})).status, 204)
+  const again = await api(d, 'POST', '/v2/sandboxes', { timeout: 60 }, { 'Idempotency-Key': key })
+  assert.equal(again.status, 200)
+  assert.equal(again.json.sandboxID, id)
+  assert.equal((await info(id)).state, 'running', 'resumed by the repeated create')
+  // the SDK can send it too
+  const viaSdk = await Sandbox.create({ headers: { 'Idempotency-Key': key } })
+  assert.equal(viaSdk.sandboxId, id)
+  // bad keys are refused
+  assert.equal((await api(d, 'POST', '/v2/sandboxes', {}, { 'Idempotency-Key': 'x'.repeat(200) })).status, 400)
+  // once it is gone, the key makes a new one
+  assert.equal((await api(d, 'DELETE', `/sandboxes/${id}`)).status, 204)
+  const fresh = await api(d, 'POST', '/v2/sandboxes', { timeout: 60 }, { 'Idempotency-Key': key })
+  assert.equal(fresh.status, 201)
+  assert.notEqual(fresh.json.sandboxID, id)
+  // keys are per team
+  const other = execFileSync(hutchBin, ['keys', 'create', '--team', 'other'], { env: d.env }).toString()
+    .match(/(hutch_[0-9a-f]+)/)[1]
+  const otherTeam = await api({ url: d.url, apiKey: other }, 'POST', '/v2/sandboxes', { timeout: 60 }, { 'Idempotency-Key': key })
+  assert.equal(otherTeam.status, 201)
+  assert.notEqual(otherTeam.json.sandboxID, fresh.json.sandboxID)
+  await api({ url: d.url, apiKey: other }, 'DELETE', `/sandboxes/${otherTeam.json.sandboxID}`)
+  await api(d, 'DELETE', `/sandboxes/${fresh.json.sandboxID}`)
+})
