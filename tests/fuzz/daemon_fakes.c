@@ -43,6 +43,24 @@ void hu_sbx_touch(struct hu_sbx *s)
 	(void)s;
 }
 
+void hu_sbx_stream_begin(struct hu_sbx *s)
+{
+	s->active++;
+}
+
+void hu_sbx_stream_end(struct hu_sbx *s)
+{
+	s->active--;
+}
+
+/* The fake paused sandbox has no autoResume; a resume is refused. */
+int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
+{
+	(void)d;
+	(void)timeout_s;
+	return hu_err_set(err, EIO, "fake: cannot resume %s", s->id);
+}
+
 int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err)
 {
 	if (!strcmp(key, "hutch_fuzzkey")) {

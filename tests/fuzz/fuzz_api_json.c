@@ -22,18 +22,20 @@ static void bodies(const json_t *body)
 	hu_err err;
 
 	if (hu_api_decode_new_sandbox(body, &ns, &err) == 0) {
-		if (ns.timeout_s < 0 || ns.timeout_s > HU_TIMEOUT_MAX_S || !json_is_object(ns.metadata) ||
+		/* -1 is "never"; reclaimAfter 0 means "not given" */
+		if (ns.timeout_s < -1 || ns.timeout_s > HU_TIMEOUT_MAX_S || ns.reclaim_after_s < -1 ||
+		    ns.reclaim_after_s > HU_RECLAIM_MAX_S || !json_is_object(ns.metadata) ||
 		    !json_is_object(ns.env_vars) || strlen(ns.template_id) == 0)
 			abort();
 		hu_new_sandbox_clear(&ns);
 	} else if (ns.metadata || ns.env_vars) {
 		abort();
 	}
-	if (hu_api_decode_timeout(body, &secs, &err) == 0 && (secs < 0 || secs > HU_TIMEOUT_MAX_S))
+	if (hu_api_decode_timeout(body, &secs, &err) == 0 && (secs < -1 || secs > HU_TIMEOUT_MAX_S))
 		abort();
-	if (hu_api_decode_refresh(body, &present, &secs, &err) == 0 && present && (secs < 0 || secs > HU_TIMEOUT_MAX_S))
+	if (hu_api_decode_refresh(body, &present, &secs, &err) == 0 && present && (secs < -1 || secs > HU_TIMEOUT_MAX_S))
 		abort();
-	if (hu_api_decode_connect(body, &c, &err) == 0 && c.has_timeout && (c.timeout_s < 0 || c.timeout_s > HU_TIMEOUT_MAX_S))
+	if (hu_api_decode_connect(body, &c, &err) == 0 && c.has_timeout && (c.timeout_s < -1 || c.timeout_s > HU_TIMEOUT_MAX_S))
 		abort();
 	hu_api_decode_pause(body, &memory, &err);
 }
