@@ -1,0 +1,194 @@
+// The lifecycle's costs through hutch serve's HTTP API, with a host floor in
+// the same run.
+//   node bench/lifecycle_bench.mjs [--rounds 3] [--n 50] [--density 200] [--build build]
+// Figures (median, p99 over all samples, plus per-round medians):
+//   pause           POST /sandboxes/{id}/pause of a running sandbox (freeze; memory kept)
+//   resume          POST /v2/sandboxes/{id}/connect of that paused sandbox (thaw)
+//   host_freeze     the floor: cgroup2 cgroup.freeze = 1 on a host cgroup holding the same
+//   host_thaw       workload (python3 holding 8 MiB), until cgroup.events says frozen / thawed
+//   http_floor      GET /sandboxes/{id}: the HTTP round trip both API calls above include
+//   release         POST /pause {"memory": false} of a running sandbox (freeze + every process ends)
+//   resume_released POST /connect of a released sandbox (a fresh init over the same files) + first
+//                   command (`true` through envd's process.Start, what the SDK's commands.run does)
+//   cold_create     the comparison for it: POST /v2/sandboxes + the same first command
+// Density: host memory (MemAvailable) held by --density paused sandboxes, each running the
+// workload, before and after their memory is released.
+// Not a test: it prints numbers (and JSON to build/bench/lifecycle_bench.json).
+import { spawn } from 'node:child_process'
+import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync } from 'node:fs'
+import { resolve, dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const { startDaemon, api } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
+
+const arg = (name, def) => {
+  const i = process.argv.indexOf('--' + name)
+  return i > 0 ? process.argv[i + 1] : def
+}
+const rounds = Number(arg('rounds', 3))
+const n = Number(arg('n', 50))
+const density = Number(arg('density', 200))
+process.env.HUTCH_BUILD = arg('build', 'build')
+const WORKLOAD = "import time; b = bytearray(8 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1e6)"
+
+const now = () => Number(process.hrtime.bigint()) / 1e6
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
+  return { n: s.length, median: q(0.5), p99: q(0.99), min: s[0], max: s[s.length - 1] }
+}
+const figures = {}
+const perRound = {}
+const add = (k, v, r) => {
+  ;(figures[k] ??= []).push(v)
+  ;((perRound[k] ??= [])[r] ??= []).push(v)
+}
+const memAvailableMiB = () => Number(readFileSync('/proc/meminfo', 'utf8').match(/MemAvailable:\s+(\d+)/)[1]) / 1024
+// what the sandboxes' memory cgroups are charged (processes, page cache, tmpfs), exactly, unlike
+// MemAvailable, which moves with everything else on a shared host
+function chargedMiB(ids) {
+  let sum = 0
+  for (const id of ids) {
+    for (const f of [`/sys/fs/cgroup/memory/${d.env.HUTCH_CGROUP_PARENT}/${id}/memory.usage_in_bytes`,
+      `/sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/${id}/memory.current`]) {
+      if (existsSync(f)) { sum += Number(readFileSync(f, 'utf8')); break }
+    }
+  }
+  return sum / (1 << 20)
+}
+
+const d = await startDaemon(['--pause-release-after', '720h', '--reclaim-after', '720h'])
+
+async function must(method, path, body, status) {
+  const r = await api(d, method, path, body)
+  if (r.status !== status) throw new Error(`${method} ${path}: ${r.status} ${r.text}`)
+  return r.json
+}
+// envd process.Start of `argv`, waiting for its end (what commands.run does)
+async function exec(id, token, argv) {
+  const msg = Buffer.from(JSON.stringify({ process: { cmd: argv[0], args: argv.slice(1) } }))
+  const env = Buffer.alloc(5 + msg.length)
+  env.writeUInt32BE(msg.length, 1)
+  msg.copy(env, 5)
+  const r = await fetch(`${d.url}/process.Process/Start`, {
+    method: 'POST', body: env,
+    headers: { 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1', 'E2b-Sandbox-Id': id,
+      'X-Access-Token': token, Authorization: 'Basic ' + Buffer.from('user:').toString('base64') },
+  })
+  const body = Buffer.from(await r.arrayBuffer())
+  if (r.status !== 200 || !body.includes('"end"')) throw new Error(`exec ${argv}: ${r.status} ${body}`)
+}
+async function createWithWorkload() {
+  const s = await must('POST', '/v2/sandboxes', { templateID: 'base', timeout: 3600 }, 201)
+  // background: the stream is cut after the start event, the process stays
+  const ctl = new AbortController()
+  const started = exec(s.sandboxID, s.envdAccessToken, ['python3', '-c', WORKLOAD]).catch(() => {})
+  await sleep(50)
+  ctl.abort()
+  void started
+  return s
+}
+
+// the host floor: a cgroup2 group with the same workload
+const unified = existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? '/sys/fs/cgroup/unified' : '/sys/fs/cgroup'
+const hostGroup = join(unified, 'hutch-bench-floor-' + process.pid)
+mkdirSync(hostGroup)
+const hostProc = spawn('/usr/bin/python3', ['-c', WORKLOAD], { stdio: 'ignore' })
+writeFileSync(join(hostGroup, 'cgroup.procs'), String(hostProc.pid))
+async function hostFreeze(v) {
+  writeFileSync(join(hostGroup, 'cgroup.freeze'), v ? '1' : '0')
+  while (!readFileSync(join(hostGroup, 'cgroup.events'), 'utf8').includes(`frozen ${v ? 1 : 0}`)) await sleep(0)
+}
+
+try {
+  const pool = []
+  for (let i = 0; i < 10; i++) pool.push(await createWithWorkload())
+  await sleep(500)
+  for (let r = 0; r < rounds; r++) {
+    for (let i = 0; i < n; i++) {
+      const s = pool[i % pool.length]
+      let t = now()
+      await must('POST', `/sandboxes/${s.sandboxID}/pause`, {}, 204)
+      add('pause', now() - t, r)
+      t = now()
+      await hostFreeze(1)
+      add('host_freeze', now() - t, r)
+      t = now()
+      await must('POST', `/v2/sandboxes/${s.sandboxID}/connect`, { timeout: 3600 }, 201)
+      add('resume', now() - t, r)
+      t = now()
+      await must('GET', `/sandboxes/${s.sandboxID}`, undefined, 200)
+      add('http_floor', now() - t, r)
+      t = now()
+      await hostFreeze(0)
+      add('host_thaw', now() - t, r)
+    }
+    for (let i = 0; i < Math.max(5, n / 5); i++) {
+      const s = pool[i % pool.length]
+      let t = now()
+      await must('POST', `/sandboxes/${s.sandboxID}/pause`, { memory: false }, 204)
+      add('release', now() - t, r)
+      t = now()
+      await must('POST', `/v2/sandboxes/${s.sandboxID}/connect`, { timeout: 3600 }, 201)
+      await exec(s.sandboxID, s.envdAccessToken, ['true'])
+      add('resume_released', now() - t, r)
+      t = now()
+      const c = await must('POST', '/v2/sandboxes', { templateID: 'base', timeout: 3600 }, 201)
+      await exec(c.sandboxID, c.envdAccessToken, ['true'])
+      add('cold_create', now() - t, r)
+      await must('DELETE', `/sandboxes/${c.sandboxID}`, undefined, 204)
+      // give the pool sandbox its workload back
+      exec(s.sandboxID, s.envdAccessToken, ['python3', '-c', WORKLOAD]).catch(() => {})
+    }
+  }
+  for (const s of pool) await must('DELETE', `/sandboxes/${s.sandboxID}`, undefined, 204)
+
+  // density: memory held by paused sandboxes, before and after release
+  await sleep(1000)
+  const before = memAvailableMiB()
+  const many = []
+  for (let i = 0; i < density; i++) many.push(await createWithWorkload())
+  await sleep(2000)
+  for (const s of many) await must('POST', `/sandboxes/${s.sandboxID}/pause`, {}, 204)
+  await sleep(1000)
+  const paused = memAvailableMiB()
+  const ids = many.map((s) => s.sandboxID)
+  const chargedPaused = chargedMiB(ids)
+  for (const s of many) await must('POST', `/sandboxes/${s.sandboxID}/pause`, { memory: false }, 204)
+  await sleep(2000)
+  const released = memAvailableMiB()
+  const chargedReleased = chargedMiB(ids)
+  for (const s of many) await must('DELETE', `/sandboxes/${s.sandboxID}`, undefined, 204)
+  const dens = {
+    sandboxes: density,
+    held_paused_mib: before - paused,
+    held_released_mib: before - released,
+    per_sandbox_paused_mib: (before - paused) / density,
+    per_sandbox_released_mib: (before - released) / density,
+    charged_paused_mib: chargedPaused,
+    charged_released_mib: chargedReleased,
+  }
+
+  const out = { rounds, n, figures: {}, density: dens }
+  console.log(`lifecycle_bench: ${rounds} rounds, n=${n}; ms (median / p99 / min / max; per-round medians)`)
+  for (const [k, xs] of Object.entries(figures)) {
+    const st = stats(xs)
+    const rm = perRound[k].map((x) => stats(x).median.toFixed(2)).join(' ')
+    out.figures[k] = { ...st, round_medians: perRound[k].map((x) => stats(x).median) }
+    console.log(`  ${k.padEnd(16)} ${st.median.toFixed(2)} / ${st.p99.toFixed(2)} / ${st.min.toFixed(2)} / ${st.max.toFixed(2)}   [${rm}]  n=${st.n}`)
+  }
+  console.log(`  density: ${density} paused sandboxes (python3 holding 8 MiB each) hold ${dens.held_paused_mib.toFixed(0)} MiB ` +
+    `(${dens.per_sandbox_paused_mib.toFixed(1)} MiB each); after release ${dens.held_released_mib.toFixed(0)} MiB ` +
+    `(${dens.per_sandbox_released_mib.toFixed(2)} MiB each)`)
+  console.log(`  charged to the sandboxes' memory cgroups: ${chargedPaused.toFixed(0)} MiB paused, ` +
+    `${chargedReleased.toFixed(0)} MiB after release (${(chargedReleased / density).toFixed(2)} MiB each: the writable layer's pages)`)
+  mkdirSync(resolve(here, '..', process.env.HUTCH_BUILD, 'bench'), { recursive: true })
+  writeFileSync(resolve(here, '..', process.env.HUTCH_BUILD, 'bench', 'lifecycle_bench.json'), JSON.stringify(out, null, 2))
+} finally {
+  hostProc.kill('SIGKILL')
+  await sleep(100)
+  try { rmdirSync(hostGroup) } catch {}
+  await d.stop()
+}
