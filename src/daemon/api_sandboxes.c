@@ -125,8 +125,22 @@ static void kill_sandbox(struct hu_req *r)
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	hu_err err;
 
+	const char *only = hu_req_query(r, "state");
+
 	if (!s)
 		return;
+	/* ?state=paused (hutch): delete only if it is still paused, so that a
+	 * reclaim loop acting on an older list cannot delete a sandbox that a
+	 * request has resumed since; the check and the kill are one step */
+	if (only && strcmp(only, "paused") && strcmp(only, "running")) {
+		hu_reply_error(r, 400, "state must be paused or running");
+		return;
+	}
+	if (only && strcmp(only, s->state == HU_SBX_PAUSED ? "paused" : "running")) {
+		hu_reply_error(r, 409, "sandbox %s is %s; not deleted", s->id,
+			       s->state == HU_SBX_PAUSED ? "paused" : "running");
+		return;
+	}
 	/* Whatever teardown could not undo is logged; the sandbox is gone
 	 * from the API either way, so the caller gets its 204. */
 	hu_sbx_kill(r->d, s, "killed by the API", &err);

@@ -128,8 +128,12 @@ test('reclaim: paused sandboxes past reclaim.after are deleted, running ones and
   assert.equal((await api(d, 'GET', `/sandboxes/${paused.sandboxId}`)).status, 404, 'reclaimed')
   assert.equal((await info(running.sandboxId)).state, 'running')
   assert.equal((await info(keep.json.sandboxID)).state, 'paused')
+  // a platform's own reclaim: the conditional delete refuses a sandbox that is not paused (any more)
+  assert.equal((await api(d, 'DELETE', `/sandboxes/${running.sandboxId}?state=paused`)).status, 409)
+  assert.equal((await info(running.sandboxId)).state, 'running', 'untouched')
+  assert.equal((await api(d, 'DELETE', `/sandboxes/${running.sandboxId}?state=bogus`)).status, 400)
+  assert.equal((await api(d, 'DELETE', `/sandboxes/${keep.json.sandboxID}?state=paused`)).status, 204)
   await running.kill()
-  await api(d, 'DELETE', `/sandboxes/${keep.json.sandboxID}`)
 })
 
 test('timeout -1 means never', async () => {
