@@ -10,6 +10,10 @@ mkdir -p "$root/tests/results"
 if [ ! -d node_modules/e2b ]; then
 	npm ci --no-audit --no-fund || { echo "e2e: npm ci failed"; exit 1; }
 fi
+# the session-gateway example is run by gateway.test.mjs with its own lockfile
+if [ ! -d "$root/examples/session-gateway/node_modules/e2b" ]; then
+	(cd "$root/examples/session-gateway" && npm ci --no-audit --no-fund) || { echo "e2e: npm ci (example) failed"; exit 1; }
+fi
 files=${E2E_FILES:-$(ls ./*.test.mjs)}
 # the idle-connection test opens 10,000 sockets from node
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
