@@ -199,3 +199,40 @@ test('Idempotency-Key: 50 concurrent creates from separate processes give one sa
   await api({ url: d.url, apiKey: other }, 'DELETE', `/sandboxes/${otherTeam.json.sandboxID}`)
   await api(d, 'DELETE', `/sandboxes/${fresh.json.sandboxID}`)
 })
+
+test('memory pressure releases paused sandboxes, least recently used first', async () => {
+  const { writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  // a threshold no host meets: the daemon sees pressure all the time
+  const conf = join(mkdtempSync(join(tmpdir(), 'hutch-conf-')), 'hutch.conf')
+  writeFileSync(conf, 'pressure.min_available = 1000T\n')
+  const p = await startDaemon(['--config', conf])
+  const o = { apiKey: p.apiKey, apiUrl: p.url, sandboxUrl: p.url }
+  try {
+    const sbxs = []
+    for (let i = 0; i < 6; i++) sbxs.push(await Sandbox.create({ ...o, timeoutMs: 60000 }))
+    // last activity in this order: sbxs[0] is the least recently used
+    for (const s of sbxs) { await s.commands.run('true'); await sleep(30) }
+    const running = await Sandbox.create({ ...o, timeoutMs: 60000 })
+    await Promise.all(sbxs.map((s) => s.pause(o)))
+    const released = async () => Promise.all(sbxs.map(async (s) =>
+      (await api(p, 'GET', `/sandboxes/${s.sandboxId}`)).json.memoryReleased))
+    let states
+    for (let t = 0; t < 40; t++) {
+      states = await released()
+      const k = states.indexOf(false)
+      assert.ok(k === -1 || states.slice(k).every((x) => !x), `released in LRU order: ${states}`)
+      if (k === -1) break
+      await sleep(100)
+    }
+    assert.ok(states.every(Boolean), 'all paused sandboxes released under pressure')
+    assert.equal((await api(p, 'GET', `/sandboxes/${running.sandboxId}`)).json.state, 'running', 'running ones untouched')
+    assert.equal((await running.commands.run('echo up')).stdout, 'up\n')
+    const again = await Sandbox.connect(sbxs[0].sandboxId, o)
+    assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
+  } finally {
+    const st = await p.stop()
+    assert.equal(st.code, 0)
+  }
+})
