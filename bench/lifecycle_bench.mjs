@@ -7,6 +7,8 @@
 //   host_freeze     the floor: cgroup2 cgroup.freeze = 1 on a host cgroup holding the same
 //   host_thaw       workload (python3 holding 8 MiB), until cgroup.events says frozen / thawed
 //   http_floor      GET /sandboxes/{id}: the HTTP round trip both API calls above include
+//   server_pause    the same pause and resume (every one of the run, memory-releasing ones included), timed
+//   server_resume   inside the daemon from request to reply (its debug log): freeze/thaw + the store write
 //   release         POST /pause {"memory": false} of a running sandbox (freeze + every process ends)
 //   resume_released POST /connect of a released sandbox (a fresh init over the same files) + first
 //                   command (`true` through envd's process.Start, what the SDK's commands.run does)
@@ -59,7 +61,20 @@ function chargedMiB(ids) {
   return sum / (1 << 20)
 }
 
-const d = await startDaemon(['--pause-release-after', '720h', '--reclaim-after', '720h'])
+// log_level debug: the daemon logs each request with the time it took inside the server
+const { mkdtempSync } = await import('node:fs')
+const { tmpdir } = await import('node:os')
+const conf = join(mkdtempSync(join(tmpdir(), 'hutch-bench-conf-')), 'hutch.conf')
+writeFileSync(conf, 'log_level = debug\n')
+const d = await startDaemon(['--config', conf, '--pause-release-after', '720h', '--reclaim-after', '720h'])
+// server-side durations of the latency phase's requests, from the daemon's log
+function serverTimes() {
+  for (const line of d.log().split('\n')) {
+    const m = line.match(/msg="POST \/(sandboxes\/i[a-z0-9]+\/pause|v2\/sandboxes\/i[a-z0-9]+\/connect) -> (204|201) \(([0-9.]+) ms\)"/)
+    if (!m) continue
+    ;(figures[m[1].endsWith('pause') ? 'server_pause' : 'server_resume'] ??= []).push(Number(m[3]))
+  }
+}
 
 async function must(method, path, body, status) {
   const r = await api(d, method, path, body)
@@ -144,6 +159,8 @@ try {
     }
   }
   for (const s of pool) await must('DELETE', `/sandboxes/${s.sandboxID}`, undefined, 204)
+  serverTimes()
+  for (const k of ['server_pause', 'server_resume']) perRound[k] = [figures[k] ?? []]
 
   // density: memory held by paused sandboxes, before and after release
   await sleep(1000)

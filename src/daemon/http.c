@@ -238,10 +238,10 @@ static void log_reply(struct hu_req *r, int status, const char *message)
 	const char *sbx = r->sbx_id[0] ? r->sbx_id : NULL;
 
 	if (status >= 400)
-		hu_log(HU_LOG_WARN, sbx, r->id, "%s %s -> %d (%.1f ms): %s", method_name(r->method), r->path,
+		hu_log(HU_LOG_WARN, sbx, r->id, "%s %s -> %d (%.2f ms): %s", method_name(r->method), r->path,
 		       status, ms, message ? message : "");
 	else
-		hu_log(HU_LOG_DEBUG, sbx, r->id, "%s %s -> %d (%.1f ms)", method_name(r->method), r->path, status,
+		hu_log(HU_LOG_DEBUG, sbx, r->id, "%s %s -> %d (%.2f ms)", method_name(r->method), r->path, status,
 		       ms);
 }
 
