@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,9 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->release_after_s = 600;
 	cfg->reclaim_after_s = 86400;
 	cfg->pressure_psi_avg10 = 10;
+	cfg->admission_memory_overcommit = 4.0;
+	cfg->admission_cpu_overcommit = 16.0;
+	cfg->admission_refuse_under_pressure = 1;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -191,6 +195,48 @@ static int set_psi_avg10(struct hu_config *cfg, const char *v, hu_err *err)
 	return 0;
 }
 
+static int set_admission_reserve(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return hu_parse_size(v, &cfg->admission_reserve, err);
+}
+
+/* A ratio like 1.5: a plain decimal, 0.01 .. 1000. */
+static int parse_ratio(const char *v, double *out, hu_err *err)
+{
+	char *end;
+	double r;
+
+	if (!*v || strspn(v, "0123456789.") != strlen(v))
+		return hu_err_set(err, -EINVAL, "'%s' is not a ratio (examples: 1, 1.5, 4)", v);
+	errno = 0;
+	r = strtod(v, &end);
+	if (errno || *end || r < 0.01 || r > 1000)
+		return hu_err_set(err, -ERANGE, "'%s' is out of range (0.01..1000)", v);
+	*out = r;
+	return 0;
+}
+
+static int set_memory_overcommit(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_ratio(v, &cfg->admission_memory_overcommit, err);
+}
+
+static int set_cpu_overcommit(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_ratio(v, &cfg->admission_cpu_overcommit, err);
+}
+
+static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+		cfg->admission_refuse_under_pressure = 1;
+	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+		cfg->admission_refuse_under_pressure = 0;
+	else
+		return hu_err_set(err, -EINVAL, "'%s' is not true or false", v);
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -213,6 +259,10 @@ static const struct {
 	{"reclaim.after", "--reclaim-after", set_reclaim_after},
 	{"pressure.min_available", NULL, set_min_available},
 	{"pressure.psi_avg10", NULL, set_psi_avg10},
+	{"admission.reserve", NULL, set_admission_reserve},
+	{"admission.memory_overcommit", NULL, set_memory_overcommit},
+	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
+	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

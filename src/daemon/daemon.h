@@ -45,6 +45,12 @@ struct hu_config {
 					  * (0 = 5% of MemTotal) */
 	uint32_t pressure_psi_avg10;   /* pressure.psi_avg10: memory PSI "some avg10" above it (%) is
 					* pressure (default 10) */
+	uint64_t admission_reserve;    /* admission.reserve: memory kept for the host (0 = 10%, at least 512 MiB) */
+	double admission_memory_overcommit; /* admission.memory_overcommit: memory limits may add up to this
+					     * many times the usable memory (default 4) */
+	double admission_cpu_overcommit; /* admission.cpu_overcommit: CPU limits of running sandboxes may add
+					  * up to this many times the CPUs (default 16) */
+	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
 };
 
 struct hu_daemon {

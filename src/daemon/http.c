@@ -326,7 +326,11 @@ void hu_reply_error(struct hu_req *r, int status, const char *fmt, ...)
 
 void hu_reply_err(struct hu_req *r, const hu_err *err)
 {
-	hu_reply_error(r, status_for_errno(err->code), "%s", err->msg);
+	int status = status_for_errno(err->code);
+	/* over capacity or under pressure: a client should come back */
+	if (status == 429 || status == 503)
+		hu_reply_header(r, "Retry-After", "5");
+	hu_reply_error(r, status, "%s", err->msg);
 }
 
 void hu_reply_header(struct hu_req *r, const char *name, const char *value)

@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "daemon/admission.h"
 #include "daemon/fault.h"
 #include "daemon/store.h"
 
@@ -324,6 +325,11 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	}
 	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes)
 		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
+	/* before anything is built: a refused create leaves nothing behind */
+	hu_sandbox_spec_defaults(&spec);
+	if (hu_admission_check(d, d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes,
+			       d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis, err) < 0)
+		return -1;
 	s = calloc(1, sizeof(*s));
 	pc = calloc(1, sizeof(*pc));
 	if (!s || !pc) {
@@ -364,6 +370,14 @@ fail:
 	hu_sbx_free(s);
 	free(pc);
 	return -1;
+}
+
+void hu_sbx_pending_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *cpu_millis)
+{
+	for (const struct hu_pending_create *pc = d->creating; pc; pc = pc->next) {
+		*memory_bytes += pc->s->memory_bytes;
+		*cpu_millis += pc->s->cpu_millis;
+	}
 }
 
 void hu_sbx_abort_creates(struct hu_daemon *d)

@@ -206,7 +206,7 @@ test('memory pressure releases paused sandboxes, least recently used first', asy
   const { join } = await import('node:path')
   // a threshold no host meets: the daemon sees pressure all the time
   const conf = join(mkdtempSync(join(tmpdir(), 'hutch-conf-')), 'hutch.conf')
-  writeFileSync(conf, 'pressure.min_available = 1000T\n')
+  writeFileSync(conf, 'pressure.min_available = 1000T\nadmission.refuse_under_pressure = false\n')
   const p = await startDaemon(['--config', conf])
   const o = { apiKey: p.apiKey, apiUrl: p.url, sandboxUrl: p.url }
   try {
@@ -234,5 +234,44 @@ test('memory pressure releases paused sandboxes, least recently used first', asy
   } finally {
     const st = await p.stop()
     assert.equal(st.code, 0)
+  }
+})
+
+test('admission control: over the budget is 429 with Retry-After and builds nothing; pressure is 503', async () => {
+  const { writeFileSync, mkdtempSync, readdirSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const { join } = await import('node:path')
+  const { execFileSync } = await import('node:child_process')
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-conf-'))
+  // a budget of 2.5 default (512 MiB) sandboxes: two fit, the third does not
+  const total = Number(execFileSync('sh', ['-c', "awk '/MemTotal/ {print $2 * 1024}' /proc/meminfo"]).toString())
+  writeFileSync(join(dir, 'a.conf'), `admission.reserve = 4G\nadmission.memory_overcommit = ${(2.5 * 512 * 2 ** 20 / (total - 4 * 2 ** 30)).toFixed(4)}\n`)
+  const a = await startDaemon(['--config', join(dir, 'a.conf')])
+  try {
+    const ok1 = await api(a, 'POST', '/v2/sandboxes', { timeout: 60 })
+    const ok2 = await api(a, 'POST', '/v2/sandboxes', { timeout: 60 })
+    assert.equal(ok1.status, 201, ok1.text)
+    assert.equal(ok2.status, 201, ok2.text)
+    const over = await api(a, 'POST', '/v2/sandboxes', { timeout: 60 })
+    assert.equal(over.status, 429, over.text)
+    assert.equal(over.headers.get('retry-after'), '5')
+    assert.match(over.json.message, /not enough memory/)
+    assert.equal(readdirSync(join(a.env.HUTCH_RUN_DIR, 'sandboxes')).length, 2, 'nothing half-created')
+    assert.equal((await api(a, 'GET', '/v2/sandboxes')).json.length, 2)
+    // a released sandbox holds no memory: its commitment is free again
+    assert.equal((await api(a, 'POST', `/sandboxes/${ok1.json.sandboxID}/pause`, { memory: false })).status, 204)
+    assert.equal((await api(a, 'POST', '/v2/sandboxes', { timeout: 60 })).status, 201)
+  } finally {
+    assert.equal((await a.stop()).code, 0)
+  }
+  writeFileSync(join(dir, 'p.conf'), 'pressure.min_available = 1000T\n')
+  const p = await startDaemon(['--config', join(dir, 'p.conf')])
+  try {
+    const r = await api(p, 'POST', '/v2/sandboxes', { timeout: 60 })
+    assert.equal(r.status, 503, r.text)
+    assert.equal(r.headers.get('retry-after'), '5')
+    assert.match(r.json.message, /memory pressure/)
+  } finally {
+    assert.equal((await p.stop()).code, 0)
   }
 })

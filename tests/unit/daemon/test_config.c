@@ -152,6 +152,40 @@ static void test_bad_values(void **state)
 	assert_file_error(f, "port\n", "1", "key = value");
 	assert_file_error(f, "port =\n", "1", "missing value");
 	assert_file_error(f, "= 3\n", "1", "missing key");
+	assert_file_error(f, "admission.memory_overcommit = 0\n", "1", "out of range");
+	assert_file_error(f, "admission.memory_overcommit = -1\n", "1", "not a ratio");
+	assert_file_error(f, "admission.cpu_overcommit = 1e9\n", "1", "not a ratio");
+	assert_file_error(f, "admission.refuse_under_pressure = maybe\n", "1", "true or false");
+	assert_file_error(f, "pressure.psi_avg10 = 101\n", "1", "pressure.psi_avg10");
+	assert_file_error(f, "reclaim.after = 0s\n", "1", "reclaim.after");
+	assert_file_error(f, "pause.release_after = soon\n", "1", "soon");
+}
+
+/* The lifecycle and admission settings (docs/operations.md). */
+static void test_lifecycle_settings(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+
+	hu_config_defaults(&cfg);
+	assert_int_equal(cfg.release_after_s, 600);
+	assert_int_equal(cfg.reclaim_after_s, 86400);
+	assert_true(cfg.admission_memory_overcommit == 4.0);
+	assert_true(cfg.admission_refuse_under_pressure);
+	write_conf(f->conf, "pause.release_after = 5m\nreclaim.after = 2h\npressure.min_available = 2G\n"
+			    "pressure.psi_avg10 = 25\nadmission.reserve = 1G\nadmission.memory_overcommit = 1.5\n"
+			    "admission.cpu_overcommit = 2\nadmission.refuse_under_pressure = false\n");
+	hu_config_defaults(&cfg);
+	assert_int_equal(hu_config_load_file(&cfg, f->conf, &err), 0);
+	assert_int_equal(cfg.release_after_s, 300);
+	assert_int_equal(cfg.reclaim_after_s, 7200);
+	assert_int_equal(cfg.pressure_min_available, 2ull << 30);
+	assert_int_equal(cfg.pressure_psi_avg10, 25);
+	assert_int_equal(cfg.admission_reserve, 1ull << 30);
+	assert_true(cfg.admission_memory_overcommit == 1.5);
+	assert_true(cfg.admission_cpu_overcommit == 2.0);
+	assert_false(cfg.admission_refuse_under_pressure);
 }
 
 static void test_flags_override(void **state)
@@ -209,6 +243,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_good_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lifecycle_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flags_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
 	};

@@ -1,0 +1,129 @@
+/* Admission control (admission.h). */
+#include "daemon/admission.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/lifecycle.h"
+#include "daemon/registry.h"
+#include "daemon/sandbox_ops.h"
+#include "util/fileutil.h"
+#include "util/parse.h"
+
+#define MIB (1024ull * 1024ull)
+#define MIN_RESERVE (512 * MIB)
+#define PIDS_RESERVE 4096 /* pids left to the host whatever the sandboxes' limits say */
+
+static int read_meminfo(uint64_t *total, uint64_t *avail, hu_err *err)
+{
+	char line[256];
+	int found = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return hu_err_sys(err, "open /proc/meminfo");
+	while (found < 2 && fgets(line, sizeof(line), f)) {
+		unsigned long long kb;
+		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
+			*total = kb * 1024;
+			found++;
+		} else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			*avail = kb * 1024;
+			found++;
+		}
+	}
+	fclose(f);
+	return found == 2 ? 0 : hu_err_set(err, EIO, "/proc/meminfo lacks MemTotal or MemAvailable");
+}
+
+static uint64_t pid_max(void)
+{
+	char buf[32];
+	uint64_t v;
+	hu_err ignored;
+
+	if (hu_read_file("/proc/sys/kernel/pid_max", buf, sizeof(buf), &ignored) < 0)
+		return 32768;
+	buf[strcspn(buf, "\n")] = '\0';
+	return hu_parse_u64(buf, &v, &ignored) == 0 ? v : 32768;
+}
+
+static int count(struct hu_sbx *s, void *arg)
+{
+	struct hu_capacity *cap = arg;
+	int holds_memory = s->state == HU_SBX_RUNNING || (s->state == HU_SBX_PAUSED && !s->released);
+
+	if (holds_memory) {
+		cap->mem_committed += s->memory_bytes;
+		cap->pids_committed += cap->pids_per_sandbox;
+	}
+	if (s->state == HU_SBX_RUNNING)
+		cap->cpu_committed_millis += s->cpu_millis;
+	if (s->state == HU_SBX_PAUSED && !s->released)
+		cap->holding_paused++;
+	return 0;
+}
+
+int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
+{
+	const struct hu_config *cfg = &d->cfg;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cap, 0, sizeof(*cap));
+	if (read_meminfo(&cap->mem_total, &cap->mem_available, err) < 0)
+		return -1;
+	cap->mem_reserve = cfg->admission_reserve ? cfg->admission_reserve : cap->mem_total / 10;
+	if (cap->mem_reserve < MIN_RESERVE && !cfg->admission_reserve)
+		cap->mem_reserve = MIN_RESERVE;
+	uint64_t usable = cap->mem_total > cap->mem_reserve ? cap->mem_total - cap->mem_reserve : 0;
+	cap->mem_budget = (uint64_t)((double)usable * cfg->admission_memory_overcommit);
+	cap->cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
+	cap->cpu_budget_millis = (uint64_t)((double)cap->cpus * 1000.0 * cfg->admission_cpu_overcommit);
+	uint64_t pm = pid_max();
+	cap->pids_budget = pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0;
+	cap->pids_per_sandbox = cfg->default_pids;
+	if (d->reg)
+		hu_registry_each(d->reg, count, cap);
+	/* creates in progress are commitments too */
+	uint64_t mem = 0, cpu = 0;
+	hu_sbx_pending_commitments(d, &mem, &cpu);
+	cap->mem_committed += mem;
+	cap->cpu_committed_millis += cpu;
+	cap->pids_committed += (uint64_t)d->n_creating * cap->pids_per_sandbox;
+	return 0;
+}
+
+int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_millis, hu_err *err)
+{
+	uint64_t pids;
+	struct hu_capacity cap;
+	char why[160];
+
+	if (hu_capacity_read(d, &cap, err) < 0)
+		return -1;
+	pids = cap.pids_per_sandbox;
+	if (cap.mem_committed + memory_bytes > cap.mem_budget)
+		return hu_err_set(err, -EAGAIN,
+				  "not enough memory on this host: %llu MiB committed to sandboxes, this one asks %llu MiB, "
+				  "the budget is %llu MiB (admission.memory_overcommit x (%llu MiB - %llu MiB reserved))",
+				  (unsigned long long)(cap.mem_committed / MIB), (unsigned long long)(memory_bytes / MIB),
+				  (unsigned long long)(cap.mem_budget / MIB), (unsigned long long)(cap.mem_total / MIB),
+				  (unsigned long long)(cap.mem_reserve / MIB));
+	if (cap.cpu_committed_millis + cpu_millis > cap.cpu_budget_millis)
+		return hu_err_set(err, -EAGAIN,
+				  "not enough CPU on this host: %.2f CPUs committed to running sandboxes, this one asks %.2f, "
+				  "the budget is %.2f (admission.cpu_overcommit x %u CPUs)",
+				  cap.cpu_committed_millis / 1000.0, cpu_millis / 1000.0, cap.cpu_budget_millis / 1000.0,
+				  cap.cpus);
+	if (cap.pids_committed + pids > cap.pids_budget)
+		return hu_err_set(err, -EAGAIN, "not enough pids on this host: %llu committed, this one asks %llu, %llu allowed",
+				  (unsigned long long)cap.pids_committed, (unsigned long long)pids,
+				  (unsigned long long)cap.pids_budget);
+	/* real pressure: the lifecycle tick releases paused sandboxes first;
+	 * with none left to release, new sandboxes would only make it worse */
+	if (d->cfg.admission_refuse_under_pressure && cap.holding_paused == 0 &&
+	    hu_lifecycle_under_pressure(&d->cfg, why, sizeof(why)))
+		return hu_err_set(err, -ENOMEM, "the host is under memory pressure (%s); try again later", why);
+	return 0;
+}
