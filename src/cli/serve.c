@@ -136,6 +136,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	hu_api_sandboxes_register(d);
 	hu_api_templates_register(d);
 	hu_api_logs_register(d);
+	hu_api_metrics_register(d);
 	hu_envd_process_register(d);
 	hu_envd_fs_register(d);
 	if (ensure_api_key(d, err) < 0)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/sandbox_ops.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 
 struct loaded {
@@ -57,6 +58,7 @@ static void lost(struct hu_daemon *d, struct hu_sbx *s, const char *reason)
 	hu_err e;
 
 	hu_log(HU_LOG_WARN, s->id, 0, "lost while the server was down: %s; cleaned up", reason);
+	hu_stat_add(HU_STAT_LOST, 1);
 	remove_remains(d, s);
 	if (hu_store_lost_add(d->store, s->id, s->team, reason, &e) < 0)
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);

@@ -12,6 +12,7 @@
 #include "daemon/routes.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/sbx_metrics.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/parse.h"
 
@@ -43,11 +44,22 @@ static void reply_sandbox(struct hu_req *r, int status, const struct hu_sbx *s)
 	hu_reply_json(r, status, v);
 }
 
+/* A refused or failed create, counted by reason for GET /metrics. */
+static void count_failure(int code)
+{
+	hu_stat_add(code == ENOENT	 ? HU_STAT_CREATE_FAIL_TEMPLATE
+		    : code == EAGAIN ? HU_STAT_CREATE_FAIL_CAPACITY
+		    : code == ENOMEM ? HU_STAT_CREATE_FAIL_PRESSURE
+				     : HU_STAT_CREATE_FAIL_RUNTIME,
+		    1);
+}
+
 static void on_created(struct hu_daemon *d, struct hu_sbx *s, int created, const hu_err *err, void *arg)
 {
 	struct hu_req *r = arg;
 
 	if (!s) {
+		count_failure(err->code);
 		hu_log(HU_LOG_ERROR, NULL, r->id, "%s", err->msg);
 		hu_reply_err(r, err);
 		return;
@@ -93,12 +105,14 @@ static void create_sandbox(struct hu_req *r)
 	rc = hu_api_decode_new_sandbox(body, &ns, &err);
 	json_decref(body);
 	if (rc < 0) {
+		hu_stat_add(HU_STAT_CREATE_FAIL_BAD_REQUEST, 1);
 		hu_reply_error(r, 400, "%s", err.msg);
 		return;
 	}
 	rc = hu_sbx_create_async(r->d, r->team, &ns, key, on_created, r, &err);
 	hu_new_sandbox_clear(&ns);
 	if (rc < 0) {
+		count_failure(err.code);
 		hu_log(err.code == ENOENT || err.code == EAGAIN ? HU_LOG_INFO : HU_LOG_ERROR, NULL, r->id, "%s",
 		       err.msg);
 		hu_reply_err(r, &err);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "daemon/connect.h"
+#include "daemon/stats.h"
 #include "daemon/registry.h"
 
 #define ENVELOPE_HEADER 5
@@ -301,6 +302,8 @@ static size_t output_pending(const struct hu_stream *s)
  * client is behind. */
 static int push(struct hu_stream *s)
 {
+	if (s->r->sbx_id[0])
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(s->frame));
 	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
 	if (!s->paused && output_pending(s) > s->high_water) {
 		s->paused = 1;

@@ -114,6 +114,9 @@ void hu_http_forget_sandbox(struct hu_daemon *d, const struct hu_sbx *s);
 /* ---- replies (control plane) ------------------------------------------ */
 /* Send `body` (reference stolen) as JSON with `status`. */
 void hu_reply_json(struct hu_req *r, int status, json_t *body);
+/* `body` (not freed) with a Content-Type of its own (GET /metrics). */
+struct evbuffer;
+void hu_reply_text(struct hu_req *r, int status, const char *content_type, struct evbuffer *body);
 /* 204 No Content, or 200/201 with Content-Length: 0 when status says so. */
 void hu_reply_empty(struct hu_req *r, int status);
 /* {"code": status, "message": "..."} */

@@ -23,6 +23,8 @@
 
 #include "daemon/connect.h"
 #include "daemon/envd_process.h"
+#include "daemon/stats.h"
+#include "util/clock.h"
 #include "daemon/initconn.h"
 #include "daemon/registry.h"
 #include "util/parse.h"
@@ -53,6 +55,8 @@ struct proc_stream {
 	uint32_t req;      /* id of the SPAWN/ATTACH */
 	uint32_t kill_req; /* id of the deadline's SIGNAL, 0 = none sent */
 	uint32_t pid;      /* 0 until SPAWNED/ATTACHED */
+	int64_t asked_mono_ms; /* when the SPAWN went out (exec latency) */
+	bool is_start;
 	bool kill_pending; /* the deadline came before SPAWNED: kill on arrival */
 };
 
@@ -201,6 +205,8 @@ static void on_started(struct proc_stream *ps, uint32_t pid)
 	if (!ps->stream)
 		return;
 	hu_log(HU_LOG_DEBUG, ps->sbx_id, ps->req_id, "process %u: streaming", pid);
+	if (ps->is_start)
+		hu_stat_observe(HU_HIST_EXEC, (double)(hu_mono_ms() - ps->asked_mono_ms) / 1000.0);
 	if (ps_send(ps, hu_envd_event_start(pid)) < 0)
 		return;
 	evtimer_add(ps->keepalive, &ps->keepalive_tv);
@@ -387,6 +393,8 @@ static void stream_open(struct hu_req *r, bool start)
 	}
 	ps->stream = s;
 	ps->req = 1;
+	ps->asked_mono_ms = hu_mono_ms();
+	ps->is_start = start;
 	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), on_frame, on_close, ps, &ps->conn, &err) < 0) {
 		hu_log(HU_LOG_WARN, ps->sbx_id, ps->req_id, "process %s: %s", start ? "start" : "connect", err.msg);
 		hu_buf_free(&frame);

@@ -42,6 +42,7 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/base64.h"
 #include "util/cleanup.h"
@@ -247,6 +248,8 @@ static void log_reply(struct hu_req *r, int status, const char *message)
 
 static void send_reply(struct hu_req *r, int status, struct evbuffer *body)
 {
+	if (r->sbx_id[0] && body)
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(body));
 	if (r->ev)
 		evhttp_send_reply(r->ev, status, status == 499 ? "Client Closed Request" : NULL, body);
 	hu_req_finish(r);
@@ -285,6 +288,16 @@ void hu_reply_json(struct hu_req *r, int status, json_t *body)
 	json_decref(body);
 	send_reply(r, status, buf);
 	evbuffer_free(buf);
+}
+
+void hu_reply_text(struct hu_req *r, int status, const char *content_type, struct evbuffer *body)
+{
+	if (!can_answer(r))
+		return;
+	log_reply(r, status, NULL);
+	if (r->ev)
+		evhttp_add_header(evhttp_request_get_output_headers(r->ev), "Content-Type", content_type);
+	send_reply(r, status, body);
 }
 
 void hu_reply_empty(struct hu_req *r, int status)
@@ -633,7 +646,10 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id)
 			reply_sandbox_unavailable(r, sbx_id, s);
 			return;
 		}
+		hu_stat_add(HU_STAT_AUTO_RESUMES, 1);
 	}
+	if (r->ev)
+		hu_stat_add(HU_STAT_DATA_BYTES_IN, evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)));
 	hu_sbx_touch(s);
 	route_dispatch(r, 1);
 }

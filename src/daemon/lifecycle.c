@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "daemon/sandbox_ops.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/clock.h"
 
@@ -204,6 +205,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 	for (size_t i = 0; i < w.reclaim.n; i++) {
 		struct hu_sbx *s = w.reclaim.v[i];
 		snprintf(why, sizeof(why), "reclaimed: paused since %lld s", (long long)((w.now - s->paused_at_ms) / 1000));
+		hu_stat_add(HU_STAT_RECLAIMS, 1);
 		hu_sbx_kill(d, s, why, &err);
 	}
 	for (size_t i = 0; i < w.release.n; i++) {

@@ -11,6 +11,7 @@
 
 #include "daemon/admission.h"
 #include "daemon/fault.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
@@ -191,6 +192,7 @@ struct hu_pending_create {
 	hu_sbx_created_fn done;
 	void *arg;
 	struct create_waiter *waiters;
+	int64_t started_mono_ms; /* for the create latency histogram */
 	struct hu_pending_create *next;
 };
 
@@ -243,6 +245,8 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 	if (hu_registry_add(d->reg, s, &err) < 0)
 		goto fail_rt;
 	hu_sbx_arm_deadline(s);
+	hu_stat_add(HU_STAT_CREATES, 1);
+	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
 	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
 	       s->timeout_s);
 	pending_done(pc, s, NULL);
@@ -293,6 +297,7 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 			return hu_err_set(err, ENOMEM, "wait for sandbox %s", pc->s->id);
 		*w = (struct create_waiter){.done = done, .arg = arg, .next = pc->waiters};
 		pc->waiters = w;
+		hu_stat_add(HU_STAT_IDEMPOTENT_HITS, 1);
 		return 1;
 	}
 	hu_registry_each(d->reg, match_idem, &f);
@@ -301,6 +306,7 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 	if (f.found->state == HU_SBX_PAUSED && hu_sbx_resume(d, f.found, 0, err) < 0)
 		return -1;
 	hu_sbx_touch(f.found);
+	hu_stat_add(HU_STAT_IDEMPOTENT_HITS, 1);
 	done(d, f.found, 0, NULL, arg);
 	return 1;
 }
@@ -346,9 +352,10 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	stored = 1;
 	hu_fault_point("create.stored");
 	hu_sbx_runtime_spec(d, s, &spec);
+	int64_t t0 = hu_mono_ms();
 	if (hu_sandbox_create_start(d->rt, &spec, &s->rt, err) < 0)
 		goto fail;
-	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg};
+	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg, .started_mono_ms = t0};
 	pc->ready = event_new(d->base, hu_sandbox_ready_fd(s->rt), EV_READ, on_create_ready, pc);
 	struct timeval tv = {CREATE_TIMEOUT_S, 0};
 	if (!pc->ready || event_add(pc->ready, &tv) < 0) {
@@ -403,6 +410,7 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 	int rc = 0;
 
 	hu_log(HU_LOG_INFO, s->id, 0, "kill: %s", why);
+	hu_stat_add(HU_STAT_KILLS, 1);
 	/* the intent first: a daemon killed mid-way finishes the kill at its
 	 * next start instead of reporting the sandbox as lost */
 	if (hu_store_sandbox_set_state(d->store, s->id, HU_SBX_KILLING, &e) < 0)
@@ -451,6 +459,7 @@ int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_er
 	s->released = 1;
 	if (save(d, s, err) < 0)
 		return -1; /* the next start sees a paused sandbox without init: released */
+	hu_stat_add(HU_STAT_RELEASES, 1);
 	hu_log(HU_LOG_INFO, s->id, 0, "memory released (%s): processes stopped, files kept", why);
 	return 0;
 }
@@ -476,6 +485,7 @@ int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_e
 		return -1;
 	}
 	evtimer_del(s->timer);
+	hu_stat_add(HU_STAT_PAUSES, 1);
 	hu_log(HU_LOG_INFO, s->id, 0, "paused");
 	if (release_memory)
 		return hu_sbx_release(d, s, "pause without memory", err);
@@ -502,6 +512,7 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 {
 	int64_t old_end = s->end_at_ms, old_paused = s->paused_at_ms;
 	int was_released = s->released;
+	int64_t t0 = hu_mono_ms();
 	hu_err ignored;
 
 	if (s->state == HU_SBX_RUNNING)
@@ -527,6 +538,8 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 		return -1;
 	}
 	hu_sbx_arm_deadline(s);
+	hu_stat_add(HU_STAT_RESUMES, 1);
+	hu_stat_observe(HU_HIST_RESUME, (double)(hu_mono_ms() - t0) / 1000.0);
 	hu_log(HU_LOG_INFO, s->id, 0, "resumed%s", was_released ? " with a fresh init (memory had been released)" : "");
 	return 0;
 }

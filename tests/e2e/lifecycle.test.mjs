@@ -297,3 +297,37 @@ test('logs: the daemon\'s persisted lines about a sandbox, E2B shapes', async ()
   assert.equal((await api(d, 'GET', '/sandboxes/inosuchsandbox/logs')).status, 404)
   await sbx.kill()
 })
+
+test('GET /metrics: Prometheus text with states, lifecycle counters, latency histograms and capacity', async () => {
+  const scrape = async () => {
+    const r = await fetch(`${d.url}/metrics`)
+    assert.equal(r.status, 200)
+    assert.match(r.headers.get('content-type'), /^text\/plain; version=0\.0\.4/)
+    const text = await r.text()
+    const get = (series) => {
+      const line = text.split('\n').find((l) => l.startsWith(series + ' '))
+      assert.ok(line, `${series} in\n${text}`)
+      return Number(line.slice(series.length + 1))
+    }
+    return { text, get }
+  }
+  const before = await scrape()
+  const sbx = await Sandbox.create({ timeoutMs: 60000 })
+  await sbx.commands.run('echo hi')
+  await sbx.pause()
+  await sbx.commands.run('true').catch(() => {}) // no autoResume: refused, paused
+  await Sandbox.connect(sbx.sandboxId)
+  const after = await scrape()
+  assert.equal(after.get('hutch_sandbox_creates_total') - before.get('hutch_sandbox_creates_total'), 1)
+  assert.equal(after.get('hutch_sandbox_lifecycle_total{event="pause"}') - before.get('hutch_sandbox_lifecycle_total{event="pause"}'), 1)
+  assert.equal(after.get('hutch_sandbox_lifecycle_total{event="resume"}') - before.get('hutch_sandbox_lifecycle_total{event="resume"}'), 1)
+  assert.ok(after.get('hutch_create_duration_seconds_count') > before.get('hutch_create_duration_seconds_count'))
+  assert.ok(after.get('hutch_exec_start_duration_seconds_count') > before.get('hutch_exec_start_duration_seconds_count'))
+  assert.ok(after.get('hutch_resume_duration_seconds_bucket{le="+Inf"}') >= 1)
+  assert.ok(after.get('hutch_dataplane_bytes_total{direction="out"}') > before.get('hutch_dataplane_bytes_total{direction="out"}'))
+  assert.ok(after.get('hutch_sandboxes{state="running"}') >= 1)
+  assert.ok(after.get('hutch_memory_bytes{kind="committed"}') >= 512 * 2 ** 20)
+  assert.ok(after.get('hutch_memory_bytes{kind="budget"}') > 0)
+  assert.doesNotMatch(after.text, new RegExp(sbx.sandboxId), 'no sandbox id in the metrics')
+  await sbx.kill()
+})

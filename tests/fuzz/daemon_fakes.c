@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "daemon/registry.h"
+#include "daemon/stats.h"
 #include "daemon/store.h"
 #include "daemon_fakes.h"
 
@@ -51,6 +52,18 @@ void hu_sbx_stream_begin(struct hu_sbx *s)
 void hu_sbx_stream_end(struct hu_sbx *s)
 {
 	s->active--;
+}
+
+void hu_stat_add(enum hu_stat which, uint64_t n)
+{
+	(void)which;
+	(void)n;
+}
+
+void hu_stat_observe(enum hu_hist which, double seconds)
+{
+	(void)which;
+	(void)seconds;
 }
 
 /* The fake paused sandbox has no autoResume; a resume is refused. */

@@ -1,0 +1,133 @@
+/* Counters, histograms and their Prometheus rendering (stats.h). */
+#include "daemon/stats.h"
+
+#include <event2/buffer.h>
+#include <stdio.h>
+
+#include "daemon/admission.h"
+#include "daemon/daemon.h"
+#include "daemon/registry.h"
+
+static const double bucket_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+#define NBUCKETS (sizeof(bucket_le) / sizeof(bucket_le[0]))
+
+static struct {
+	uint64_t counter[HU_STAT_COUNT];
+	struct {
+		uint64_t bucket[NBUCKETS]; /* cumulative counts are computed when rendered */
+		uint64_t count;
+		double sum;
+	} hist[HU_HIST_COUNT];
+} g_stats;
+
+void hu_stat_add(enum hu_stat which, uint64_t n)
+{
+	g_stats.counter[which] += n;
+}
+
+void hu_stat_observe(enum hu_hist which, double seconds)
+{
+	size_t i = 0;
+	while (i < NBUCKETS && seconds > bucket_le[i])
+		i++;
+	if (i < NBUCKETS)
+		g_stats.hist[which].bucket[i]++;
+	g_stats.hist[which].count++;
+	g_stats.hist[which].sum += seconds;
+}
+
+static void counter(struct evbuffer *o, const char *name, const char *label, enum hu_stat which)
+{
+	evbuffer_add_printf(o, "%s%s %llu\n", name, label ? label : "", (unsigned long long)g_stats.counter[which]);
+}
+
+static void header(struct evbuffer *o, const char *name, const char *type, const char *help)
+{
+	evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void histogram(struct evbuffer *o, const char *name, const char *help, enum hu_hist which)
+{
+	uint64_t cum = 0;
+
+	header(o, name, "histogram", help);
+	for (size_t i = 0; i < NBUCKETS; i++) {
+		cum += g_stats.hist[which].bucket[i];
+		evbuffer_add_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_le[i], (unsigned long long)cum);
+	}
+	evbuffer_add_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+			    (unsigned long long)g_stats.hist[which].count, name, g_stats.hist[which].sum, name,
+			    (unsigned long long)g_stats.hist[which].count);
+}
+
+struct by_state {
+	unsigned running, paused, released;
+};
+
+static int count_state(struct hu_sbx *s, void *arg)
+{
+	struct by_state *b = arg;
+	if (s->state == HU_SBX_RUNNING)
+		b->running++;
+	else if (s->released)
+		b->released++;
+	else
+		b->paused++;
+	return 0;
+}
+
+int hu_stats_render(struct hu_daemon *d, struct evbuffer *o)
+{
+	struct by_state b = {0};
+	struct hu_capacity cap;
+	hu_err err;
+
+	if (d->reg)
+		hu_registry_each(d->reg, count_state, &b);
+	header(o, "hutch_sandboxes", "gauge", "Live sandboxes by state (paused_released: paused, memory released).");
+	evbuffer_add_printf(o, "hutch_sandboxes{state=\"running\"} %u\nhutch_sandboxes{state=\"paused\"} %u\n"
+			       "hutch_sandboxes{state=\"paused_released\"} %u\nhutch_sandboxes{state=\"creating\"} %u\n",
+			    b.running, b.paused, b.released, d->n_creating);
+
+	header(o, "hutch_sandbox_creates_total", "counter", "Sandboxes created.");
+	counter(o, "hutch_sandbox_creates_total", NULL, HU_STAT_CREATES);
+	header(o, "hutch_sandbox_create_failures_total", "counter", "Creates refused or failed, by reason.");
+	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"template\"}", HU_STAT_CREATE_FAIL_TEMPLATE);
+	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"capacity\"}", HU_STAT_CREATE_FAIL_CAPACITY);
+	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"pressure\"}", HU_STAT_CREATE_FAIL_PRESSURE);
+	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"bad_request\"}",
+		HU_STAT_CREATE_FAIL_BAD_REQUEST);
+	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"runtime\"}", HU_STAT_CREATE_FAIL_RUNTIME);
+	header(o, "hutch_sandbox_idempotent_hits_total", "counter", "Creates answered with the sandbox an Idempotency-Key made.");
+	counter(o, "hutch_sandbox_idempotent_hits_total", NULL, HU_STAT_IDEMPOTENT_HITS);
+	header(o, "hutch_sandbox_lifecycle_total", "counter", "Lifecycle transitions.");
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"pause\"}", HU_STAT_PAUSES);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"resume\"}", HU_STAT_RESUMES);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"auto_resume\"}", HU_STAT_AUTO_RESUMES);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"memory_release\"}", HU_STAT_RELEASES);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"reclaim\"}", HU_STAT_RECLAIMS);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"kill\"}", HU_STAT_KILLS);
+	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"lost\"}", HU_STAT_LOST);
+	histogram(o, "hutch_create_duration_seconds", "From create request to a running sandbox.", HU_HIST_CREATE);
+	histogram(o, "hutch_resume_duration_seconds", "Resume of a paused sandbox (thaw, or a fresh init after a memory release).",
+		  HU_HIST_RESUME);
+	histogram(o, "hutch_exec_start_duration_seconds", "From process.Start to the process running.", HU_HIST_EXEC);
+	header(o, "hutch_dataplane_bytes_total", "counter", "Data-plane bytes (request bodies in; replies and streams out).");
+	counter(o, "hutch_dataplane_bytes_total", "{direction=\"in\"}", HU_STAT_DATA_BYTES_IN);
+	counter(o, "hutch_dataplane_bytes_total", "{direction=\"out\"}", HU_STAT_DATA_BYTES_OUT);
+
+	if (hu_capacity_read(d, &cap, &err) == 0) {
+		header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (limits), admission budget, host total and available.");
+		evbuffer_add_printf(o, "hutch_memory_bytes{kind=\"committed\"} %llu\nhutch_memory_bytes{kind=\"budget\"} %llu\n"
+				       "hutch_memory_bytes{kind=\"total\"} %llu\nhutch_memory_bytes{kind=\"available\"} %llu\n",
+				    (unsigned long long)cap.mem_committed, (unsigned long long)cap.mem_budget,
+				    (unsigned long long)cap.mem_total, (unsigned long long)cap.mem_available);
+		header(o, "hutch_cpu_millis", "gauge", "CPU in thousandths: committed to running sandboxes, admission budget.");
+		evbuffer_add_printf(o, "hutch_cpu_millis{kind=\"committed\"} %llu\nhutch_cpu_millis{kind=\"budget\"} %llu\n",
+				    (unsigned long long)cap.cpu_committed_millis, (unsigned long long)cap.cpu_budget_millis);
+		header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (limits), admission budget.");
+		evbuffer_add_printf(o, "hutch_pids{kind=\"committed\"} %llu\nhutch_pids{kind=\"budget\"} %llu\n",
+				    (unsigned long long)cap.pids_committed, (unsigned long long)cap.pids_budget);
+	}
+	return 0;
+}
