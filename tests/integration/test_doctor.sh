@@ -27,6 +27,11 @@ expect_match "Landlock line reports an ABI version or why not" "Landlock: (ABI v
 	"$(grep ' Landlock: ' <<<"$out")"
 expect_match "memory line estimates how many sandboxes fit" "room for about [0-9]+ sandboxes of 512 MiB" \
 	"$(grep ' memory: ' <<<"$out")"
+expect_match "resource floor is measured with real sandboxes" \
+	"resource floor: an idle sandbox \(hutch-init only\) costs the host about [0-9.]+ MiB.*about [0-9]+ idle sandboxes fit" \
+	"$(grep ' resource floor: ' <<<"$out")"
+expect_eq "the floor measurement leaves no cgroup behind" "" \
+	"$(ls -d /sys/fs/cgroup/*/hutch-doctor-* /sys/fs/cgroup/hutch-doctor-* 2>/dev/null)"
 expect_no_match "no check FAILs" "^FAIL " "$out"
 expect_match "doctor ends with a summary" "[0-9]+ ok, [0-9]+ warn, 0 FAIL" "$(tail -n1 <<<"$out")"
 nlines=$(grep -cE '^(ok|warn|FAIL) ' <<<"$out")
