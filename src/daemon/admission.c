@@ -110,7 +110,7 @@ int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_
 				  (unsigned long long)(cap.mem_committed / MIB), (unsigned long long)(memory_bytes / MIB),
 				  (unsigned long long)(cap.mem_budget / MIB), (unsigned long long)(cap.mem_total / MIB),
 				  (unsigned long long)(cap.mem_reserve / MIB));
-	if (cap.cpu_committed_millis + cpu_millis > cap.cpu_budget_millis)
+	if (d->cfg.admission_cpu_overcommit > 0 && cap.cpu_committed_millis + cpu_millis > cap.cpu_budget_millis)
 		return hu_err_set(err, -EAGAIN,
 				  "not enough CPU on this host: %.2f CPUs committed to running sandboxes, this one asks %.2f, "
 				  "the budget is %.2f (admission.cpu_overcommit x %u CPUs)",

@@ -39,7 +39,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->reclaim_after_s = 86400;
 	cfg->pressure_psi_avg10 = 10;
 	cfg->admission_memory_overcommit = 4.0;
-	cfg->admission_cpu_overcommit = 16.0;
+	cfg->admission_cpu_overcommit = 0; /* CPU is shared, not exhausted: no CPU budget unless asked */
 	cfg->admission_refuse_under_pressure = 1;
 }
 
@@ -223,6 +223,10 @@ static int set_memory_overcommit(struct hu_config *cfg, const char *v, hu_err *e
 
 static int set_cpu_overcommit(struct hu_config *cfg, const char *v, hu_err *err)
 {
+	if (!strcmp(v, "0")) {
+		cfg->admission_cpu_overcommit = 0; /* no CPU budget */
+		return 0;
+	}
 	return parse_ratio(v, &cfg->admission_cpu_overcommit, err);
 }
 

@@ -49,7 +49,7 @@ struct hu_config {
 	double admission_memory_overcommit; /* admission.memory_overcommit: memory limits may add up to this
 					     * many times the usable memory (default 4) */
 	double admission_cpu_overcommit; /* admission.cpu_overcommit: CPU limits of running sandboxes may add
-					  * up to this many times the CPUs (default 16) */
+					  * up to this many times the CPUs (default 0: no CPU budget) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
 };
 

@@ -172,6 +172,7 @@ static void test_lifecycle_settings(void **state)
 	assert_int_equal(cfg.release_after_s, 600);
 	assert_int_equal(cfg.reclaim_after_s, 86400);
 	assert_true(cfg.admission_memory_overcommit == 4.0);
+	assert_true(cfg.admission_cpu_overcommit == 0);
 	assert_true(cfg.admission_refuse_under_pressure);
 	write_conf(f->conf, "pause.release_after = 5m\nreclaim.after = 2h\npressure.min_available = 2G\n"
 			    "pressure.psi_avg10 = 25\nadmission.reserve = 1G\nadmission.memory_overcommit = 1.5\n"
