@@ -66,7 +66,7 @@ const { mkdtempSync } = await import('node:fs')
 const { tmpdir } = await import('node:os')
 const conf = join(mkdtempSync(join(tmpdir(), 'hutch-bench-conf-')), 'hutch.conf')
 // and a memory budget that admits the density phase's sandboxes (their limits add up past the host's memory)
-writeFileSync(conf, 'log_level = debug\nadmission.memory_overcommit = 100\n')
+writeFileSync(conf, 'log_level = debug\nadmission.memory_overcommit = 100\ndefault_pids = 64\n')
 const d = await startDaemon(['--config', conf, '--pause-release-after', '720h', '--reclaim-after', '720h'])
 // server-side durations of the latency phase's requests, from the daemon's log
 function serverTimes() {

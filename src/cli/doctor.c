@@ -1307,6 +1307,17 @@ static void check_floor(const struct ctx *cx, struct result *r)
 	if (each < 256)
 		each = 256; /* below the noise: count at least the kernel's per-sandbox objects */
 	uint64_t reserve = HOST_RESERVE_MIB * 1024;
+	char pm[32];
+	uint64_t pid_max = 0;
+	if (hu_read_file("/proc/sys/kernel/pid_max", pm, sizeof(pm), &err) >= 0)
+		pid_max = strtoull(pm, NULL, 10);
+	if (pid_max > 4096) {
+		uint64_t by_pids = (pid_max - 4096) / 512;
+		found(r, "kernel.pid_max %" PRIu64 ": admission control allows %" PRIu64 " sandboxes of 512 pids%s", pid_max,
+		      by_pids, by_pids < 1000 ? " (raise kernel.pid_max for more)" : "");
+		if (by_pids < 100)
+			verdict(r, ST_WARN, "kernel.pid_max limits this host to %" PRIu64 " default sandboxes", by_pids);
+	}
 	if (after > reserve) {
 		uint64_t fit = (after - reserve) / each;
 		found(r, "about %" PRIu64 " idle sandboxes fit in MemAvailable less %llu MiB for the host%s; what their "

@@ -81,7 +81,7 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 	cap->cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
 	cap->cpu_budget_millis = (uint64_t)((double)cap->cpus * 1000.0 * cfg->admission_cpu_overcommit);
 	uint64_t pm = pid_max();
-	cap->pids_budget = pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0;
+	cap->pids_budget = (uint64_t)((double)(pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0) * cfg->admission_pids_overcommit);
 	cap->pids_per_sandbox = cfg->default_pids;
 	if (d->reg)
 		hu_registry_each(d->reg, count, cap);
@@ -117,7 +117,10 @@ int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_
 				  cap.cpu_committed_millis / 1000.0, cpu_millis / 1000.0, cap.cpu_budget_millis / 1000.0,
 				  cap.cpus);
 	if (cap.pids_committed + pids > cap.pids_budget)
-		return hu_err_set(err, -EAGAIN, "not enough pids on this host: %llu committed, this one asks %llu, %llu allowed",
+		return hu_err_set(err, -EAGAIN,
+				  "not enough pids on this host: %llu committed, this one asks %llu, %llu allowed "
+				  "(kernel.pid_max less 4096 for the host, x admission.pids_overcommit; raise kernel.pid_max "
+				  "or lower default_pids)",
 				  (unsigned long long)cap.pids_committed, (unsigned long long)pids,
 				  (unsigned long long)cap.pids_budget);
 	/* real pressure: the lifecycle tick releases paused sandboxes first;

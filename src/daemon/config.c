@@ -40,6 +40,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->pressure_psi_avg10 = 10;
 	cfg->admission_memory_overcommit = 4.0;
 	cfg->admission_cpu_overcommit = 0; /* CPU is shared, not exhausted: no CPU budget unless asked */
+	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 }
 
@@ -230,6 +231,11 @@ static int set_cpu_overcommit(struct hu_config *cfg, const char *v, hu_err *err)
 	return parse_ratio(v, &cfg->admission_cpu_overcommit, err);
 }
 
+static int set_pids_overcommit(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_ratio(v, &cfg->admission_pids_overcommit, err);
+}
+
 static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
@@ -266,6 +272,7 @@ static const struct {
 	{"admission.reserve", NULL, set_admission_reserve},
 	{"admission.memory_overcommit", NULL, set_memory_overcommit},
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
+	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
 };
 

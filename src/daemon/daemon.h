@@ -50,6 +50,9 @@ struct hu_config {
 					     * many times the usable memory (default 4) */
 	double admission_cpu_overcommit; /* admission.cpu_overcommit: CPU limits of running sandboxes may add
 					  * up to this many times the CPUs (default 0: no CPU budget) */
+	double admission_pids_overcommit; /* admission.pids_overcommit: pids limits may add up to this many
+					   * times pid_max less a reserve (default 1: a fork bomb in every
+					   * sandbox at once still leaves the host its pids) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
 };
 
