@@ -7,13 +7,25 @@
 #include "daemon/registry.h"
 
 #include <openssl/crypto.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/sandbox_ops.h"
+#include "daemon/signed_url.h"
 #include "daemon/sbx_metrics.h"
 
 #define MIN_SLOTS 64
+#define SIG_HINTS 1024 /* signature index entries (a power of two) */
+
+/* One entry of the signature index: a signature digest and the sandbox it
+ * verified for. Direct-mapped by the digest's first bytes (the digest is a
+ * sha256, uniformly spread already); a newer signature overwrites an older
+ * one in its slot, which only costs that older link a fresh search. */
+struct sig_hint {
+	uint8_t digest[HU_SIG_DIGEST_LEN];
+	char id[HU_ID_MAX];
+};
 
 struct hu_registry {
 	struct hu_daemon *d;
@@ -21,6 +33,7 @@ struct hu_registry {
 	size_t nslots; /* a power of two */
 	size_t count;
 	struct event *sampler;
+	struct sig_hint *sig_hints; /* SIG_HINTS entries */
 };
 
 /* FNV-1a: ids are random already; this only spreads them over the slots. */
@@ -81,8 +94,9 @@ int hu_registry_new(struct hu_daemon *d, struct hu_registry **out, hu_err *err)
 	reg->d = d;
 	reg->nslots = MIN_SLOTS;
 	reg->slots = calloc(reg->nslots, sizeof(*reg->slots));
+	reg->sig_hints = calloc(SIG_HINTS, sizeof(*reg->sig_hints));
 	reg->sampler = event_new(d->base, -1, EV_PERSIST, sample_all, reg);
-	if (!reg->slots || !reg->sampler || event_add(reg->sampler, &every) < 0) {
+	if (!reg->slots || !reg->sig_hints || !reg->sampler || event_add(reg->sampler, &every) < 0) {
 		hu_registry_free(reg);
 		return hu_err_set(err, ENOMEM, "registry");
 	}
@@ -118,6 +132,7 @@ void hu_registry_free(struct hu_registry *reg)
 	if (reg->sampler)
 		event_free(reg->sampler);
 	free(reg->slots);
+	free(reg->sig_hints);
 	free(reg);
 }
 
@@ -152,6 +167,27 @@ struct hu_sbx *hu_registry_by_token(struct hu_registry *reg, const char *token)
 		if (reg->slots[i] && token_equal(reg->slots[i]->access_token, token))
 			found = reg->slots[i];
 	return found;
+}
+
+static struct sig_hint *sig_slot(struct hu_registry *reg, const uint8_t *digest)
+{
+	size_t i = ((size_t)digest[0] << 8 | digest[1]) & (SIG_HINTS - 1);
+	return &reg->sig_hints[i];
+}
+
+const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN])
+{
+	struct sig_hint *h = sig_slot(reg, digest);
+	/* The caller verifies the sandbox it gets against the full signature,
+	 * so a plain compare is enough here. */
+	return h->id[0] && !memcmp(h->digest, digest, HU_SIG_DIGEST_LEN) ? h->id : NULL;
+}
+
+void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN], const char *id)
+{
+	struct sig_hint *h = sig_slot(reg, digest);
+	memcpy(h->digest, digest, HU_SIG_DIGEST_LEN);
+	snprintf(h->id, sizeof(h->id), "%s", id);
 }
 
 size_t hu_registry_count(struct hu_registry *reg)
