@@ -36,6 +36,7 @@
 
 #include "daemon/connect.h"
 #include "daemon/fs_json.h"
+#include "daemon/meta_headers.h"
 #include "daemon/initconn.h"
 #include "daemon/multipart.h"
 #include "daemon/registry.h"
@@ -442,7 +443,8 @@ struct upload {
 	bool z_ready;
 	uint8_t *zin, *zout; /* gzip: compressed input, one inflated segment */
 	uint64_t inflated, max_inflated;
-	json_t *written;     /* the reply: [{path, name, type}] */
+	json_t *written;     /* the reply: [{path, name, type, metadata?}] */
+	struct hu_meta_set meta; /* X-Metadata-* of the request, set on every file */
 	int fail_status;     /* UP_CLEANUP: the reply once the file is removed */
 	hu_err failure;
 };
@@ -458,6 +460,7 @@ static void upload_free(struct upload *up)
 	free(up->zin);
 	free(up->zout);
 	json_decref(up->written);
+	hu_meta_set_clear(&up->meta);
 	free(up);
 }
 
@@ -642,7 +645,8 @@ static void upload_next_file(struct upload *up)
 	up->write_id = hu_initconn_next_id(up->conn);
 	body_skip_to(up, f->begin);
 	up->left = f->len;
-	if (hu_init_build_file(&b, HU_MSG_WRITE_OPEN, up->write_id, f->path, NULL, 0, transfer_user(up->r), &err) < 0) {
+	if (hu_init_build_write_open(&b, up->write_id, f->path, transfer_user(up->r), (const char *const *)up->meta.kv,
+				     up->meta.n, &err) < 0) {
 		hu_buf_free(&b);
 		upload_fail(up, &err);
 		return;
@@ -652,16 +656,19 @@ static void upload_next_file(struct upload *up)
 
 static void upload_file_written(struct upload *up, const uint8_t *payload, size_t len)
 {
-	char *name, *path;
+	json_t *entry;
 	hu_err err;
 
-	if (hu_fs_first_entry_path(payload, len, &name, &path, &err) < 0) {
+	if (hu_fs_first_entry(payload, len, &entry, &err) < 0) {
 		upload_fail(up, &err);
 		return;
 	}
-	json_t *e = json_pack("{s:o,s:o,s:s}", "path", hu_json_text(path), "name", hu_json_text(name), "type", "file");
-	free(name);
-	free(path);
+	json_t *e = json_pack("{s:O,s:O,s:s}", "path", json_object_get(entry, "path"), "name",
+			      json_object_get(entry, "name"), "type", "file");
+	json_t *meta = json_object_get(entry, "metadata");
+	if (e && meta)
+		json_object_set(e, "metadata", meta);
+	json_decref(entry);
 	if (!e || json_array_append_new(up->written, e) < 0) {
 		hu_err_set(&err, ENOMEM, "upload reply");
 		upload_fail(up, &err);
@@ -740,7 +747,8 @@ static void handle_post(struct hu_req *r)
 	/* The body is read in place (hu_req_body would copy it into one piece)
 	 * and drained as it goes to init. */
 	up->body = evhttp_request_get_input_buffer(r->ev);
-	if (plan_upload(r, up->body, &up->plan, &up->gzip, &err) < 0) {
+	if (hu_meta_set_from_headers(&up->meta, evhttp_request_get_input_headers(r->ev), &err) < 0 ||
+	    plan_upload(r, up->body, &up->plan, &up->gzip, &err) < 0) {
 		upload_reply_status(up, err.code == ENOMEM ? 503 : 400, &err);
 		return;
 	}

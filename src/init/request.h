@@ -29,6 +29,8 @@ struct hu_request {
 	size_t argc;
 	char **envv; /* NULL-terminated, envc entries, each KEY=VALUE */
 	size_t envc;
+	char **metav; /* NULL-terminated, metac entries, each key=value (WRITE_OPEN) */
+	size_t metac;
 	char *cwd;
 	char *user;
 	char *tag;
