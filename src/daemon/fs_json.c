@@ -266,6 +266,7 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 	struct hu_field f;
 	uint8_t type = 0;
 	char *name = NULL;
+	json_t *entry = NULL;
 	int r;
 
 	hu_fields_init(&it, payload, len);
@@ -274,6 +275,8 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 			r = hu_field_u8(&f, &type, err);
 		else if (f.tag == HU_F_NAME && !name)
 			r = hu_field_strdup(&f, &name, err);
+		else if (f.tag == HU_F_ENTRY && !entry)
+			r = hu_fs_entry_info(f.val, f.len, &entry, err);
 		if (r < 0)
 			break;
 	}
@@ -284,7 +287,10 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 		*out = json_pack("{s:{s:o,s:s}}", "filesystem", "name", hu_json_text(name), "type", tname);
 		if (!*out)
 			r = hu_err_set(err, ENOMEM, "watch event");
+		else if (entry)
+			json_object_set(json_object_get(*out, "filesystem"), "entry", entry);
 	}
+	json_decref(entry);
 	free(name);
 	return r < 0 ? -1 : 0;
 }

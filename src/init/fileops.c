@@ -142,7 +142,7 @@ static void put_name_or_id(struct hu_buf *b, uint16_t tag, const char *name, uns
 }
 
 /* One ENTRY; at_fd/name locate a symlink for readlinkat. */
-static void put_entry(struct hu_buf *b, const char *path, const struct stat *st, int at_fd, const char *name)
+void hu_fileops_put_entry(struct hu_buf *b, const char *path, const struct stat *st, int at_fd, const char *name)
 {
 	const char *base = strrchr(path, '/');
 	base = base && base[1] ? base + 1 : path;
@@ -184,7 +184,7 @@ static int reply_entry(struct hu_conn *c, uint32_t id, const char *path, hu_err 
 	if (lstat(path, &st) < 0)
 		return hu_err_sys(err, "stat %s", path);
 	size_t f = hu_frame_begin(&b, HU_MSG_ENTRIES, id);
-	put_entry(&b, path, &st, AT_FDCWD, path);
+	hu_fileops_put_entry(&b, path, &st, AT_FDCWD, path);
 	hu_frame_end(&b, f);
 	hu_conn_send(c, &b);
 	hu_buf_free(&b);
@@ -281,7 +281,7 @@ static int list_dir_at(struct lister *l, int fd, const char *path, uint32_t dept
 			hu_frame_end(&l->out, l->frame);
 			l->frame = hu_frame_begin(&l->out, HU_MSG_ENTRIES, l->id);
 		}
-		put_entry(&l->out, child, &st, dirfd(d), name);
+		hu_fileops_put_entry(&l->out, child, &st, dirfd(d), name);
 		/* Symlinks are listed, never followed (lstat says "link", not "dir"). */
 		if (S_ISDIR(st.st_mode) && depth_left > 1) {
 			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

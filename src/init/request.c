@@ -139,6 +139,11 @@ static int decode_field(struct hu_request *req, const struct hu_field *f, hu_err
 			return -1;
 		req->stdin_open = u8 == 1;
 		return 0;
+	case HU_F_WITH_ENTRY:
+		if (hu_field_u8(f, &u8, err) < 0)
+			return -1;
+		req->with_entry = u8 == 1;
+		return 0;
 	case HU_F_PID:
 		if (hu_field_u32(f, &u32, err) < 0)
 			return -1;

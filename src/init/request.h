@@ -40,6 +40,7 @@ struct hu_request {
 	bool pty;
 	uint16_t rows, cols;
 	bool stdin_open;
+	bool with_entry; /* WATCH_START: events carry the ENTRY */
 
 	bool has_pid;
 	uint32_t pid;

@@ -77,7 +77,7 @@ enum hu_msg_type {
 	HU_MSG_READ_DATA = 73,/* DATA */
 	HU_MSG_READ_END = 74, /* SIZE */
 	HU_MSG_WATCH_EVENT = 75, /* id = request id of WATCH_START; NAME (path relative to
-	                          * the watched directory, "." for itself) EVENT */
+	                          * the watched directory, "." for itself) EVENT ENTRY? */
 };
 
 enum hu_field_tag {
@@ -118,6 +118,8 @@ enum hu_field_tag {
 	HU_F_META = 33,      /* string "key=value", repeated (util/filemeta.h): on WRITE_OPEN the
 	                      * file's metadata, replacing what it had; in an ENTRY its
 	                      * user.e2b.* extended attributes */
+	HU_F_WITH_ENTRY = 34, /* u8 1 on WATCH_START: each WATCH_EVENT carries the ENTRY of
+	                       * the changed path when it still exists (envd includeEntry) */
 };
 
 enum hu_stream_kind { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };
