@@ -401,6 +401,14 @@ static void watch_on_close(struct hu_initconn *conn, const hu_err *why, void *ar
 	struct fs_watch *w = arg;
 	hu_log(HU_LOG_WARN, w->sbx_id, w->req_id, "watch: init connection lost: %s", why->msg);
 	w->r->sbx = NULL; /* the sandbox may be freed already (see call_on_close) */
+	if (w->stream && hu_registry_sandbox_gone(w->r->d->reg, w->sbx_id)) {
+		/* killed: cut the stream, as the end of E2B's VM does */
+		struct hu_stream *s = w->stream;
+		w->stream = NULL;
+		hu_stream_abort(s, "the sandbox was killed");
+		watch_free(w);
+		return;
+	}
 	watch_end(w, "unavailable", "the sandbox is not running any more");
 }
 

@@ -190,6 +190,12 @@ void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_S
 	snprintf(h->id, sizeof(h->id), "%s", id);
 }
 
+bool hu_registry_sandbox_gone(struct hu_registry *reg, const char *id)
+{
+	struct hu_sbx *s = reg ? hu_registry_get(reg, id) : NULL;
+	return !s || s->state != HU_SBX_RUNNING;
+}
+
 size_t hu_registry_count(struct hu_registry *reg)
 {
 	return reg->count;

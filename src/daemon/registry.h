@@ -9,6 +9,7 @@
 
 #include <event2/event.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/daemon.h"
@@ -65,6 +66,12 @@ void hu_sbx_free(struct hu_sbx *s);
 /* Iterate: call fn for each sandbox; stop when fn returns non-zero. fn must
  * not add or remove sandboxes (collect them first). */
 void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void *arg), void *arg);
+
+/* No running sandbox has this id any more (killed, timed out, paused, or
+ * its init died): a stream of it whose init connection closed should be
+ * cut, not ended, as envd's are when E2B's VM goes away. The SDK then
+ * probes /health (502) and reports the sandbox as killed. */
+bool hu_registry_sandbox_gone(struct hu_registry *reg, const char *id);
 
 /* The unix socket path of the sandbox's hutch-init. */
 const char *hu_sbx_socket(const struct hu_sbx *s);
