@@ -27,7 +27,7 @@ skip() {
 	echo "conformance: skipped: $1"
 	echo "conformance: to run it, fetch https://github.com/e2b-dev/E2B and pass its path (or set E2B_REPO)"
 	mkdir -p "$root/tests/results"
-	echo "conformance: skipped ($1)" >"$root/tests/results/conformance.txt"
+	echo "conformance: skipped, $1" >"$root/tests/results/conformance.txt"
 	exit 0
 }
 
@@ -63,11 +63,21 @@ sandbox/git/remote.test.ts sandbox/git/reset.test.ts sandbox/git/restore.test.ts
 sandbox/git/sync.test.ts
 template/exists.test.ts
 "
-# Tests inside applicable files that need a hosted service or the real
-# internet (matched against vitest's full test name).
+# Tests inside applicable files that need a hosted service (matched against
+# vitest's full test name; docs/e2b-compat.md has the reasons).
 excluded_tests=(
-	'__none__'
+	'pause and resume a sandbox with http server' # per-port https ingress (getHost)
 )
+# The pause tier that needs the lifecycle work (pause on timeout, cold boot
+# after a filesystem-only pause, auto-resume). Until it lands these are
+# skipped; CONFORMANCE_LIFECYCLE=1 runs them anyway.
+lifecycle_tests=(
+	'auto-pause without auto-resume requires connect to wake'
+	'filesystem-only auto-pause reboots on connect'
+	'auto-resume wakes paused sandbox on http request'
+	'filesystem-only pause reboots on resume but keeps the filesystem'
+)
+[ "${CONFORMANCE_LIFECYCLE:-0}" = 1 ] || excluded_tests+=("${lifecycle_tests[@]}")
 files=${ONLY:-$applicable}
 
 cd "$here"
