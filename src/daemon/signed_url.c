@@ -37,72 +37,6 @@
 #include <time.h>
 
 #include "daemon/registry.h"
-#include "util/base64.h"
-
-#define SIG_PREFIX "v1_"
-#define SIG_B64_LEN 43 /* unpadded base64 of 32 bytes */
-#define EXP_MAX_DIGITS 18
-
-int hu_signed_parse(const char *signature, const char *expiration, struct hu_signed_req *out, hu_err *err)
-{
-	uint8_t buf[64];
-	size_t n;
-
-	memset(out, 0, sizeof(*out));
-	if (!signature || strncmp(signature, SIG_PREFIX, 3) || strlen(signature + 3) != SIG_B64_LEN)
-		return hu_err_set(err, EINVAL, "signature: expected v1_ followed by %d base64 characters", SIG_B64_LEN);
-	if (hu_base64_decode(signature + 3, SIG_B64_LEN, buf, &n, err) < 0 || n != HU_SIG_DIGEST_LEN)
-		return hu_err_set(err, EINVAL, "signature: not base64 of a sha256 digest");
-	memcpy(out->digest, buf, HU_SIG_DIGEST_LEN);
-	if (!expiration)
-		return 0;
-	size_t len = strlen(expiration);
-	if (len == 0 || len > EXP_MAX_DIGITS || strspn(expiration, "0123456789") != len)
-		return hu_err_set(err, EINVAL, "signature_expiration: expected unix seconds");
-	out->expiration = 0;
-	for (size_t i = 0; i < len; i++)
-		out->expiration = out->expiration * 10 + (expiration[i] - '0');
-	memcpy(out->expiration_text, expiration, len + 1);
-	out->has_expiration = true;
-	return 0;
-}
-
-/* The hash state after "path:op:user:", shared by every candidate token. */
-static EVP_MD_CTX *prefix_state(const char *path, const char *op, const char *user)
-{
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-	if (!c)
-		return NULL;
-	if (!EVP_DigestInit_ex(c, EVP_sha256(), NULL) || !EVP_DigestUpdate(c, path, strlen(path)) ||
-	    !EVP_DigestUpdate(c, ":", 1) || !EVP_DigestUpdate(c, op, strlen(op)) || !EVP_DigestUpdate(c, ":", 1) ||
-	    !EVP_DigestUpdate(c, user, strlen(user)) || !EVP_DigestUpdate(c, ":", 1)) {
-		EVP_MD_CTX_free(c);
-		return NULL;
-	}
-	return c;
-}
-
-/* Finish a copy of the prefix state with token[:expiration]; false on OOM. */
-static bool finish_digest(EVP_MD_CTX *prefix, EVP_MD_CTX *work, const char *token, const char *exp,
-			  uint8_t out[HU_SIG_DIGEST_LEN])
-{
-	unsigned len = 0;
-	if (!EVP_MD_CTX_copy_ex(work, prefix) || !EVP_DigestUpdate(work, token, strlen(token)))
-		return false;
-	if (exp && (!EVP_DigestUpdate(work, ":", 1) || !EVP_DigestUpdate(work, exp, strlen(exp))))
-		return false;
-	return EVP_DigestFinal_ex(work, out, &len) && len == HU_SIG_DIGEST_LEN;
-}
-
-void hu_signed_digest(const char *path, const char *op, const char *user, const char *token,
-		      const char *expiration_text, uint8_t out[HU_SIG_DIGEST_LEN])
-{
-	EVP_MD_CTX *prefix = prefix_state(path, op, user), *work = EVP_MD_CTX_new();
-	if (!prefix || !work || !finish_digest(prefix, work, token, expiration_text, out))
-		memset(out, 0, HU_SIG_DIGEST_LEN); /* matches no signature: v1_ + 43 chars never decodes to this by chance */
-	EVP_MD_CTX_free(prefix);
-	EVP_MD_CTX_free(work);
-}
 
 bool hu_signed_present(struct hu_req *r)
 {
@@ -170,23 +104,6 @@ bool hu_signed_check(struct hu_req *r, const struct hu_sbx *s)
 	return true;
 }
 
-/* `<port>-<id>.<domain>` (E2B's sandbox host names) -> id; false otherwise. */
-static bool id_from_host(const char *host, char *id, size_t cap)
-{
-	if (!host)
-		return false;
-	size_t digits = strspn(host, "0123456789");
-	if (digits == 0 || digits > 5 || host[digits] != '-')
-		return false;
-	const char *start = host + digits + 1;
-	size_t len = strcspn(start, ".:");
-	if (len == 0 || len >= cap || start[len] != '.')
-		return false;
-	memcpy(id, start, len);
-	id[len] = '\0';
-	return hu_sandbox_id_valid(id);
-}
-
 struct scan {
 	const struct signed_ctx *c;
 	EVP_MD_CTX *prefix, *work;
@@ -203,7 +120,7 @@ static int scan_one(struct hu_sbx *s, void *arg)
 
 	if (!s->access_token[0])
 		return 0;
-	if (!finish_digest(sc->prefix, sc->work, s->access_token,
+	if (!hu_signed_finish(sc->prefix, sc->work, s->access_token,
 			   sc->c->sig.has_expiration ? sc->c->sig.expiration_text : NULL, got)) {
 		sc->failed = true;
 		return 1;
@@ -216,7 +133,7 @@ static int scan_one(struct hu_sbx *s, void *arg)
 static struct hu_sbx *scan_tokens(struct hu_registry *reg, const struct signed_ctx *c)
 {
 	struct scan sc = {.c = c};
-	sc.prefix = prefix_state(c->path, c->op, c->user);
+	sc.prefix = hu_signed_prefix_state(c->path, c->op, c->user);
 	sc.work = EVP_MD_CTX_new();
 	if (sc.prefix && sc.work)
 		hu_registry_each(reg, scan_one, &sc);
@@ -238,7 +155,7 @@ struct hu_sbx *hu_signed_resolve(struct hu_req *r)
 		reply_401(r, "invalid signature");
 		return NULL;
 	}
-	if (id_from_host(hu_req_header(r, "Host"), id, sizeof(id))) {
+	if (hu_signed_host_id(hu_req_header(r, "Host"), id, sizeof(id))) {
 		s = hu_registry_get(reg, id);
 		if (s && !verify_one(&c, s))
 			s = NULL;

@@ -14,7 +14,9 @@
 #ifndef HUTCH_DAEMON_SIGNED_URL_H
 #define HUTCH_DAEMON_SIGNED_URL_H
 
+#include <openssl/evp.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "daemon/daemon.h"
@@ -38,6 +40,17 @@ int hu_signed_parse(const char *signature, const char *expiration, struct hu_sig
 /* sha256 of "path:op:user:token[:expiration_text]" into out. */
 void hu_signed_digest(const char *path, const char *op, const char *user, const char *token,
 		      const char *expiration_text, uint8_t out[HU_SIG_DIGEST_LEN]);
+
+/* The hash state after "path:op:user:" (the part shared by every token),
+ * and a digest finished from a copy of it into work; NULL/false when out of
+ * memory. The caller frees both contexts (EVP_MD_CTX_free). */
+EVP_MD_CTX *hu_signed_prefix_state(const char *path, const char *op, const char *user);
+bool hu_signed_finish(EVP_MD_CTX *prefix, EVP_MD_CTX *work, const char *token, const char *expiration_text,
+		      uint8_t out[HU_SIG_DIGEST_LEN]);
+
+/* E2B's sandbox host names, `<port>-<sandboxID>.<domain>[:port]`: the id
+ * into id (cap bytes); false for any other Host. */
+bool hu_signed_host_id(const char *host, char *id, size_t cap);
 
 /* Does r carry a signature (a `signature` query parameter on /files)? */
 bool hu_signed_present(struct hu_req *r);
