@@ -1,6 +1,6 @@
 /*
  * The daemon's live sandboxes: one struct hu_sbx per sandbox, indexed by id
- * (and by access token for signed URLs later). The store (store.h) is the
+ * (and by access token). The store (store.h) is the
  * source of truth on disk; the registry holds what only a live process can:
  * the runtime handle, timers and streams.
  */
