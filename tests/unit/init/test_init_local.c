@@ -360,7 +360,7 @@ static void test_environment_and_cwd(void **state)
 	assert_true(pid > 0);
 	collect(h->fd, 7, &r);
 	assert_string_equal((char *)r.out.p,
-			    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n/custom root root bar\n/tmp\nunset\n");
+			    "/opt/hutch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n/custom root root bar\n/tmp\nunset\n");
 	result_free(&r);
 }
 
