@@ -43,7 +43,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-unit check-integration check-e2e check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-unit check-integration check-e2e check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -94,11 +94,17 @@ check-e2e: all
 check-fuzz:
 	tests/fuzz/run.sh smoke
 
+# E2B's own JS SDK tests against hutch: E2B_REPO=<checkout of e2b-dev/E2B>
+# (skipped with a message without one; docs/e2b-compat.md).
+check-conformance: all
+	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" $(BUILD)
+
 fuzz:
 	tests/fuzz/run.sh build
 
 # The full suite: the plain build and the sanitizer build, unit and
-# integration tests under both, then a bounded fuzz run.
+# integration tests under both, end-to-end and (with E2B_REPO) E2B's own
+# SDK tests, then a bounded fuzz run.
 check:
 	rm -rf tests/results
 	$(MAKE) all
@@ -108,6 +114,7 @@ check:
 	tests/integration/run.sh build-san
 	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
+	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh
 

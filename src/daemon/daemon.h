@@ -178,6 +178,6 @@ int hu_log_level_parse(const char *name, enum hu_log_level *out);
 
 /* The envd version hutch advertises: the highest whose features are all
  * implemented (see docs/api.md). */
-#define HU_ENVD_VERSION "0.5.7"
+#define HU_ENVD_VERSION "0.6.4"
 
 #endif

@@ -401,6 +401,14 @@ static void watch_on_close(struct hu_initconn *conn, const hu_err *why, void *ar
 	struct fs_watch *w = arg;
 	hu_log(HU_LOG_WARN, w->sbx_id, w->req_id, "watch: init connection lost: %s", why->msg);
 	w->r->sbx = NULL; /* the sandbox may be freed already (see call_on_close) */
+	if (w->stream && hu_registry_sandbox_gone(w->r->d->reg, w->sbx_id)) {
+		/* killed: cut the stream, as the end of E2B's VM does */
+		struct hu_stream *s = w->stream;
+		w->stream = NULL;
+		hu_stream_abort(s, "the sandbox was killed");
+		watch_free(w);
+		return;
+	}
 	watch_end(w, "unavailable", "the sandbox is not running any more");
 }
 
@@ -427,15 +435,15 @@ static void watch_on_gone(void *arg)
 }
 
 /* WatchDirRequest {path, recursive, includeEntry, allowNetworkMounts} as a
- * WATCH_START frame. includeEntry needs envd 0.6.3 and the SDK refuses to
- * send it to an older one, so it is not expected here. */
+ * WATCH_START frame. allowNetworkMounts (envd 0.6.4) lifts envd's refusal to
+ * watch a network file system; a sandbox has none, so it changes nothing. */
 static int watch_request(struct hu_req *r, uint32_t id, struct hu_buf *b, hu_err *err)
 {
 	const uint8_t *body;
 	size_t len;
 	json_t *msg;
 	const char *path;
-	bool recursive;
+	bool recursive, with_entry;
 
 	body = hu_req_body(r, &len);
 	if (hu_connect_parse_envelope(body, len, &msg, err) < 0)
@@ -444,8 +452,9 @@ static int watch_request(struct hu_req *r, uint32_t id, struct hu_buf *b, hu_err
 	if (rc == 0)
 		rc = msg_bool(msg, "recursive", &recursive, err);
 	if (rc == 0)
-		rc = hu_init_build_file(b, HU_MSG_WATCH_START, id, path, NULL, recursive ? WATCH_RECURSIVE_DEPTH : 1,
-					call_user(r), err);
+		rc = msg_bool(msg, "includeEntry", &with_entry, err);
+	if (rc == 0)
+		rc = hu_init_build_watch(b, id, path, recursive ? WATCH_RECURSIVE_DEPTH : 1, call_user(r), with_entry, err);
 	json_decref(msg);
 	return rc;
 }

@@ -255,7 +255,18 @@ static void on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, cons
 static void on_close(struct hu_initconn *c, const hu_err *why, void *arg)
 {
 	struct proc_stream *ps = arg;
-	if (ps->stream)
+	struct hu_stream *s = ps->stream;
+
+	if (s && hu_registry_sandbox_gone(ps->d->reg, ps->sbx_id)) {
+		/* killed: cut the stream, as the end of E2B's VM does */
+		ps->stream = NULL;
+		event_del(ps->keepalive);
+		hu_stream_abort(s, "the sandbox was killed");
+		ps_drop_conn(ps);
+		ps_free_if_done(ps);
+		return;
+	}
+	if (s)
 		hu_log(HU_LOG_WARN, ps->sbx_id, ps->req_id, "process %u: init connection lost: %s", ps->pid, why->msg);
 	ps_finish(ps, "unavailable", "the sandbox is not running any more");
 }

@@ -36,6 +36,8 @@
 
 #include "daemon/connect.h"
 #include "daemon/fs_json.h"
+#include "daemon/gzip_out.h"
+#include "daemon/meta_headers.h"
 #include "daemon/initconn.h"
 #include "daemon/multipart.h"
 #include "daemon/registry.h"
@@ -78,6 +80,7 @@ struct download {
 	struct event *timer;             /* waiting for init's first answer */
 	uint32_t id;
 	uint64_t sent;
+	struct hu_gzip_out *gzip;        /* Accept-Encoding: gzip, else NULL */
 };
 
 static void download_release(struct download *dl)
@@ -85,6 +88,7 @@ static void download_release(struct download *dl)
 	hu_initconn_free(dl->conn); /* safe inside its callbacks; ends init's READ */
 	if (dl->timer)
 		event_free(dl->timer);
+	hu_gzip_out_free(dl->gzip);
 	free(dl);
 }
 
@@ -127,24 +131,46 @@ static void download_client_gone(void *arg)
 	download_release(dl);
 }
 
-static void download_data(struct download *dl, const uint8_t *data, size_t len)
+static int send_to_stream(void *arg, const uint8_t *data, size_t len)
+{
+	return hu_stream_send_bytes(arg, data, len) < 0 ? -1 : 0;
+}
+
+/* finish: the file ended (only with gzip, whose trailer is still due).
+ * false when dl was answered and released (an error). */
+static bool download_data(struct download *dl, const uint8_t *data, size_t len, bool finish)
 {
 	if (!dl->stream) {
 		/* The first bytes: a chunked 200 (the size is not promised up
 		 * front: the file may change while it is read). */
 		struct hu_stream_cbs cbs = {download_pause, download_resume, download_client_gone, dl};
+		if (dl->gzip) {
+			hu_reply_header(dl->r, "Content-Encoding", "gzip");
+			hu_reply_header(dl->r, "Vary", "Accept-Encoding");
+		}
 		dl->stream = hu_stream_start_raw(dl->r, "application/octet-stream", DOWNLOAD_HIGH_WATER, &cbs);
 		if (!dl->stream) {
 			hu_err err;
 			hu_err_set(&err, ENOMEM, "download");
 			download_reply_err(dl, 503, &err);
-			return;
+			return false;
 		}
 		event_del(dl->timer);
 	}
 	dl->sent += len;
-	if (hu_stream_send_bytes(dl->stream, data, len) < 0)
+	if (dl->gzip) {
+		hu_err err;
+		if (hu_gzip_out_write(dl->gzip, data, len, finish, send_to_stream, dl->stream, &err) < 0) {
+			download_abort(dl, err.msg);
+			return false;
+		}
+		return true;
+	}
+	if (hu_stream_send_bytes(dl->stream, data, len) < 0) {
 		download_abort(dl, "out of memory, or the server is stopping");
+		return false;
+	}
+	return true;
 }
 
 static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, const uint8_t *payload, void *arg)
@@ -164,9 +190,12 @@ static void download_on_frame(struct hu_initconn *c, const struct hu_frame_hdr *
 	}
 	switch (hdr->type) {
 	case HU_MSG_READ_DATA:
-		download_data(dl, ev.data, ev.data_len);
+		download_data(dl, ev.data, ev.data_len, false);
 		break;
 	case HU_MSG_READ_END:
+		/* gzip: the trailer (for an empty file, a whole empty member) */
+		if (dl->gzip && !download_data(dl, NULL, 0, true))
+			break; /* answered and released already */
 		if (dl->stream) {
 			hu_log(HU_LOG_DEBUG, dl->sbx_id, dl->r->id, "GET /files -> 200, %llu bytes",
 			       (unsigned long long)dl->sent);
@@ -234,7 +263,7 @@ static void handle_get(struct hu_req *r)
 	dl->r = r;
 	snprintf(dl->sbx_id, sizeof(dl->sbx_id), "%s", r->sbx->id);
 	dl->timer = evtimer_new(r->d->base, download_on_timeout, dl);
-	if (!dl->timer) {
+	if (!dl->timer || (hu_accepts_gzip(hu_req_header(r, "Accept-Encoding")) && hu_gzip_out_new(&dl->gzip, &err) < 0)) {
 		hu_err_set(&err, ENOMEM, "download");
 		download_reply_err(dl, 0, &err);
 		return;
@@ -442,7 +471,8 @@ struct upload {
 	bool z_ready;
 	uint8_t *zin, *zout; /* gzip: compressed input, one inflated segment */
 	uint64_t inflated, max_inflated;
-	json_t *written;     /* the reply: [{path, name, type}] */
+	json_t *written;     /* the reply: [{path, name, type, metadata?}] */
+	struct hu_meta_set meta; /* X-Metadata-* of the request, set on every file */
 	int fail_status;     /* UP_CLEANUP: the reply once the file is removed */
 	hu_err failure;
 };
@@ -458,6 +488,7 @@ static void upload_free(struct upload *up)
 	free(up->zin);
 	free(up->zout);
 	json_decref(up->written);
+	hu_meta_set_clear(&up->meta);
 	free(up);
 }
 
@@ -642,7 +673,8 @@ static void upload_next_file(struct upload *up)
 	up->write_id = hu_initconn_next_id(up->conn);
 	body_skip_to(up, f->begin);
 	up->left = f->len;
-	if (hu_init_build_file(&b, HU_MSG_WRITE_OPEN, up->write_id, f->path, NULL, 0, transfer_user(up->r), &err) < 0) {
+	if (hu_init_build_write_open(&b, up->write_id, f->path, transfer_user(up->r), (const char *const *)up->meta.kv,
+				     up->meta.n, &err) < 0) {
 		hu_buf_free(&b);
 		upload_fail(up, &err);
 		return;
@@ -652,16 +684,19 @@ static void upload_next_file(struct upload *up)
 
 static void upload_file_written(struct upload *up, const uint8_t *payload, size_t len)
 {
-	char *name, *path;
+	json_t *entry;
 	hu_err err;
 
-	if (hu_fs_first_entry_path(payload, len, &name, &path, &err) < 0) {
+	if (hu_fs_first_entry(payload, len, &entry, &err) < 0) {
 		upload_fail(up, &err);
 		return;
 	}
-	json_t *e = json_pack("{s:o,s:o,s:s}", "path", hu_json_text(path), "name", hu_json_text(name), "type", "file");
-	free(name);
-	free(path);
+	json_t *e = json_pack("{s:O,s:O,s:s}", "path", json_object_get(entry, "path"), "name",
+			      json_object_get(entry, "name"), "type", "file");
+	json_t *meta = json_object_get(entry, "metadata");
+	if (e && meta)
+		json_object_set(e, "metadata", meta);
+	json_decref(entry);
 	if (!e || json_array_append_new(up->written, e) < 0) {
 		hu_err_set(&err, ENOMEM, "upload reply");
 		upload_fail(up, &err);
@@ -740,7 +775,8 @@ static void handle_post(struct hu_req *r)
 	/* The body is read in place (hu_req_body would copy it into one piece)
 	 * and drained as it goes to init. */
 	up->body = evhttp_request_get_input_buffer(r->ev);
-	if (plan_upload(r, up->body, &up->plan, &up->gzip, &err) < 0) {
+	if (hu_meta_set_from_headers(&up->meta, evhttp_request_get_input_headers(r->ev), &err) < 0 ||
+	    plan_upload(r, up->body, &up->plan, &up->gzip, &err) < 0) {
 		upload_reply_status(up, err.code == ENOMEM ? 503 : 400, &err);
 		return;
 	}

@@ -1,5 +1,7 @@
 #include "daemon/fs_json.h"
 
+#include "util/filemeta.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,25 @@ static int set_str(json_t *obj, const char *key, const struct hu_field *f, hu_er
 	return rc < 0 ? hu_err_set(err, ENOMEM, "entry %s", key) : 0;
 }
 
+/* One META "key=value" into the entry's "metadata" object. */
+static int add_meta(json_t *entry, const struct hu_field *f, hu_err *err)
+{
+	char *kv;
+	const char *value;
+	size_t klen;
+
+	if (hu_field_strdup(f, &kv, err) < 0)
+		return -1;
+	int rc = hu_meta_split(kv, &value, &klen, err);
+	json_t *m = json_object_get(entry, "metadata");
+	if (rc == 0 && !m && json_object_set_new(entry, "metadata", m = json_object()) < 0)
+		rc = hu_err_set(err, ENOMEM, "entry metadata");
+	if (rc == 0 && (!m || json_object_setn_new(m, kv, klen, json_string(value)) < 0))
+		rc = hu_err_set(err, ENOMEM, "entry metadata");
+	free(kv);
+	return rc;
+}
+
 int hu_fs_entry_info(const uint8_t *entry, size_t len, json_t **out, hu_err *err)
 {
 	struct hu_field_iter it;
@@ -132,6 +153,9 @@ int hu_fs_entry_info(const uint8_t *entry, size_t len, json_t **out, hu_err *err
 			break;
 		case HU_F_SYMLINK:
 			r = set_str(e, "symlinkTarget", &f, err);
+			break;
+		case HU_F_META:
+			r = add_meta(e, &f, err);
 			break;
 		case HU_F_TYPE:
 			r = hu_field_u8(&f, &type, err);
@@ -242,6 +266,7 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 	struct hu_field f;
 	uint8_t type = 0;
 	char *name = NULL;
+	json_t *entry = NULL;
 	int r;
 
 	hu_fields_init(&it, payload, len);
@@ -250,6 +275,8 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 			r = hu_field_u8(&f, &type, err);
 		else if (f.tag == HU_F_NAME && !name)
 			r = hu_field_strdup(&f, &name, err);
+		else if (f.tag == HU_F_ENTRY && !entry)
+			r = hu_fs_entry_info(f.val, f.len, &entry, err);
 		if (r < 0)
 			break;
 	}
@@ -260,7 +287,10 @@ int hu_fs_watch_event(const uint8_t *payload, size_t len, json_t **out, hu_err *
 		*out = json_pack("{s:{s:o,s:s}}", "filesystem", "name", hu_json_text(name), "type", tname);
 		if (!*out)
 			r = hu_err_set(err, ENOMEM, "watch event");
+		else if (entry)
+			json_object_set(json_object_get(*out, "filesystem"), "entry", entry);
 	}
+	json_decref(entry);
 	free(name);
 	return r < 0 ? -1 : 0;
 }

@@ -42,6 +42,7 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
+#include "daemon/signed_url.h"
 #include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/base64.h"
@@ -612,12 +613,14 @@ static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const st
 	hu_reply_json(r, 502, body);
 }
 
-static void dispatch_data_plane(struct hu_req *r, const char *sbx_id)
+/* `s` is the sandbox a signed URL resolved to (already verified), or NULL
+ * to look sbx_id up and check X-Access-Token (or a signature). */
+static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_sbx *s)
 {
 	struct hu_daemon *d = r->d;
-	struct hu_sbx *s = NULL;
+	bool signature_ok = s != NULL;
 
-	if (d->reg && strlen(sbx_id) < HU_ID_MAX)
+	if (!s && d->reg && strlen(sbx_id) < HU_ID_MAX)
 		s = hu_registry_get(d->reg, sbx_id);
 	/* envd's health probe carries no token: the SDK uses it to tell a dead
 	 * or paused sandbox (502) from a live one. It never resumes one: an
@@ -632,7 +635,12 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id)
 		hu_reply_empty(r, 204);
 		return;
 	}
-	if (!token_ok(s, hu_req_header(r, "X-Access-Token"))) {
+	if (!signature_ok && !hu_req_header(r, "X-Access-Token") && hu_signed_present(r)) {
+		if (!hu_signed_check(r, s))
+			return; /* answered */
+		signature_ok = true;
+	}
+	if (!signature_ok && !token_ok(s, hu_req_header(r, "X-Access-Token"))) {
 		plane_error(r, 401, "unauthenticated", "missing or wrong X-Access-Token");
 		return;
 	}
@@ -770,9 +778,14 @@ static void on_request(struct evhttp_request *ev, void *arg)
 	no_delay(ev);
 	if (parse_target(r) == 0) {
 		const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
+		struct hu_sbx *signed_for;
 		if (sbx_id)
-			dispatch_data_plane(r, sbx_id);
-		else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
+			dispatch_data_plane(r, sbx_id, NULL);
+		else if (hu_signed_present(r)) {
+			/* a signed /files URL names its sandbox only through the signature */
+			if ((signed_for = hu_signed_resolve(r)))
+				dispatch_data_plane(r, signed_for->id, signed_for);
+		} else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
 			hu_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 		else
 			route_dispatch(r, 0);

@@ -7,20 +7,34 @@
 #include "daemon/registry.h"
 
 #include <openssl/crypto.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/sandbox_ops.h"
+#include "daemon/signed_url.h"
 #include "daemon/sbx_metrics.h"
 
 #define MIN_SLOTS 64
+#define SIG_HINTS 1024 /* signature index entries (a power of two) */
+
+/* One entry of the signature index: a signature digest and the sandbox it
+ * verified for. Direct-mapped by the digest's first bytes (the digest is a
+ * sha256, uniformly spread already); a newer signature overwrites an older
+ * one in its slot, which only costs that older link a fresh search. */
+struct sig_hint {
+	uint8_t digest[HU_SIG_DIGEST_LEN];
+	char id[HU_ID_MAX];
+};
 
 struct hu_registry {
 	struct hu_daemon *d;
-	struct hu_sbx **slots;
+	struct hu_sbx **slots;  /* by id */
+	struct hu_sbx **tslots; /* by access token: the same sandboxes, same size */
 	size_t nslots; /* a power of two */
 	size_t count;
 	struct event *sampler;
+	struct sig_hint *sig_hints; /* SIG_HINTS entries */
 };
 
 /* FNV-1a: ids are random already; this only spreads them over the slots. */
@@ -32,27 +46,71 @@ static size_t hash_id(const char *id)
 	return (size_t)h;
 }
 
-static size_t find_slot(const struct hu_registry *reg, const char *id)
+/* The two tables differ only in the key: a sandbox's id or its token. */
+enum key { BY_ID, BY_TOKEN };
+
+static const char *key_of(const struct hu_sbx *s, enum key k)
 {
-	size_t mask = reg->nslots - 1, i = hash_id(id) & mask;
-	while (reg->slots[i] && strcmp(reg->slots[i]->id, id))
+	return k == BY_ID ? s->id : s->access_token;
+}
+
+static size_t find_in(struct hu_sbx *const *slots, size_t nslots, enum key k, const char *key)
+{
+	size_t mask = nslots - 1, i = hash_id(key) & mask;
+	while (slots[i] && strcmp(key_of(slots[i], k), key))
 		i = (i + 1) & mask;
 	return i;
+}
+
+static size_t find_slot(const struct hu_registry *reg, const char *id)
+{
+	return find_in(reg->slots, reg->nslots, BY_ID, id);
+}
+
+/* Remove s from one table; backward shift: later entries of the probe run
+ * move into the hole when their home slot does not lie strictly between
+ * hole and them, so there are no tombstones. */
+static bool remove_from(struct hu_sbx **slots, size_t nslots, enum key k, const struct hu_sbx *s)
+{
+	size_t mask = nslots - 1, i = find_in(slots, nslots, k, key_of(s, k)), j;
+	if (slots[i] != s)
+		return false;
+	slots[i] = NULL;
+	for (j = (i + 1) & mask; slots[j]; j = (j + 1) & mask) {
+		size_t home = hash_id(key_of(slots[j], k)) & mask;
+		int between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!between) {
+			slots[i] = slots[j];
+			slots[j] = NULL;
+			i = j;
+		}
+	}
+	return true;
 }
 
 static int grow(struct hu_registry *reg, hu_err *err)
 {
 	size_t old_n = reg->nslots, n = old_n * 2;
 	struct hu_sbx **old = reg->slots, **slots = calloc(n, sizeof(*slots));
+	struct hu_sbx **tslots = calloc(n, sizeof(*tslots));
 
-	if (!slots)
+	if (!slots || !tslots) {
+		free(slots);
+		free(tslots);
 		return hu_err_set(err, ENOMEM, "registry");
-	reg->slots = slots;
-	reg->nslots = n;
-	for (size_t i = 0; i < old_n; i++)
-		if (old[i])
-			reg->slots[find_slot(reg, old[i]->id)] = old[i];
+	}
+	for (size_t i = 0; i < old_n; i++) {
+		if (!old[i])
+			continue;
+		slots[find_in(slots, n, BY_ID, old[i]->id)] = old[i];
+		if (old[i]->access_token[0])
+			tslots[find_in(tslots, n, BY_TOKEN, old[i]->access_token)] = old[i];
+	}
 	free(old);
+	free(reg->tslots);
+	reg->slots = slots;
+	reg->tslots = tslots;
+	reg->nslots = n;
 	return 0;
 }
 
@@ -81,8 +139,10 @@ int hu_registry_new(struct hu_daemon *d, struct hu_registry **out, hu_err *err)
 	reg->d = d;
 	reg->nslots = MIN_SLOTS;
 	reg->slots = calloc(reg->nslots, sizeof(*reg->slots));
+	reg->tslots = calloc(reg->nslots, sizeof(*reg->tslots));
+	reg->sig_hints = calloc(SIG_HINTS, sizeof(*reg->sig_hints));
 	reg->sampler = event_new(d->base, -1, EV_PERSIST, sample_all, reg);
-	if (!reg->slots || !reg->sampler || event_add(reg->sampler, &every) < 0) {
+	if (!reg->slots || !reg->tslots || !reg->sig_hints || !reg->sampler || event_add(reg->sampler, &every) < 0) {
 		hu_registry_free(reg);
 		return hu_err_set(err, ENOMEM, "registry");
 	}
@@ -118,6 +178,8 @@ void hu_registry_free(struct hu_registry *reg)
 	if (reg->sampler)
 		event_free(reg->sampler);
 	free(reg->slots);
+	free(reg->tslots);
+	free(reg->sig_hints);
 	free(reg);
 }
 
@@ -139,19 +201,40 @@ static int token_equal(const char *a, const char *b)
 	return n > 0 && strlen(b) == n && CRYPTO_memcmp(a, b, n) == 0;
 }
 
-/* A linear scan over all sandboxes: fine for the signed-URL path today.
- * TODO(issue 7): an index by token hash once every data-plane request
- * resolves by token. */
+/* One probe in the token table; the final compare is constant-time. */
 struct hu_sbx *hu_registry_by_token(struct hu_registry *reg, const char *token)
 {
-	struct hu_sbx *found = NULL;
-
 	if (!token || !*token)
 		return NULL;
-	for (size_t i = 0; i < reg->nslots; i++)
-		if (reg->slots[i] && token_equal(reg->slots[i]->access_token, token))
-			found = reg->slots[i];
-	return found;
+	struct hu_sbx *s = reg->tslots[find_in(reg->tslots, reg->nslots, BY_TOKEN, token)];
+	return s && token_equal(s->access_token, token) ? s : NULL;
+}
+
+static struct sig_hint *sig_slot(struct hu_registry *reg, const uint8_t *digest)
+{
+	size_t i = ((size_t)digest[0] << 8 | digest[1]) & (SIG_HINTS - 1);
+	return &reg->sig_hints[i];
+}
+
+const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN])
+{
+	struct sig_hint *h = sig_slot(reg, digest);
+	/* The caller verifies the sandbox it gets against the full signature,
+	 * so a plain compare is enough here. */
+	return h->id[0] && !memcmp(h->digest, digest, HU_SIG_DIGEST_LEN) ? h->id : NULL;
+}
+
+void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN], const char *id)
+{
+	struct sig_hint *h = sig_slot(reg, digest);
+	memcpy(h->digest, digest, HU_SIG_DIGEST_LEN);
+	snprintf(h->id, sizeof(h->id), "%s", id);
+}
+
+bool hu_registry_sandbox_gone(struct hu_registry *reg, const char *id)
+{
+	struct hu_sbx *s = reg ? hu_registry_get(reg, id) : NULL;
+	return !s || s->state != HU_SBX_RUNNING;
 }
 
 size_t hu_registry_count(struct hu_registry *reg)
@@ -209,6 +292,8 @@ int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)
 		return -1;
 	i = find_slot(reg, s->id);
 	reg->slots[i] = s;
+	if (s->access_token[0])
+		reg->tslots[find_in(reg->tslots, reg->nslots, BY_TOKEN, s->access_token)] = s;
 	reg->count++;
 	s->reg = reg;
 	return 0;
@@ -216,24 +301,12 @@ int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)
 
 void hu_registry_remove(struct hu_registry *reg, struct hu_sbx *s)
 {
-	size_t mask = reg->nslots - 1, i = find_slot(reg, s->id), j;
-
 	hu_registry_unwatch(reg, s);
-	if (reg->slots[i] != s)
+	if (!remove_from(reg->slots, reg->nslots, BY_ID, s))
 		return;
-	reg->slots[i] = NULL;
+	if (s->access_token[0])
+		remove_from(reg->tslots, reg->nslots, BY_TOKEN, s);
 	reg->count--;
-	/* Backward shift: pull later entries of the probe run into the hole
-	 * when their home slot does not lie strictly between hole and them. */
-	for (j = (i + 1) & mask; reg->slots[j]; j = (j + 1) & mask) {
-		size_t home = hash_id(reg->slots[j]->id) & mask;
-		int between = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-		if (!between) {
-			reg->slots[i] = reg->slots[j];
-			reg->slots[j] = NULL;
-			i = j;
-		}
-	}
 }
 
 const char *hu_sbx_socket(const struct hu_sbx *s)

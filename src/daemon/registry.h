@@ -1,6 +1,6 @@
 /*
  * The daemon's live sandboxes: one struct hu_sbx per sandbox, indexed by id
- * (and by access token for signed URLs later). The store (store.h) is the
+ * (and by access token). The store (store.h) is the
  * source of truth on disk; the registry holds what only a live process can:
  * the runtime handle, timers and streams.
  */
@@ -9,6 +9,7 @@
 
 #include <event2/event.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/daemon.h"
@@ -65,6 +66,11 @@ struct hu_sbx *hu_registry_get(struct hu_registry *reg, const char *id);
 /* The sandbox owning this access token, or NULL (constant-time compare). */
 struct hu_sbx *hu_registry_by_token(struct hu_registry *reg, const char *token);
 size_t hu_registry_count(struct hu_registry *reg);
+/* The signature index for signed URLs (signed_url.c): the id of the sandbox
+ * this 32-byte signature digest verified for before, or NULL. A hint only:
+ * the caller verifies it again. */
+const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[32]);
+void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[32], const char *id);
 /* Index s (its id must be new) and watch its hutch-init: if init exits on
  * its own, the sandbox is killed (hu_sbx_kill) and removed. */
 int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err);
@@ -80,6 +86,12 @@ void hu_sbx_free(struct hu_sbx *s);
 /* Iterate: call fn for each sandbox; stop when fn returns non-zero. fn must
  * not add or remove sandboxes (collect them first). */
 void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void *arg), void *arg);
+
+/* No running sandbox has this id any more (killed, timed out, paused, or
+ * its init died): a stream of it whose init connection closed should be
+ * cut, not ended, as envd's are when E2B's VM goes away. The SDK then
+ * probes /health (502) and reports the sandbox as killed. */
+bool hu_registry_sandbox_gone(struct hu_registry *reg, const char *id);
 
 /* The unix socket path of the sandbox's hutch-init. */
 const char *hu_sbx_socket(const struct hu_sbx *s);

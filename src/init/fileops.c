@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "init/users.h"
+#include "init/xattrmeta.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -141,7 +142,7 @@ static void put_name_or_id(struct hu_buf *b, uint16_t tag, const char *name, uns
 }
 
 /* One ENTRY; at_fd/name locate a symlink for readlinkat. */
-static void put_entry(struct hu_buf *b, const char *path, const struct stat *st, int at_fd, const char *name)
+void hu_fileops_put_entry(struct hu_buf *b, const char *path, const struct stat *st, int at_fd, const char *name)
 {
 	const char *base = strrchr(path, '/');
 	base = base && base[1] ? base + 1 : path;
@@ -158,13 +159,19 @@ static void put_entry(struct hu_buf *b, const char *path, const struct stat *st,
 	put_name_or_id(b, HU_F_GROUP, hu_group_name_of(st->st_gid), st->st_gid);
 	hu_put_u64(b, HU_F_MTIME_NS, (uint64_t)st->st_mtim.tv_sec * 1000000000u + (uint64_t)st->st_mtim.tv_nsec);
 	if (S_ISLNK(st->st_mode)) {
+		/* envd reports where the link leads (filepath.EvalSymlinks); a
+		 * dangling link as its text. Resolution stays inside the
+		 * sandbox's root, which is init's root. */
 		char target[PATH_MAX];
-		ssize_t n = readlinkat(at_fd, name, target, sizeof(target) - 1);
-		if (n >= 0) {
+		ssize_t n;
+		if (realpath(path, target))
+			hu_put_str(b, HU_F_SYMLINK, target);
+		else if ((n = readlinkat(at_fd, name, target, sizeof(target) - 1)) >= 0) {
 			target[n] = '\0';
 			hu_put_str(b, HU_F_SYMLINK, target);
 		}
 	}
+	hu_xmeta_put(b, path);
 	hu_put_nested_end(b, e);
 }
 
@@ -177,7 +184,7 @@ static int reply_entry(struct hu_conn *c, uint32_t id, const char *path, hu_err 
 	if (lstat(path, &st) < 0)
 		return hu_err_sys(err, "stat %s", path);
 	size_t f = hu_frame_begin(&b, HU_MSG_ENTRIES, id);
-	put_entry(&b, path, &st, AT_FDCWD, path);
+	hu_fileops_put_entry(&b, path, &st, AT_FDCWD, path);
 	hu_frame_end(&b, f);
 	hu_conn_send(c, &b);
 	hu_buf_free(&b);
@@ -193,6 +200,54 @@ struct lister {
 	size_t entries;
 };
 
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* The names in directory d, sorted (envd lists in Go's WalkDir order). */
+static int read_names(DIR *d, const char *path, char ***out, size_t *count, size_t budget, hu_err *err)
+{
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+
+	while ((de = readdir(d)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n >= budget) {
+			free_names(names, n);
+			return hu_err_set(err, E2BIG, "more than %d entries under %s", HU_FILEOPS_MAX_ENTRIES, path);
+		}
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			char **grown = realloc(names, cap * sizeof(*names));
+			if (!grown) {
+				free_names(names, n);
+				return hu_err_set(err, ENOMEM, "list %s", path);
+			}
+			names = grown;
+		}
+		if (!(names[n] = strdup(de->d_name))) {
+			free_names(names, n);
+			return hu_err_set(err, ENOMEM, "list %s", path);
+		}
+		n++;
+	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), cmp_names);
+	*out = names;
+	*count = n;
+	return 0;
+}
+
 static int list_dir_at(struct lister *l, int fd, const char *path, uint32_t depth_left, hu_err *err)
 {
 	DIR *d = fdopendir(fd);
@@ -200,17 +255,21 @@ static int list_dir_at(struct lister *l, int fd, const char *path, uint32_t dept
 		close(fd);
 		return hu_err_sys(err, "opendir %s", path);
 	}
-	int rc = 0;
-	struct dirent *de;
+	char **names = NULL;
+	size_t count = 0;
+	int rc = read_names(d, path, &names, &count, HU_FILEOPS_MAX_ENTRIES - l->entries, err);
+	if (rc < 0) {
+		closedir(d);
+		return rc;
+	}
 	char child[PATH_MAX];
 	struct stat st;
 
-	while (rc == 0 && (de = readdir(d)) != NULL) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	for (size_t i = 0; rc == 0 && i < count; i++) {
+		const char *name = names[i];
+		if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* vanished meanwhile */
-		int n = snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "", de->d_name);
+		int n = snprintf(child, sizeof(child), "%s%s%s", path, strcmp(path, "/") ? "/" : "", name);
 		if (n < 0 || (size_t)n >= sizeof(child))
 			continue;
 		if (++l->entries > HU_FILEOPS_MAX_ENTRIES) {
@@ -222,14 +281,15 @@ static int list_dir_at(struct lister *l, int fd, const char *path, uint32_t dept
 			hu_frame_end(&l->out, l->frame);
 			l->frame = hu_frame_begin(&l->out, HU_MSG_ENTRIES, l->id);
 		}
-		put_entry(&l->out, child, &st, dirfd(d), de->d_name);
+		hu_fileops_put_entry(&l->out, child, &st, dirfd(d), name);
 		/* Symlinks are listed, never followed (lstat says "link", not "dir"). */
 		if (S_ISDIR(st.st_mode) && depth_left > 1) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0)
 				rc = list_dir_at(l, sub, child, depth_left - 1, err);
 		}
 	}
+	free_names(names, count);
 	closedir(d);
 	return rc;
 }
@@ -349,6 +409,33 @@ static void write_free(struct hu_fileop_write *w)
 	free(w);
 }
 
+/* mkdir -p of the parent of path with init's identity; every directory it
+ * creates is handed to u. Runs before init takes u's identity. */
+static int make_parents_owned(const char *path, const struct hu_user *u, hu_err *err)
+{
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	char *slash = strrchr(tmp, '/');
+	if (!slash || slash == tmp)
+		return 0;
+	*slash = '\0';
+	for (char *p = tmp + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char saved = *p;
+		*p = '\0';
+		if (mkdir(tmp, 0755) == 0) {
+			if (chown(tmp, u->uid, u->gid) < 0 && geteuid() == 0)
+				return hu_err_sys(err, "chown %s", tmp);
+		} else if (errno != EEXIST) {
+			return hu_err_sys(err, "mkdir %s", tmp);
+		}
+		*p = saved;
+		if (!saved)
+			return 0;
+	}
+}
+
 /* mkdir -p of the parent of path (as the user: the directories are theirs). */
 static int make_parents(const char *path, hu_err *err)
 {
@@ -361,8 +448,9 @@ static int make_parents(const char *path, hu_err *err)
 	return hu_mkdir_p(parent, 0755, err);
 }
 
-static int write_open(struct hu_conn *c, uint32_t id, const char *path, hu_err *err)
+static int write_open(struct hu_conn *c, const struct hu_request *req, const char *path, hu_err *err)
 {
+	uint32_t id = req->id;
 	size_t open_writes = 0;
 	for (struct hu_fileop_write *w = c->writes; w; w = w->next)
 		open_writes++;
@@ -375,6 +463,12 @@ static int write_open(struct hu_conn *c, uint32_t id, const char *path, hu_err *
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0)
 		return hu_err_sys(err, "open %s", path);
+	/* envd: an upload replaces the file's metadata, also with none */
+	if (hu_xmeta_replace(fd, req->metav, req->metac, err) < 0) {
+		close(fd);
+		hu_err_prefix(err, "%s", path);
+		return -1;
+	}
 	struct hu_fileop_write *w = calloc(1, sizeof(*w));
 	if (!w || !(w->path = strdup(path))) {
 		free(w);
@@ -457,10 +551,13 @@ static int do_remove(struct hu_conn *c, uint32_t id, const char *path, hu_err *e
 	struct stat st;
 	if (!strcmp(path, "/"))
 		return hu_err_set(err, EBUSY, "refusing to remove /");
-	if (lstat(path, &st) < 0)
-		return hu_err_sys(err, "remove %s", path);
-	if (hu_rm_rf(path, err) < 0)
+	/* envd removes with os.RemoveAll: a path that is not there is fine */
+	if (lstat(path, &st) < 0) {
+		if (errno != ENOENT)
+			return hu_err_sys(err, "remove %s", path);
+	} else if (hu_rm_rf(path, err) < 0) {
 		return -1;
+	}
 	hu_conn_send_empty(c, HU_MSG_OK, id);
 	return 0;
 }
@@ -481,7 +578,7 @@ static int run_request(struct hu_conn *c, const struct hu_request *req, const ch
 	case HU_MSG_READ:
 		return start_read(c, req->id, path, err);
 	case HU_MSG_WRITE_OPEN:
-		if (write_open(c, req->id, path, err) < 0)
+		if (write_open(c, req, path, err) < 0)
 			return -1;
 		hu_conn_send_empty(c, HU_MSG_OK, req->id);
 		return 0;
@@ -494,7 +591,7 @@ void hu_fileops_handle(struct hu_conn *c, const struct hu_request *req)
 {
 	char path[PATH_MAX], dest[PATH_MAX];
 	struct hu_user user;
-	struct hu_fs_identity saved;
+	struct hu_fs_identity saved = {0};
 	hu_err err;
 	int rc;
 
@@ -515,11 +612,19 @@ void hu_fileops_handle(struct hu_conn *c, const struct hu_request *req)
 		hu_conn_send_error(c, req->id, &err);
 		return;
 	}
-	if (hu_fs_become_user(&user, &saved, &err) < 0) {
+	/* envd creates missing parent directories as root, owned by the user,
+	 * so a user's upload to /new/dir/file works. The caller of the API may
+	 * act as root anyway (user "root"), so this grants it nothing; sandbox
+	 * processes never reach init's socket. */
+	rc = 0;
+	if (req->type == HU_MSG_WRITE_OPEN || req->type == HU_MSG_MOVE)
+		rc = make_parents_owned(req->type == HU_MSG_MOVE ? dest : path, &user, &err);
+	if (rc == 0 && hu_fs_become_user(&user, &saved, &err) < 0) {
 		hu_conn_send_error(c, req->id, &err);
 		return;
 	}
-	rc = run_request(c, req, path, dest, &err);
+	if (rc == 0)
+		rc = run_request(c, req, path, dest, &err);
 	hu_fs_become_init(&saved);
 	if (rc < 0)
 		hu_conn_send_error(c, req->id, &err);

@@ -23,6 +23,12 @@ void hu_fileops_forget_conn(struct hu_conn *c);
 /* c has room in its queue again: continue its READ streams. */
 void hu_fileops_conn_drained(struct hu_conn *c);
 
+/* Append one ENTRY field for path (st from lstat; at_fd/name locate it for
+ * readlinkat, AT_FDCWD/path will do). */
+struct hu_buf;
+struct stat;
+void hu_fileops_put_entry(struct hu_buf *b, const char *path, const struct stat *st, int at_fd, const char *name);
+
 /* Init's own file-system identity, saved while it acts as a user. */
 struct hu_fs_identity {
 	bool switched;

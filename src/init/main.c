@@ -23,6 +23,7 @@
 #include "init/conn.h"
 #include "init/loop.h"
 #include "init/proc.h"
+#include "init/sudo.h"
 #include "init/users.h"
 #include "runtime/caps.h"
 #include "runtime/sandbox.h"
@@ -133,6 +134,13 @@ int main(int argc, char **argv)
 	hu_err err;
 	int rc = 1;
 
+	/* The template's /opt/hutch/bin/sudo is this binary (sudo.h). */
+	const char *base = strrchr(argv[0], '/');
+	/* _exit: the shim holds nothing to clean up, and a sanitizer build's
+	 * leak check at exit cannot run inside a sandbox (no ptrace). */
+	if (!strcmp(base ? base + 1 : argv[0], "sudo"))
+		_exit(hu_sudo_client_main(argc, argv));
+
 	if (parse_args(argc, argv, &opt, &err) < 0) {
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 		return 1;
@@ -145,12 +153,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 		return 1;
 	}
-	if ((opt.allow_local_peers && watch_sigterm(&err) < 0) || hu_proc_init(&err) < 0 || hu_conn_listen(opt.listen_fd, opt.allow_local_peers, &err) < 0 ||
+	/* sudo is served in real sandboxes only: its abstract socket name is
+	 * per network namespace, which a test init does not have of its own. */
+	if ((opt.allow_local_peers && watch_sigterm(&err) < 0) || hu_proc_init(&err) < 0 ||
+	    (opt.setup && hu_sudo_listen(&err) < 0) || hu_conn_listen(opt.listen_fd, opt.allow_local_peers, &err) < 0 ||
 	    hu_loop_run(&err) < 0)
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 	else
 		rc = 0;
 	hu_conn_shutdown();
+	hu_sudo_shutdown();
 	hu_proc_fini();
 	hu_users_free();
 	if (term_watch.registered) {

@@ -11,6 +11,7 @@
 
 #include "init/pty.h"
 #include "init/spawn.h"
+#include "init/sudo.h"
 #include "util/clock.h"
 
 #define EXIT_RECORDS 256
@@ -317,6 +318,8 @@ static void reap_children(void)
 
 	/* Every child, ours or an orphan re-parented to us: no zombies stay. */
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (hu_sudo_reaped(pid, status))
+			continue;
 		for (struct hu_proc *p = procs; p; p = p->next) {
 			if (p->pid == pid && !p->exited) {
 				p->exited = true;

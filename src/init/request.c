@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/filemeta.h"
+
 #define DEFAULT_ROWS 24
 #define DEFAULT_COLS 80
 
@@ -103,6 +105,15 @@ static int decode_field(struct hu_request *req, const struct hu_field *f, hu_err
 		if (kv[0] == '=' || !strchr(kv, '='))
 			return hu_err_set(err, EINVAL, "ENV entry is not KEY=VALUE");
 		return 0;
+	case HU_F_META: {
+		const char *value;
+		size_t klen;
+		if (req->metac >= HU_META_MAX_PAIRS)
+			return hu_err_set(err, E2BIG, "more than %d META fields", HU_META_MAX_PAIRS);
+		if (push_str(f, &req->metav, &req->metac, "META", err) < 0)
+			return -1;
+		return hu_meta_split(req->metav[req->metac - 1], &value, &klen, err);
+	}
 	case HU_F_CWD:
 		return take_str(f, &req->cwd, HU_REQ_MAX_PATH, "CWD", err);
 	case HU_F_PATH:
@@ -127,6 +138,11 @@ static int decode_field(struct hu_request *req, const struct hu_field *f, hu_err
 		if (hu_field_u8(f, &u8, err) < 0)
 			return -1;
 		req->stdin_open = u8 == 1;
+		return 0;
+	case HU_F_WITH_ENTRY:
+		if (hu_field_u8(f, &u8, err) < 0)
+			return -1;
+		req->with_entry = u8 == 1;
 		return 0;
 	case HU_F_PID:
 		if (hu_field_u32(f, &u32, err) < 0)
@@ -228,6 +244,7 @@ void hu_request_free(struct hu_request *req)
 {
 	free_vec(req->argv);
 	free_vec(req->envv);
+	free_vec(req->metav);
 	free(req->cwd);
 	free(req->user);
 	free(req->tag);

@@ -29,6 +29,8 @@ struct hu_request {
 	size_t argc;
 	char **envv; /* NULL-terminated, envc entries, each KEY=VALUE */
 	size_t envc;
+	char **metav; /* NULL-terminated, metac entries, each key=value (WRITE_OPEN) */
+	size_t metac;
 	char *cwd;
 	char *user;
 	char *tag;
@@ -38,6 +40,7 @@ struct hu_request {
 	bool pty;
 	uint16_t rows, cols;
 	bool stdin_open;
+	bool with_entry; /* WATCH_START: events carry the ENTRY */
 
 	bool has_pid;
 	uint32_t pid;

@@ -16,7 +16,7 @@
 #include "runtime/caps.h"
 #include "util/cleanup.h"
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define DEFAULT_PATH "/opt/hutch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 /* How long SPAWN waits for the child to reach execve. Only a child stuck
  * before exec (say, chdir into a hung mount) takes long; SPAWN must not hang
  * init with it. */
@@ -128,7 +128,7 @@ static _Noreturn void child_fail(int errpipe, const hu_err *err)
 	_exit(127);
 }
 
-static void reset_signals(void)
+void hu_spawn_reset_signals(void)
 {
 	sigset_t none;
 	/* init ignores SIGPIPE and blocks SIGCHLD; a program must start with the
@@ -159,7 +159,7 @@ static int setup_stdio(const struct child_plan *p, hu_err *err)
  * CAP_SETPCAP, which a non-root uid no longer has), then the ids change, then
  * the remaining sets are cut: together this is hu_caps_drop_to() split around
  * setresuid so it also works for "user". */
-static int become_user(const struct hu_user *u, hu_err *err)
+int hu_spawn_become(const struct hu_user *u, hu_err *err)
 {
 	uint64_t keep = u->uid == 0 ? HU_CAPS_ROOT_DEFAULT : 0;
 
@@ -180,12 +180,12 @@ static _Noreturn void child_main(const struct child_plan *p)
 {
 	hu_err err;
 
-	reset_signals();
+	hu_spawn_reset_signals();
 	if (setsid() < 0) {
 		hu_err_sys(&err, "setsid");
 		child_fail(p->errpipe_wr, &err);
 	}
-	if (setup_stdio(p, &err) < 0 || become_user(p->user, &err) < 0)
+	if (setup_stdio(p, &err) < 0 || hu_spawn_become(p->user, &err) < 0)
 		child_fail(p->errpipe_wr, &err);
 	umask(022);
 	if (p->cwd) {

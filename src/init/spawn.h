@@ -27,4 +27,11 @@ int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err);
 
 void hu_strv_free(char **v);
 
+/* In a child about to exec: every signal back to its default, none blocked. */
+void hu_spawn_reset_signals(void);
+/* In a child about to exec: become u (ids, groups, and the capabilities a
+ * command of that user gets: HU_CAPS_ROOT_DEFAULT for root, none else). */
+struct hu_user;
+int hu_spawn_become(const struct hu_user *u, hu_err *err);
+
 #endif

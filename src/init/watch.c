@@ -32,6 +32,7 @@ struct hu_dirwatch {
 	struct hu_conn *conn;
 	uint32_t id;        /* of the WATCH_START: every event carries it */
 	uint32_t max_depth; /* 1: the root only */
+	bool with_entry;    /* events carry the ENTRY of the changed path */
 	struct hu_user user;
 	char root[PATH_MAX];
 	struct watched_dir *dirs; /* sorted by wd */
@@ -191,11 +192,31 @@ static void unfollow_dir(struct hu_dirwatch *w, const char *rel)
 
 /* ---- events ------------------------------------------------------------------------ */
 
-static void put_event(struct hu_buf *out, uint32_t id, const char *name, uint8_t type)
+/* The ENTRY of root/name, looked up with the watcher's identity; nothing
+ * when it is gone (a REMOVE, a RENAME away) or not the user's to see. */
+static void put_event_entry(struct hu_dirwatch *w, struct hu_buf *out, const char *name)
 {
-	size_t f = hu_frame_begin(out, HU_MSG_WATCH_EVENT, id);
+	char abs[PATH_MAX];
+	struct hu_fs_identity saved;
+	struct stat st;
+	hu_err err;
+	int n = strcmp(name, ".") ? snprintf(abs, sizeof(abs), "%s%s%s", w->root, strcmp(w->root, "/") ? "/" : "", name)
+				  : snprintf(abs, sizeof(abs), "%s", w->root);
+
+	if (n < 0 || (size_t)n >= sizeof(abs) || hu_fs_become_user(&w->user, &saved, &err) < 0)
+		return;
+	if (lstat(abs, &st) == 0)
+		hu_fileops_put_entry(out, abs, &st, AT_FDCWD, abs);
+	hu_fs_become_init(&saved);
+}
+
+static void put_event(struct hu_dirwatch *w, struct hu_buf *out, const char *name, uint8_t type)
+{
+	size_t f = hu_frame_begin(out, HU_MSG_WATCH_EVENT, w->id);
 	hu_put_str(out, HU_F_NAME, name);
 	hu_put_u8(out, HU_F_EVENT, type);
+	if (w->with_entry)
+		put_event_entry(w, out, name);
 	hu_frame_end(out, f);
 }
 
@@ -229,15 +250,15 @@ static int handle_event(struct hu_dirwatch *w, const struct inotify_event *ev, s
 
 	/* One inotify event may carry several changes; envd's order. */
 	if (ev->mask & (IN_CREATE | IN_MOVED_TO))
-		put_event(out, w->id, name, HU_WATCH_CREATE);
+		put_event(w, out, name, HU_WATCH_CREATE);
 	if (ev->mask & (IN_MOVED_FROM | IN_MOVE_SELF))
-		put_event(out, w->id, name, HU_WATCH_RENAME);
+		put_event(w, out, name, HU_WATCH_RENAME);
 	if (ev->mask & IN_ATTRIB)
-		put_event(out, w->id, name, HU_WATCH_CHMOD);
+		put_event(w, out, name, HU_WATCH_CHMOD);
 	if (ev->mask & IN_MODIFY)
-		put_event(out, w->id, name, HU_WATCH_WRITE);
+		put_event(w, out, name, HU_WATCH_WRITE);
 	if (ev->mask & (IN_DELETE | IN_DELETE_SELF))
-		put_event(out, w->id, name, HU_WATCH_REMOVE);
+		put_event(w, out, name, HU_WATCH_REMOVE);
 
 	if (self || !(ev->mask & IN_ISDIR))
 		return 0;
@@ -353,6 +374,7 @@ static int start(struct hu_conn *c, const struct hu_request *req, hu_err *err)
 	w->conn = c;
 	w->id = req->id;
 	w->max_depth = req->depth ? req->depth : 1;
+	w->with_entry = req->with_entry;
 	w->watch.fd = -1;
 	int rc = hu_user_resolve(req->user, &w->user, err);
 	if (rc == 0)

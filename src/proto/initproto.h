@@ -55,7 +55,7 @@ enum hu_msg_type {
 	HU_MSG_MOVE = 23,        /* PATH DEST USER? -> ENTRIES{ENTRY of DEST} | ERROR */
 	HU_MSG_REMOVE = 24,      /* PATH USER? -> OK | ERROR (directories recursively) */
 	HU_MSG_READ = 25,        /* PATH USER? -> READ_DATA* then READ_END | ERROR */
-	HU_MSG_WRITE_OPEN = 26,  /* PATH USER? -> OK | ERROR; creates parents, truncates */
+	HU_MSG_WRITE_OPEN = 26,  /* PATH USER? META* -> OK | ERROR; creates parents, truncates, sets META */
 	HU_MSG_WRITE_DATA = 27,  /* DATA (same id as WRITE_OPEN) -> nothing unless ERROR */
 	HU_MSG_WRITE_CLOSE = 28, /* (same id) -> ENTRIES{ENTRY} | ERROR */
 	HU_MSG_WATCH_START = 29, /* PATH DEPTH? USER? -> OK, then WATCH_EVENT* until the
@@ -77,7 +77,7 @@ enum hu_msg_type {
 	HU_MSG_READ_DATA = 73,/* DATA */
 	HU_MSG_READ_END = 74, /* SIZE */
 	HU_MSG_WATCH_EVENT = 75, /* id = request id of WATCH_START; NAME (path relative to
-	                          * the watched directory, "." for itself) EVENT */
+	                          * the watched directory, "." for itself) EVENT ENTRY? */
 };
 
 enum hu_field_tag {
@@ -101,7 +101,7 @@ enum hu_field_tag {
 	HU_F_DEPTH = 18,     /* u32 */
 	HU_F_SIZE = 19,      /* u64 */
 	HU_F_PROC = 20,      /* nested fields: PID TAG? ARG* ENV* CWD? */
-	HU_F_ENTRY = 21,     /* nested fields: NAME PATH TYPE SIZE MODE UID GID OWNER GROUP MTIME_NS SYMLINK? */
+	HU_F_ENTRY = 21,     /* nested fields: NAME PATH TYPE SIZE MODE UID GID OWNER GROUP MTIME_NS SYMLINK? META* */
 	HU_F_NAME = 22,      /* string */
 	HU_F_TYPE = 23,      /* u8: 1 file, 2 dir, 3 symlink, 4 other */
 	HU_F_MODE = 24,      /* u32 st_mode */
@@ -115,6 +115,11 @@ enum hu_field_tag {
 	                      * (a big LIST_DIR is split to stay under the frame
 	                      * limit); the last ENTRIES (or an ERROR) has none */
 	HU_F_EVENT = 32,     /* u8: enum hu_watch_event */
+	HU_F_META = 33,      /* string "key=value", repeated (util/filemeta.h): on WRITE_OPEN the
+	                      * file's metadata, replacing what it had; in an ENTRY its
+	                      * user.e2b.* extended attributes */
+	HU_F_WITH_ENTRY = 34, /* u8 1 on WATCH_START: each WATCH_EVENT carries the ENTRY of
+	                       * the changed path when it still exists (envd includeEntry) */
 };
 
 enum hu_stream_kind { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };

@@ -239,6 +239,31 @@ int hu_init_build_file(struct hu_buf *b, uint8_t type, uint32_t id, const char *
 	return finish(b, off, "file request", err);
 }
 
+int hu_init_build_write_open(struct hu_buf *b, uint32_t id, const char *path, const char *user,
+			     const char *const *meta, size_t nmeta, hu_err *err)
+{
+	size_t off = hu_frame_begin(b, HU_MSG_WRITE_OPEN, id);
+	hu_put_str(b, HU_F_PATH, path);
+	if (user)
+		hu_put_str(b, HU_F_USER, user);
+	for (size_t i = 0; i < nmeta; i++)
+		hu_put_str(b, HU_F_META, meta[i]);
+	return finish(b, off, "write request", err);
+}
+
+int hu_init_build_watch(struct hu_buf *b, uint32_t id, const char *path, uint32_t depth, const char *user,
+			bool with_entry, hu_err *err)
+{
+	size_t off = hu_frame_begin(b, HU_MSG_WATCH_START, id);
+	hu_put_str(b, HU_F_PATH, path);
+	hu_put_u32(b, HU_F_DEPTH, depth);
+	if (user)
+		hu_put_str(b, HU_F_USER, user);
+	if (with_entry)
+		hu_put_u8(b, HU_F_WITH_ENTRY, 1);
+	return finish(b, off, "watch request", err);
+}
+
 /* ---- events ----------------------------------------------------------------------- */
 
 int hu_init_parse_event(const struct hu_frame_hdr *hdr, const uint8_t *payload, struct hu_init_event *ev, hu_err *err)

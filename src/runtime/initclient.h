@@ -60,6 +60,12 @@ int hu_init_build_simple(struct hu_buf *b, uint8_t type, uint32_t id, hu_err *er
  * USER when given. */
 int hu_init_build_file(struct hu_buf *b, uint8_t type, uint32_t id, const char *path, const char *dest,
 		       uint32_t depth, const char *user, hu_err *err);
+/* WATCH_START; with_entry: events carry the changed path's ENTRY. */
+int hu_init_build_watch(struct hu_buf *b, uint32_t id, const char *path, uint32_t depth, const char *user,
+			bool with_entry, hu_err *err);
+/* WRITE_OPEN with the file's metadata ("key=value" strings, util/filemeta.h). */
+int hu_init_build_write_open(struct hu_buf *b, uint32_t id, const char *path, const char *user,
+			     const char *const *meta, size_t nmeta, hu_err *err);
 /* WRITE_DATA for an open write; split into HU_PROTO_CHUNK frames. */
 int hu_init_build_write_data(struct hu_buf *b, uint32_t id, const void *data, size_t len, hu_err *err);
 

@@ -12,7 +12,7 @@
 #define HU_SLOTS_MAX 16384u
 
 /* Bump when the layout of a built template changes, so old ones are rebuilt. */
-#define HU_TEMPLATE_LAYOUT 2
+#define HU_TEMPLATE_LAYOUT 3
 
 struct hu_runtime {
 	struct hu_runtime_config cfg;

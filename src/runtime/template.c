@@ -12,6 +12,7 @@
  * through an idmapped mount, so they appear as root and user inside.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,9 +53,9 @@ static const char nsswitch_text[] = "passwd: files\ngroup: files\nshadow: files\
 static const char profile_text[] =
 	"# /etc/profile: login shells in a hutch sandbox\n"
 	"if [ \"${EUID:-$(id -u)}\" -eq 0 ]; then\n"
-	"  PATH=\"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
+	"  PATH=\"/opt/hutch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\"\n"
 	"else\n"
-	"  PATH=\"/usr/local/bin:/usr/bin:/bin\"\n"
+	"  PATH=\"/opt/hutch/bin:/usr/local/bin:/usr/bin:/bin\"\n"
 	"fi\n"
 	"export PATH\n"
 	"if [ \"${PS1-}\" ]; then\n"
@@ -159,6 +160,7 @@ static int make_dirs(int root, hu_err *err)
 		{"tmp", 01777}, {"var", 0755}, {"var/tmp", 01777}, {"var/lib", 0755}, {"var/cache", 0755},
 		{"var/log", 0755}, {"mnt", 0755}, {"opt", 0755}, {"srv", 0755}, {"media", 0755},
 		{"home", 0755}, {"home/user", 0755}, {"root", 0700}, {"workspace", 0755},
+		{"opt/hutch", 0755}, {"opt/hutch/bin", 0755},
 	};
 	for (size_t i = 0; i < HU_ARRAY_LEN(dirs); i++) {
 		if (mkdirat(root, dirs[i].path, dirs[i].mode) < 0 && errno != EEXIST)
@@ -295,6 +297,59 @@ static int build_rootfs(const char *path, hu_err *err)
 	return 0;
 }
 
+/* Is the file at path byte for byte the content of fd? */
+static bool same_content(const char *path, int fd)
+{
+	struct stat a, b;
+	uint8_t x[16384], y[16384];
+	_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (in < 0 || fstat(in, &a) < 0 || fstat(fd, &b) < 0 || a.st_size != b.st_size || (a.st_mode & 07777) != 0755)
+		return false;
+	for (off_t off = 0; off < a.st_size;) {
+		ssize_t n = pread(fd, x, sizeof(x), off);
+		if (n <= 0 || read(in, y, (size_t)n) != n || memcmp(x, y, (size_t)n))
+			return false;
+		off += n;
+	}
+	return true;
+}
+
+/* /opt/hutch/bin/sudo: hutch-init itself, which acts as the sudo shim under
+ * that name (src/init/sudo.h). Rewritten at every start, so it always
+ * matches the init that serves it; replaced by rename, so a sandbox running
+ * the old one is not disturbed. */
+static int install_sudo(const struct hu_runtime *rt, const char *tdir, hu_err *err)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	uint8_t buf[65536];
+	ssize_t n;
+	off_t off = 0;
+
+	if (rt->init_memfd < 0)
+		return 0; /* a runtime that never starts sandboxes */
+	snprintf(path, sizeof(path), "%s/rootfs/opt/hutch/bin/sudo", tdir);
+	if (same_content(path, rt->init_memfd))
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s/rootfs/opt/hutch/bin/.sudo-%d", tdir, (int)getpid());
+	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755);
+	if (out < 0)
+		return hu_err_sys(err, "create %s", tmp);
+	while ((n = pread(rt->init_memfd, buf, sizeof(buf), off)) > 0) {
+		if (hu_write_all(out, buf, (size_t)n) < 0) {
+			unlink(tmp);
+			return hu_err_sys(err, "write %s", tmp);
+		}
+		off += n;
+	}
+	if (n < 0 || fchmod(out, 0755) < 0 || rename(tmp, path) < 0) {
+		hu_err_sys(err, "install %s", path);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int layout_current(const char *tdir)
 {
 	char path[PATH_MAX], buf[32];
@@ -314,7 +369,7 @@ int hu_template_ensure_base(struct hu_runtime *rt, hu_err *err)
 
 	snprintf(tdir, sizeof(tdir), "%s/base", rt->templates_dir);
 	if (layout_current(tdir))
-		return 0;
+		return install_sudo(rt, tdir, err);
 	snprintf(tmp, sizeof(tmp), "%s/.build-base-%d", rt->templates_dir, (int)getpid());
 	if (hu_rm_rf(tmp, err) < 0)
 		return -1;
@@ -333,12 +388,12 @@ int hu_template_ensure_base(struct hu_runtime *rt, hu_err *err)
 		if ((errno == ENOTEMPTY || errno == EEXIST) && layout_current(tdir)) {
 			hu_rm_rf(tmp, err); /* another builder won the race */
 			hu_err_clear(err);
-			return 0;
+			return install_sudo(rt, tdir, err);
 		}
 		hu_err_sys(err, "rename %s", tmp);
 		goto fail;
 	}
-	return 0;
+	return install_sudo(rt, tdir, err);
 fail:
 	{
 		hu_err ignore;

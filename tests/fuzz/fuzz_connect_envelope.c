@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/connect.c src/daemon/http.c src/daemon/log.c tests/fuzz/daemon_fakes.c
+// fuzz-sources: src/daemon/connect.c src/daemon/http.c src/daemon/log.c tests/fuzz/daemon_fakes.c src/daemon/signed_url.c src/daemon/signature.c
 /*
  * libFuzzer driver for the Connect request envelope (connect.c): the input
  * is the body of a server-streaming request. A parse either yields one JSON

@@ -62,8 +62,13 @@ static void test_add_get_remove(void **state)
 		all[i] = NULL;
 	}
 	for (int i = 0; i < N; i++) {
-		if (all[i])
+		snprintf(token, sizeof(token), "%064x", i + 1);
+		if (all[i]) {
 			assert_ptr_equal(hu_registry_get(reg, all[i]->id), all[i]);
+			assert_ptr_equal(hu_registry_by_token(reg, token), all[i]);
+		} else {
+			assert_null(hu_registry_by_token(reg, token)); /* gone from the token index too */
+		}
 	}
 	assert_int_equal(hu_registry_count(reg), N - (N + 2) / 3);
 	hu_registry_free(reg); /* frees the rest */
