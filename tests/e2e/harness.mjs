@@ -71,10 +71,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   if (!apiKey) apiKey = (await waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)).match[1]
   await waitFor(proc, /listening on/, 20000).catch(() => {})
   const url = `http://127.0.0.1:${port}`
-  process.env.E2B_API_KEY = apiKey
-  process.env.E2B_API_URL = url
-  process.env.E2B_SANDBOX_URL = url
-  process.env.E2B_DOMAIN = '127.0.0.1'
+  useDaemon({ apiKey, url })
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
   const self = {
     url,
@@ -116,6 +113,15 @@ function cleanupDir(base, cgroupParent) {
     true`
   try { execFileSync('sh', ['-c', script]) } catch {}
   rmSync(base, { recursive: true, force: true })
+}
+
+// Point the SDK's environment at daemon d (startDaemon does it for the newest
+// daemon; a test that started a second one points back at the first).
+export function useDaemon(d) {
+  process.env.E2B_API_KEY = d.apiKey
+  process.env.E2B_API_URL = d.url
+  process.env.E2B_SANDBOX_URL = d.url
+  process.env.E2B_DOMAIN = '127.0.0.1'
 }
 
 export async function api(d, method, path, body, headers = {}) {

@@ -5,7 +5,7 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, execFileSync } from 'node:child_process'
 import { Sandbox } from 'e2b'
-import { startDaemon, api, sleep, hutchBin } from './harness.mjs'
+import { startDaemon, api, sleep, hutchBin, useDaemon } from './harness.mjs'
 
 let d
 before(async () => {
@@ -232,6 +232,7 @@ test('memory pressure releases paused sandboxes, least recently used first', asy
     const again = await Sandbox.connect(sbxs[0].sandboxId, o)
     assert.equal((await again.commands.run('echo back')).stdout, 'back\n')
   } finally {
+    useDaemon(d)
     const st = await p.stop()
     assert.equal(st.code, 0)
   }
@@ -262,6 +263,7 @@ test('admission control: over the budget is 429 with Retry-After and builds noth
     assert.equal((await api(a, 'POST', `/sandboxes/${ok1.json.sandboxID}/pause`, { memory: false })).status, 204)
     assert.equal((await api(a, 'POST', '/v2/sandboxes', { timeout: 60 })).status, 201)
   } finally {
+    useDaemon(d)
     assert.equal((await a.stop()).code, 0)
   }
   writeFileSync(join(dir, 'p.conf'), 'pressure.min_available = 1000T\n')
@@ -272,6 +274,7 @@ test('admission control: over the budget is 429 with Retry-After and builds noth
     assert.equal(r.headers.get('retry-after'), '5')
     assert.match(r.json.message, /memory pressure/)
   } finally {
+    useDaemon(d)
     assert.equal((await p.stop()).code, 0)
   }
 })
