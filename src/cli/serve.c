@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
+#include "daemon/volumes.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/fileutil.h"
@@ -166,6 +167,8 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	hu_api_sandboxes_register(d);
 	hu_api_templates_register(d);
+	hu_api_volumes_register(d);
+	hu_volume_sweep(d);
 	hu_envd_process_register(d);
 	hu_envd_fs_register(d);
 	if (ensure_api_key(d, err) < 0)

@@ -15,6 +15,8 @@
 #include "runtime/sandbox.h"
 #include "util/err.h"
 
+struct hu_mount_reqs; /* mounts_json.h */
+
 /* A sandbox's timeout window: E2B's Pro maximum is 24 hours. */
 #define HU_TIMEOUT_MAX_S 86400
 /* Bounds on metadata and envVars, so one request cannot make every list
@@ -33,6 +35,7 @@ struct hu_new_sandbox {
 	int auto_pause;              /* onTimeout: 1 = pause, 0 = kill */
 	int auto_pause_memory;       /* 1 unless "autoPauseMemory": false */
 	int auto_resume;             /* autoResume.enabled */
+	struct hu_mount_reqs *mounts; /* volumeMounts + metadata["host-mount"] (owned), NULL = none */
 };
 
 /* On failure *out holds nothing that needs freeing. */

@@ -164,6 +164,52 @@ static int set_log_level(struct hu_config *cfg, const char *v, hu_err *err)
 	return 0;
 }
 
+static int set_volume_root(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->volume_root, sizeof(cfg->volume_root), v, err);
+}
+
+static int has_dotdot(const char *path)
+{
+	for (const char *c = path; (c = strstr(c, "..")); c += 2)
+		if ((c == path || c[-1] == '/') && (c[2] == '/' || c[2] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* A comma-separated list of absolute directories; a later setting replaces
+ * an earlier one (the flag replaces the file's list). The directories are
+ * opened when a host mount asks for them, not here. */
+static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	unsigned n = 0;
+
+	for (const char *p = v; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len && p[0] == ' ')
+			p++, len--;
+		while (len && p[len - 1] == ' ')
+			len--;
+		if (len == 0)
+			return hu_err_set(err, -EINVAL, "empty directory in the list");
+		if (n == HU_HOST_MOUNT_ROOTS_MAX)
+			return hu_err_set(err, -E2BIG, "more than %d directories", HU_HOST_MOUNT_ROOTS_MAX);
+		if (len >= PATH_MAX)
+			return hu_err_set(err, -ENAMETOOLONG, "a directory is too long");
+		memcpy(dirs[n], p, len);
+		dirs[n][len] = '\0';
+		if (dirs[n][0] != '/' || has_dotdot(dirs[n]))
+			return hu_err_set(err, -EINVAL, "'%s' is not an absolute path without '..'", dirs[n]);
+		n++;
+		p = end ? end + 1 : p + len;
+	}
+	memcpy(cfg->host_mount_roots, dirs, sizeof(dirs[0]) * n);
+	cfg->n_host_mount_roots = n;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -182,6 +228,8 @@ static const struct {
 	{"default_pids", NULL, set_default_pids},
 	{"max_sandboxes", NULL, set_max_sandboxes},
 	{"log_level", NULL, set_log_level},
+	{"volume_root", "--volume-root", set_volume_root},
+	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -23,6 +23,8 @@
 struct hu_store;
 struct hu_registry;
 
+#define HU_HOST_MOUNT_ROOTS_MAX 8
+
 /* hutch serve settings: flags > config file > embedded defaults. */
 struct hu_config {
 	char listen_addr[64];    /* default 127.0.0.1 */
@@ -39,6 +41,10 @@ struct hu_config {
 	uint64_t default_pids;         /* default 512 */
 	uint32_t max_sandboxes;        /* default 1000 */
 	char log_level[16];            /* debug|info|warn|error, default info */
+	char volume_root[PATH_MAX];    /* named volumes live here; "" = <data_dir>/volumes */
+	/* host directories that metadata["host-mount"] may mount (empty: none) */
+	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	unsigned n_host_mount_roots;
 };
 
 struct hu_daemon {

@@ -26,6 +26,7 @@ struct hu_sbx {
 	int32_t timeout_s;        /* the sandbox's timeout window */
 	json_t *metadata;         /* object of string -> string (owned) */
 	json_t *env_vars;         /* object of string -> string (owned): default env of every command */
+	json_t *mounts;           /* volumes and host mounts (owned; sbx_mounts.h), [] when none */
 	int auto_pause;           /* lifecycle.onTimeout == pause (stored; lifecycle issue) */
 	int auto_resume;          /* stored for the lifecycle issue */
 	int allow_internet;       /* stored; loopback only for now */

@@ -6,6 +6,7 @@
 
 void hu_api_sandboxes_register(struct hu_daemon *d); /* control plane (api_sandboxes.c) */
 void hu_api_templates_register(struct hu_daemon *d);  /* template aliases (api_templates.c) */
+void hu_api_volumes_register(struct hu_daemon *d);    /* named volumes (api_volumes.c) */
 void hu_envd_process_register(struct hu_daemon *d);  /* process.Process (envd_process.c) */
 /* End the process calls still in flight (answering their requests): call
  * after hu_http_close() and before hu_http_free() and event_base_free(). */

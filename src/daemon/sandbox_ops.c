@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include "daemon/sbx_mounts.h"
 #include "daemon/store.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
@@ -214,10 +215,16 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		free(s);
 		return hu_err_set(err, ENOMEM, "new sandbox");
 	}
-	if (sbx_init(d, team, req, s, err) < 0)
+	struct hu_sbx_rt_mounts rm;
+	if (sbx_init(d, team, req, s, err) < 0 || hu_sbx_mounts_build(d, s, req->mounts, err) < 0 ||
+	    hu_sbx_runtime_mounts(d, s, &rm, err) < 0)
 		goto fail;
 	spec_from(d, s, tpl, &spec);
-	if (hu_sandbox_create_start(d->rt, &spec, &s->rt, err) < 0)
+	spec.mounts = rm.spec;
+	spec.n_mounts = rm.n;
+	int started = hu_sandbox_create_start(d->rt, &spec, &s->rt, err);
+	hu_sbx_rt_mounts_close(&rm); /* the sandbox holds its own clones now */
+	if (started < 0)
 		goto fail;
 	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg};
 	pc->ready = event_new(d->base, hu_sandbox_ready_fd(s->rt), EV_READ, on_create_ready, pc);
@@ -373,4 +380,27 @@ void hu_sbx_kill_all(struct hu_daemon *d, const char *why)
 		hu_registry_each(d->reg, take_first, &s);
 		hu_sbx_kill(d, s, why, &err);
 	}
+}
+
+struct any_ctx {
+	int (*fn)(const struct hu_sbx *s, void *arg);
+	void *arg;
+	int found;
+};
+
+static int any_step(struct hu_sbx *s, void *arg)
+{
+	struct any_ctx *c = arg;
+	return c->found = c->fn(s, c->arg);
+}
+
+int hu_sbx_any(struct hu_daemon *d, int (*fn)(const struct hu_sbx *s, void *arg), void *arg)
+{
+	struct any_ctx c = {fn, arg, 0};
+
+	for (struct hu_pending_create *pc = d->creating; pc; pc = pc->next)
+		if (fn(pc->s, arg))
+			return 1;
+	hu_registry_each(d->reg, any_step, &c);
+	return c.found;
 }

@@ -53,4 +53,8 @@ int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err
  * the daemon destroys them on the way out; call before hu_registry_free. */
 void hu_sbx_kill_all(struct hu_daemon *d, const char *why);
 
+/* Does fn answer non-zero for any sandbox, registered or still being
+ * created? (A volume in use cannot be deleted.) */
+int hu_sbx_any(struct hu_daemon *d, int (*fn)(const struct hu_sbx *s, void *arg), void *arg);
+
 #endif

@@ -55,6 +55,14 @@ static const char *const migrations[] = {
 	"  disk INTEGER NOT NULL);"            /* bytes */
 	"CREATE INDEX sandboxes_team ON sandboxes(team);"
 	"PRAGMA user_version = 1;",
+	/* named volumes (store_volumes.c); the version is the entry's index + 1 */
+	"CREATE TABLE volumes ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  size INTEGER,"                      /* cap in bytes; NULL = no cap */
+	"  created_at INTEGER NOT NULL,"       /* unix ms */
+	"  UNIQUE (team, name));",
 };
 
 enum stmt_id {
@@ -132,9 +140,14 @@ static int migrate(struct hu_store *st, hu_err *err)
 		return hu_err_set(err, -EPROTO, "store: schema version %d is newer than this hutch (%zu): upgrade hutch",
 				  version, HU_ARRAY_LEN(migrations));
 	for (size_t v = (size_t)version; v < HU_ARRAY_LEN(migrations); v++) {
+		char bump[48];
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %zu", v + 1);
 		if (exec_sql(st, "BEGIN IMMEDIATE", err) < 0)
 			return -1;
-		if (exec_sql(st, migrations[v], err) < 0 || exec_sql(st, "COMMIT", err) < 0) {
+		/* the version bump is done here, in the same transaction, so an
+		 * entry cannot forget it */
+		if (exec_sql(st, migrations[v], err) < 0 || exec_sql(st, bump, err) < 0 ||
+		    exec_sql(st, "COMMIT", err) < 0) {
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			hu_err_prefix(err, "migrate schema %zu -> %zu", v, v + 1);
 			return -1;
@@ -190,6 +203,11 @@ fail:
 	hu_err_prefix(err, "open %s", path);
 	hu_store_close(st);
 	return -1;
+}
+
+sqlite3 *hu_store_sqlite(struct hu_store *st)
+{
+	return st->db;
 }
 
 void hu_store_close(struct hu_store *st)
