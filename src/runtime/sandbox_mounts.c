@@ -85,8 +85,16 @@ static int step_into(int dir, const char *name, hu_err *err)
 	if (mkdirat(dir, name, 0755) < 0 && errno != EEXIST)
 		return hu_err_sys(err, "create %s", name);
 	int fd = (int)syscall(SYS_openat2, dir, name, &how, sizeof(how));
+	/* the caller's path is wrong for this sandbox's tree: a client error */
+	struct stat st;
+	if (fd < 0 && errno == ENOTDIR && fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+		errno = ELOOP;
+	if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+		return hu_err_set(err, -EINVAL, "'%s' is a symlink, which a mount point may not pass through", name);
+	if (fd < 0 && errno == ENOTDIR)
+		return hu_err_set(err, -EINVAL, "'%s' is not a directory", name);
 	if (fd < 0)
-		return hu_err_sys(err, "enter %s", name); /* ELOOP: a symlink; ENOTDIR: a file */
+		return hu_err_sys(err, "enter %s", name);
 	return fd;
 }
 
