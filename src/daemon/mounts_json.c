@@ -42,6 +42,20 @@ static int bool_field(const json_t *obj, const char *name, const char *where, si
 	return 0;
 }
 
+int hu_volume_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n >= HU_VOLUME_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
+			return 0;
+	}
+	return 1;
+}
+
 int hu_host_path_check(const char *path, hu_err *err)
 {
 	if (path[0] != '/')

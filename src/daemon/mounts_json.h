@@ -43,6 +43,8 @@ struct hu_mount_reqs {
 int hu_api_decode_volume_mounts(const json_t *arr, struct hu_mount_reqs *out, hu_err *err);
 /* Append the entries of a host-mount metadata value (the JSON text). */
 int hu_api_decode_host_mounts(const char *text, struct hu_mount_reqs *out, hu_err *err);
+/* A volume name: 1..63 of [A-Za-z0-9._-], starting with a letter or digit. */
+int hu_volume_name_valid(const char *name);
 /* An absolute, normalised host path (no empty, '.' or '..' component). */
 int hu_host_path_check(const char *path, hu_err *err);
 

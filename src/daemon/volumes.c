@@ -21,20 +21,6 @@
 
 extern char **environ;
 
-int hu_volume_name_valid(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n >= HU_VOLUME_NAME_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = name[i];
-		int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '.' && c != '_' && c != '-')))
-			return 0;
-	}
-	return 1;
-}
-
 void hu_volume_root(const struct hu_config *cfg, char *buf, size_t n)
 {
 	if (cfg->volume_root[0])

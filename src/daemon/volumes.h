@@ -47,7 +47,6 @@ int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const
 int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
 
 /* ---- on disk (volumes.c) ------------------------------------------------- */
-int hu_volume_name_valid(const char *name);
 /* The configured volume root, or <data_dir>/volumes. */
 void hu_volume_root(const struct hu_config *cfg, char *buf, size_t n);
 /* Make the volume's directory or image (nothing is left on failure). */
