@@ -26,7 +26,7 @@ static void bodies(const json_t *body)
 		    !json_is_object(ns.env_vars) || strlen(ns.template_id) == 0)
 			abort();
 		hu_new_sandbox_clear(&ns);
-	} else if (ns.metadata || ns.env_vars) {
+	} else if (ns.metadata || ns.env_vars || ns.mounts) {
 		abort();
 	}
 	if (hu_api_decode_timeout(body, &secs, &err) == 0 && (secs < 0 || secs > HU_TIMEOUT_MAX_S))
