@@ -213,6 +213,17 @@ except OSError as e:
     await sbx.kill()
   }
   const again = await Sandbox.create({ volumeMounts: { '/cap': 'small' } })
+  // readOnly (a hutch extension of volumeMounts) through the REST API
+  const ro = await api(d, 'POST', '/v2/sandboxes', { volumeMounts: [{ name: 'small', path: '/ro', readOnly: true }] })
+  assert.equal(ro.status, 201)
+  const roSbx = await Sandbox.connect(ro.json.sandboxID)
+  try {
+    assert.equal((await sh(roSbx, 'cat /ro/keep')).stdout, 'keep\n')
+    const w = await sh(roSbx, 'echo x > /ro/keep', { user: 'root' })
+    assert.match(w.stderr, /Read-only file system/)
+  } finally {
+    await roSbx.kill()
+  }
   try {
     assert.equal((await sh(again, 'cat /cap/keep; df -k /cap | tail -1 | awk "{print \\$2}"')).stdout.split('\n')[0], 'keep')
     assert.ok(Number((await sh(again, 'df -k --output=size /cap | tail -1')).stdout.trim()) <= 8192)
@@ -348,6 +359,43 @@ test('host mounts are refused when no root is configured', async () => {
   } finally {
     const st = await d2.stop()
     // startDaemon pointed the SDK at d2: point it back
+    process.env.E2B_API_KEY = d.apiKey
+    process.env.E2B_API_URL = d.url
+    process.env.E2B_SANDBOX_URL = d.url
+    assert.equal(st.code, 0)
+  }
+})
+
+test('volumes survive a daemon killed with SIGKILL; after the restart the capped image mount is reused, not stacked', async () => {
+  const d2 = await startDaemon()
+  let d3
+  try {
+    const plain = await api(d2, 'POST', '/volumes', { name: 'keep' })
+    const capped = await api(d2, 'POST', '/volumes', { name: 'keepcap', size: '8M' })
+    assert.equal(plain.status, 201)
+    assert.equal(capped.status, 201)
+    const mp = join(d2.base, 'run', 'volumes', capped.json.volumeID)
+    const stacked = () => readFileSync('/proc/self/mountinfo', 'utf8').split('\n').filter((l) => l.split(' ')[4] === mp).length
+    const sbx = await Sandbox.create({ volumeMounts: { '/a': 'keep', '/b': 'keepcap' } })
+    await sh(sbx, 'echo plain > /a/f && echo capped > /b/f')
+    assert.equal(stacked(), 1)
+    process.kill(d2.pid, 'SIGKILL')
+    await sleep(300)
+    d3 = await d2.restart()
+    const names = (await api(d3, 'GET', '/volumes')).json.map((v) => v.name).sort()
+    assert.deepEqual(names, ['keep', 'keepcap'])
+    const again = await Sandbox.create({ volumeMounts: { '/a': 'keep', '/b': 'keepcap' } })
+    try {
+      assert.equal((await sh(again, 'cat /a/f /b/f; stat -c %U /a/f /b/f')).stdout, 'plain\ncapped\nuser\nuser\n')
+      assert.equal(stacked(), 1, 'one mount of the image, shared')
+    } finally {
+      await again.kill()
+    }
+    assert.equal((await api(d3, 'DELETE', '/volumes/keep')).status, 204)
+    assert.equal((await api(d3, 'DELETE', '/volumes/keepcap')).status, 204)
+    assert.equal(stacked(), 0, 'the image is unmounted')
+  } finally {
+    const st = await (d3 ?? d2).stop()
     process.env.E2B_API_KEY = d.apiKey
     process.env.E2B_API_URL = d.url
     process.env.E2B_SANDBOX_URL = d.url
