@@ -67,7 +67,8 @@ static void create_volume(struct hu_req *r)
 		return;
 	}
 	if (hu_store_volume_add(r->d->store, &v, &err) < 0) {
-		hu_volume_remove_disk(r->d, &v, &ignored);
+		if (hu_volume_retire(&r->d->cfg, &v, &ignored) == 0)
+			hu_volume_purge(&r->d->cfg, &v, &ignored);
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -125,7 +126,7 @@ static int mounts_it(const struct hu_sbx *s, void *arg)
 static void delete_volume(struct hu_req *r)
 {
 	struct hu_volume v;
-	hu_err err;
+	hu_err err, ignored;
 
 	if (own_volume(r, &v) < 0)
 		return;
@@ -133,17 +134,21 @@ static void delete_volume(struct hu_req *r)
 		hu_reply_error(r, 409, "volume '%s' is mounted by a sandbox; kill the sandbox first", v.name);
 		return;
 	}
-	/* files first: once they are out of the way the row can go; the other
-	 * order could leave files nobody can name */
-	if (hu_volume_remove_disk(r->d, &v, &err) < 0) {
+	/* files aside, row, files gone: a crash between any two steps loses
+	 * nothing that is still listed (hu_volume_sweep) */
+	if (hu_volume_retire(&r->d->cfg, &v, &err) < 0) {
 		hu_log(HU_LOG_ERROR, NULL, r->id, "delete volume %s: %s", v.name, err.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
 	if (hu_store_volume_delete(r->d->store, v.id, &err) < 0) {
+		if (hu_volume_unretire(&r->d->cfg, &v, &ignored) < 0)
+			hu_log(HU_LOG_ERROR, NULL, r->id, "volume %s: %s", v.name, ignored.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
+	if (hu_volume_purge(&r->d->cfg, &v, &err) < 0)
+		hu_log(HU_LOG_WARN, NULL, r->id, "volume %s: %s (removed at the next start)", v.name, err.msg);
 	hu_log(HU_LOG_INFO, NULL, r->id, "volume %s (%s) deleted", v.name, v.id);
 	hu_reply_empty(r, 204);
 }

@@ -121,3 +121,23 @@ int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err)
 		return vol_err(db, err, "delete volume");
 	return 0;
 }
+
+int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err)
+{
+	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3_stmt *s;
+	int rc;
+
+	if (prepare(db, "SELECT id, team, name, size, created_at FROM volumes WHERE id = ?1", &s, err) < 0)
+		return -1;
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		row_to_volume(s, out);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_DONE)
+		return hu_err_set(err, -ENOENT, "volume %.64s not found", id);
+	if (rc != SQLITE_ROW)
+		return vol_err(db, err, "find volume");
+	return 0;
+}

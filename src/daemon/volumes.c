@@ -213,36 +213,63 @@ static int remove_in_background(const char *path, hu_err *err)
 	return run_program(argv, err);
 }
 
-int hu_volume_remove_disk(struct hu_daemon *d, const struct hu_volume *v, hu_err *err)
+/* The volume's files (its directory or image) and their retired name. */
+static int live_and_trash(const struct hu_config *cfg, const struct hu_volume *v, char *live, char *trash, size_t n,
+			  hu_err *err)
 {
-	char path[PATH_MAX], trash[PATH_MAX], root[PATH_MAX];
+	char root[PATH_MAX];
+	const char *suffix = v->size ? ".img" : "";
+
+	hu_volume_root(cfg, root, sizeof(root));
+	if ((size_t)snprintf(live, n, "%s/%s%s", root, v->id, suffix) >= n ||
+	    (size_t)snprintf(trash, n, "%s/" TRASH_PREFIX "%s%s", root, v->id, suffix) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "volume path under %s", root);
+	return 0;
+}
+
+int hu_volume_retire(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err)
+{
+	char live[PATH_MAX], trash[PATH_MAX], mp[PATH_MAX];
 
 	if (v->size) {
-		if (mount_point(&d->cfg, v, path, sizeof(path), err) < 0)
+		/* no sandbox mounts it (the caller checked): the host's mount goes */
+		if (mount_point(cfg, v, mp, sizeof(mp), err) < 0)
 			return -1;
-		if (is_mount_root(path) && umount2(path, MNT_DETACH) < 0)
-			return hu_err_sys(err, "unmount %s", path);
-		if (rmdir(path) < 0 && errno != ENOENT)
-			return hu_err_sys(err, "remove %s", path);
-		if (volume_path(&d->cfg, v, ".img", path, sizeof(path), err) < 0)
-			return -1;
-		if (unlink(path) < 0 && errno != ENOENT)
-			return hu_err_sys(err, "remove %s", path);
-		return 0;
+		if (is_mount_root(mp) && umount2(mp, MNT_DETACH) < 0)
+			return hu_err_sys(err, "unmount %s", mp);
+		if (rmdir(mp) < 0 && errno != ENOENT)
+			return hu_err_sys(err, "remove %s", mp);
 	}
-	hu_volume_root(&d->cfg, root, sizeof(root));
-	if (volume_path(&d->cfg, v, "", path, sizeof(path), err) < 0)
+	if (live_and_trash(cfg, v, live, trash, sizeof(live), err) < 0)
 		return -1;
-	if ((size_t)snprintf(trash, sizeof(trash), "%s/" TRASH_PREFIX "%s", root, v->id) >= sizeof(trash))
-		return hu_err_set(err, ENAMETOOLONG, "volume trash path");
-	if (rename(path, trash) < 0)
-		return errno == ENOENT ? 0 : hu_err_sys(err, "move %s out of the way", path);
+	if (rename(live, trash) < 0)
+		return errno == ENOENT ? 0 : hu_err_sys(err, "move %s out of the way", live);
+	return 0;
+}
+
+int hu_volume_unretire(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err)
+{
+	char live[PATH_MAX], trash[PATH_MAX];
+
+	if (live_and_trash(cfg, v, live, trash, sizeof(live), err) < 0)
+		return -1;
+	if (rename(trash, live) < 0 && errno != ENOENT)
+		return hu_err_sys(err, "move %s back", trash);
+	return 0;
+}
+
+int hu_volume_purge(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err)
+{
+	char live[PATH_MAX], trash[PATH_MAX];
+
+	if (live_and_trash(cfg, v, live, trash, sizeof(live), err) < 0)
+		return -1;
 	return remove_in_background(trash, err);
 }
 
 void hu_volume_sweep(struct hu_daemon *d)
 {
-	char root[PATH_MAX], path[PATH_MAX + 256];
+	char root[PATH_MAX];
 	hu_err err;
 	DIR *dir;
 	struct dirent *de;
@@ -252,11 +279,25 @@ void hu_volume_sweep(struct hu_daemon *d)
 	if (!dir)
 		return;
 	while ((de = readdir(dir)) != NULL) {
+		struct hu_volume v = {0};
+		const char *id = de->d_name + strlen(TRASH_PREFIX);
+		size_t len;
 		if (strncmp(de->d_name, TRASH_PREFIX, strlen(TRASH_PREFIX)))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", root, de->d_name);
-		if (remove_in_background(path, &err) < 0)
+		len = strcspn(id, ".");
+		if (len == 0 || len >= sizeof(v.id))
+			continue;
+		memcpy(v.id, id, len);
+		v.size = id[len] ? 1 : 0; /* ".img": a capped volume (the cap itself does not matter here) */
+		if (d->store && hu_store_volume_by_id(d->store, v.id, &v, &err) == 0) {
+			if (hu_volume_unretire(&d->cfg, &v, &err) < 0)
+				hu_log(HU_LOG_WARN, NULL, 0, "volume sweep: %s", err.msg);
+			else
+				hu_log(HU_LOG_INFO, NULL, 0, "volume %s (%s): an unfinished deletion was undone", v.name,
+				       v.id);
+		} else if (hu_volume_purge(&d->cfg, &v, &err) < 0) {
 			hu_log(HU_LOG_WARN, NULL, 0, "volume sweep: %s", err.msg);
+		}
 	}
 	closedir(dir);
 }

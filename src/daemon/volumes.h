@@ -45,6 +45,8 @@ int hu_store_volume_find(struct hu_store *st, const char *team, const char *key,
 int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
 			 void *arg, hu_err *err);
 int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
+/* Any team's volume by id (start-up housekeeping); ENOENT when none. */
+int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 
 /* ---- on disk (volumes.c) ------------------------------------------------- */
 /* The configured volume root, or <data_dir>/volumes. */
@@ -54,11 +56,17 @@ int hu_volume_create_disk(const struct hu_config *cfg, const struct hu_volume *v
 /* An O_PATH fd of the volume's top directory, for a sandbox to mount
  * (a capped volume's image is mounted first if it is not yet). */
 int hu_volume_open(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err);
-/* Remove the volume's files: the directory is renamed out of the way at
- * once and deleted by a background `rm` (a big or deep tree must not stall
- * the loop), the image is unmounted and unlinked. */
-int hu_volume_remove_disk(struct hu_daemon *d, const struct hu_volume *v, hu_err *err);
-/* At start: finish removals a previous run left half done. */
+/* Deleting is two steps around the row's deletion, so a crash at any point
+ * loses nothing acknowledged: retire moves the files aside at once (a
+ * capped volume's image is unmounted first) to <volume_root>/.trash-<id>
+ * (or .trash-<id>.img); unretire moves them back (the row could not be
+ * deleted); purge removes them with a background `rm` (a big or deep tree
+ * must not stall the loop). */
+int hu_volume_retire(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err);
+int hu_volume_unretire(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err);
+int hu_volume_purge(const struct hu_config *cfg, const struct hu_volume *v, hu_err *err);
+/* At start: a retired volume whose row still exists (the daemon died
+ * between the steps) is moved back; one without a row is purged. */
 void hu_volume_sweep(struct hu_daemon *d);
 
 #endif

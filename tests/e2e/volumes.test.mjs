@@ -6,7 +6,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, symlinkSync, statSync, existsSync, chownSync, rmSync, readdirSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, symlinkSync, statSync, existsSync, chownSync, rmSync, readdirSync, renameSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox, Volume, VolumeNotFoundError, CommandExitError } from 'e2b'
@@ -381,7 +381,16 @@ test('volumes survive a daemon killed with SIGKILL; after the restart the capped
     assert.equal(stacked(), 1)
     process.kill(d2.pid, 'SIGKILL')
     await sleep(300)
+    // as if the daemon had died in the middle of deletions: one volume was
+    // moved aside but its row never deleted (must come back), and one was
+    // moved aside after its row was deleted (must go)
+    const vroot = join(d2.base, 'data', 'volumes')
+    renameSync(join(vroot, plain.json.volumeID), join(vroot, '.trash-' + plain.json.volumeID))
+    mkdirSync(join(vroot, '.trash-v0123456789abcdef0123', 'sub'), { recursive: true })
     d3 = await d2.restart()
+    assert.ok(existsSync(join(vroot, plain.json.volumeID, 'f')), 'the unfinished deletion was undone')
+    for (let i = 0; i < 50 && existsSync(join(vroot, '.trash-v0123456789abcdef0123')); i++) await sleep(100)
+    assert.ok(!existsSync(join(vroot, '.trash-v0123456789abcdef0123')), 'a deleted volume is purged')
     const names = (await api(d3, 'GET', '/volumes')).json.map((v) => v.name).sort()
     assert.deepEqual(names, ['keep', 'keepcap'])
     const again = await Sandbox.create({ volumeMounts: { '/a': 'keep', '/b': 'keepcap' } })
