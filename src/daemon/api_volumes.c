@@ -50,6 +50,15 @@ static void create_volume(struct hu_req *r)
 		hu_reply_err(r, &err);
 		return;
 	}
+	/* the operator's ceiling: an uncapped volume shares the volume root's
+	 * free space with every other volume and the host */
+	if (r->d->cfg.volume_max_bytes && !v.size)
+		v.size = r->d->cfg.volume_max_bytes;
+	if (r->d->cfg.volume_max_bytes && v.size > r->d->cfg.volume_max_bytes) {
+		hu_reply_error(r, 400, "size %llu is above this server's volume_max_size (%llu bytes)",
+			       (unsigned long long)v.size, (unsigned long long)r->d->cfg.volume_max_bytes);
+		return;
+	}
 	if (hu_store_volume_find(r->d->store, r->team, v.name, &existing, &err) == 0) {
 		hu_reply_error(r, 409, "a volume named '%s' exists already", v.name);
 		return;

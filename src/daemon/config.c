@@ -164,6 +164,18 @@ static int set_log_level(struct hu_config *cfg, const char *v, hu_err *err)
 	return 0;
 }
 
+/* "0" turns the limit off; otherwise a volume cap, 4 MiB .. 16 TiB. */
+static int set_volume_max_size(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_size(v, &n, err) < 0)
+		return -1;
+	if (n && (n < (4ull << 20) || n > (16ull << 40)))
+		return hu_err_set(err, -ERANGE, "%s is out of range (0 for none, or 4M..16T)", v);
+	cfg->volume_max_bytes = n;
+	return 0;
+}
+
 static int set_volume_root(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return set_dir(cfg->volume_root, sizeof(cfg->volume_root), v, err);
@@ -229,6 +241,7 @@ static const struct {
 	{"max_sandboxes", NULL, set_max_sandboxes},
 	{"log_level", NULL, set_log_level},
 	{"volume_root", "--volume-root", set_volume_root},
+	{"volume_max_size", "--volume-max-size", set_volume_max_size},
 	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},
 };
 

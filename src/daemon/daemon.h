@@ -42,6 +42,7 @@ struct hu_config {
 	uint32_t max_sandboxes;        /* default 1000 */
 	char log_level[16];            /* debug|info|warn|error, default info */
 	char volume_root[PATH_MAX];    /* named volumes live here; "" = <data_dir>/volumes */
+	uint64_t volume_max_bytes;     /* every volume capped at most this (default for no size); 0 = no limit */
 	/* host directories that metadata["host-mount"] may mount (empty: none) */
 	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
 	unsigned n_host_mount_roots;

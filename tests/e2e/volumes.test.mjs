@@ -349,9 +349,17 @@ test('host mount rejections: 400, nothing mounted, no sandbox', async () => {
   assert.equal(readFileSync(join(outside, 'secret'), 'utf8'), 'host secret\n')
 })
 
-test('host mounts are refused when no root is configured', async () => {
-  const d2 = await startDaemon()
+test('a server without host_mount_roots refuses host mounts; volume_max_size caps every volume', async () => {
+  const d2 = await startDaemon(['--volume-max-size', '16M'])
   try {
+    const dflt = await api(d2, 'POST', '/volumes', { name: 'dflt' })
+    assert.equal(dflt.status, 201)
+    assert.equal(dflt.json.size, 16 << 20, 'no size: the ceiling')
+    const big = await api(d2, 'POST', '/volumes', { name: 'big', size: '64M' })
+    assert.equal(big.status, 400)
+    assert.match(big.json.message, /volume_max_size/)
+    assert.equal((await api(d2, 'POST', '/volumes', { name: 'small', size: '8M' })).json.size, 8 << 20)
+    assert.ok(existsSync(join(d2.base, 'data', 'volumes', dflt.json.volumeID + '.img')))
     const r = await api(d2, 'POST', '/v2/sandboxes', hostMount([{ hostPath: join(hostRoot, 'ws'), mountPath: '/w' }]))
     assert.equal(r.status, 400)
     assert.match(r.json.message, /host mounts are disabled/)

@@ -209,6 +209,13 @@ static void test_volume_settings(void **state)
 		assert_non_null(strstr(err.msg, "host_mount_roots"));
 	}
 	assert_int_equal(hu_config_set(&cfg, "volume_root", "relative", &err), -1);
+	assert_int_equal(cfg.volume_max_bytes, 0);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "2G", &err), 0);
+	assert_int_equal(cfg.volume_max_bytes, 2ull << 30);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "0", &err), 0);
+	assert_int_equal(cfg.volume_max_bytes, 0);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "1M", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "lots", &err), -1);
 }
 
 static void test_bad_flags(void **state)
