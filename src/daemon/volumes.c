@@ -146,6 +146,40 @@ static int is_mount_root(const char *path)
 	       (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
+/* The loop device the image is attached to already, if any: its file
+ * system must be mounted again from that device (the kernel then hands
+ * back the same superblock), never from a second one. This happens when the
+ * run dir's mount point was lost while sandboxes still hold clones of the
+ * mount. Compared by device and inode, so no path spelling can fool it. */
+static int find_attached_loop(const char *image, char *dev, size_t n)
+{
+	struct stat want;
+	DIR *dir;
+	struct dirent *de;
+	int found = 0;
+
+	if (stat(image, &want) < 0 || !(dir = opendir("/sys/block")))
+		return 0;
+	while (!found && (de = readdir(dir)) != NULL) {
+		char path[300], backing[PATH_MAX];
+		struct stat got;
+		hu_err ignored;
+		if (strncmp(de->d_name, "loop", 4))
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file", de->d_name);
+		ssize_t len = hu_read_file(path, backing, sizeof(backing), &ignored);
+		if (len <= 0)
+			continue;
+		backing[len - (backing[len - 1] == '\n')] = '\0';
+		if (stat(backing, &got) == 0 && got.st_dev == want.st_dev && got.st_ino == want.st_ino) {
+			snprintf(dev, n, "/dev/%s", de->d_name);
+			found = 1;
+		}
+	}
+	closedir(dir);
+	return found;
+}
+
 /* Attach the image to a free loop device (detached again automatically
  * when its last mount goes) and mount it at mp. One mount per image: two
  * loop devices over one image would be two file systems writing the same
@@ -156,6 +190,11 @@ static int mount_image(const char *image, const char *mp, hu_err *err)
 	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	_cleanup_close_ int img = open(image, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 
+	if (find_attached_loop(image, dev, sizeof(dev))) {
+		if (mount(dev, mp, "ext4", MS_NOSUID | MS_NODEV, NULL) < 0)
+			return hu_err_sys(err, "mount %s (already on %s) on %s", image, dev, mp);
+		return 0;
+	}
 	if (ctl < 0)
 		return hu_err_sys(err, "open /dev/loop-control");
 	if (img < 0)

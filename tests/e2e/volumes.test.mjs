@@ -419,3 +419,30 @@ test('volumes survive a daemon killed with SIGKILL; after the restart the capped
     assert.equal(st.code, 0)
   }
 })
+
+test('a capped volume is one file system even if its host mount point is lost while sandboxes use it', async () => {
+  const r = await api(d, 'POST', '/volumes', { name: 'onefs', size: '8M' })
+  assert.equal(r.status, 201)
+  const image = volumeDir(r.json.volumeID) + '.img'
+  const mp = join(d.base, 'run', 'volumes', r.json.volumeID)
+  const loopsOf = () => readdirSync('/sys/block').filter((n) => n.startsWith('loop')).filter((n) => {
+    try { return readFileSync(`/sys/block/${n}/loop/backing_file`, 'utf8').trim() === image } catch { return false }
+  })
+  const a = await Sandbox.create({ volumeMounts: { '/v': 'onefs' } })
+  let b
+  try {
+    await sh(a, 'echo 1 > /v/one')
+    assert.equal(loopsOf().length, 1)
+    // the host's mount point goes away (a wiped run dir); A keeps its clone
+    execFileSync('umount', ['-l', mp])
+    b = await Sandbox.create({ volumeMounts: { '/v': 'onefs' } })
+    assert.equal(loopsOf().length, 1, 'the second sandbox uses the same loop device')
+    // one file system: what A writes now, B sees at once
+    await sh(a, 'echo 2 > /v/two')
+    assert.equal((await sh(b, 'cat /v/one /v/two')).stdout, '1\n2\n')
+  } finally {
+    await a.kill()
+    await b?.kill()
+  }
+  assert.equal((await api(d, 'DELETE', '/volumes/onefs')).status, 204)
+})
