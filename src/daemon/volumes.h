@@ -5,8 +5,9 @@
  * its files on disk are named after) and an optional size cap. Without a
  * cap it is the directory <volume_root>/<id>; with one it is an ext4 image
  * <volume_root>/<id>.img (sparse, made with mkfs.ext4) that the daemon
- * loop-mounts at <run_dir>/volumes/<id> while sandboxes use it, so writing
- * past the cap fails with ENOSPC inside the sandbox. Either way, sandboxes
+ * loop-mounts at <run_dir>/volumes/<id> from its first use until it is
+ * deleted (every sandbox clones that one mount), so writing past the cap
+ * fails with ENOSPC inside the sandbox. Either way, sandboxes
  * mount it idmapped: files are stored with the sandbox's ids (1000 = user),
  * whatever host uid range a sandbox has, so the next sandbox sees the same
  * owners. The rows live in the store (store_volumes.c).
