@@ -1350,6 +1350,28 @@ static void check_nofile(const struct ctx *cx, struct result *r)
 			NOFILE_WANTED);
 }
 
+/* ------------------------------------------------ check: capped volumes */
+
+/* A capped volume is an ext4 image on a loop device (src/daemon/volumes.c):
+ * it needs /dev/loop-control and mkfs.ext4. Uncapped volumes need neither. */
+static void check_volumes(const struct ctx *cx, struct result *r)
+{
+	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	bool mkfs = access("/usr/sbin/mkfs.ext4", X_OK) == 0 || access("/sbin/mkfs.ext4", X_OK) == 0;
+
+	if (fd >= 0) {
+		found(r, "/dev/loop-control usable");
+		close(fd);
+	} else {
+		hu_err err;
+		probe_sys(&err, "open(/dev/loop-control)");
+		found(r, "%s", err.msg);
+	}
+	found(r, mkfs ? "mkfs.ext4 present" : "mkfs.ext4 missing (e2fsprogs)");
+	if (fd < 0 || !mkfs)
+		verdict(r, ST_WARN, "volumes with a size cap cannot be created (uncapped volumes work)");
+}
+
 /* -------------------------------------------------------- check: kernel */
 
 static void check_kernel(const struct ctx *cx, struct result *r)
@@ -1391,6 +1413,7 @@ static const struct {
 	{"memory", check_memory},
 	{"resource floor", check_floor},
 	{"file descriptors", check_nofile},
+	{"capped volumes", check_volumes},
 	{"kernel", check_kernel},
 };
 

@@ -36,6 +36,7 @@ struct run_opts {
 	const char *cwd;
 	const char *env[MAX_ENV];
 	size_t nenv;
+	struct hu_mount_spec mounts[HU_MOUNTS_MAX];
 	char **argv;
 };
 
@@ -51,7 +52,38 @@ static void run_usage(FILE *f)
 		   "  --user root|user  who runs CMD (default user)\n"
 		   "  --env KEY=VALUE   set an environment variable (repeatable)\n"
 		   "  --cwd DIR         working directory (default the user's home)\n"
-		   "  --template NAME   template to start from (default base)\n");
+		   "  --template NAME   template to start from (default base)\n"
+		   "  --volume HOSTDIR:PATH[:ro]  mount HOSTDIR at PATH, idmapped: sandbox uid N\n"
+		   "                    is host uid N there (repeatable, at most 16)\n");
+}
+
+/* --volume HOSTDIR:PATH[:ro] (parsed in place: argv is ours). */
+static int parse_volume(char *arg, struct run_opts *o, hu_err *err)
+{
+	struct hu_mount_spec *m = &o->mounts[o->spec.n_mounts];
+	size_t n = strlen(arg);
+	char *colon;
+
+	if (o->spec.n_mounts >= HU_MOUNTS_MAX)
+		return hu_err_set(err, E2BIG, "more than %d --volume options", HU_MOUNTS_MAX);
+	*m = (struct hu_mount_spec){.source_fd = -1, .idmap = 1};
+	if (n > 3 && !strcmp(arg + n - 3, ":ro")) {
+		m->read_only = 1;
+		arg[n - 3] = '\0';
+	}
+	colon = strrchr(arg, ':');
+	if (!colon || colon == arg || arg[0] != '/')
+		return hu_err_set(err, EINVAL, "--volume wants /HOSTDIR:PATH[:ro], not '%s'", arg);
+	*colon = '\0';
+	m->source = arg;
+	m->target = colon + 1;
+	if (hu_mount_target_check(m->target, err) < 0) {
+		hu_err_prefix(err, "--volume");
+		return -1;
+	}
+	o->spec.mounts = o->mounts;
+	o->spec.n_mounts++;
+	return 0;
 }
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
@@ -62,6 +94,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"timeout", required_argument, NULL, 't'}, {"user", required_argument, NULL, 'u'},
 		{"env", required_argument, NULL, 'e'},    {"cwd", required_argument, NULL, 'w'},
 		{"template", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+		{"volume", required_argument, NULL, 'v'},
 		{NULL, 0, NULL, 0},
 	};
 	hu_err err;
@@ -94,6 +127,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 				o->env[o->nenv++] = optarg;
 			break;
 		case 'w': o->cwd = optarg; break;
+		case 'v': rc = parse_volume(optarg, o, &err); break;
 		case 'T': snprintf(o->spec.template_name, sizeof(o->spec.template_name), "%s", optarg); break;
 		case 'h': run_usage(stdout); exit(0);
 		case ':':

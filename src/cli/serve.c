@@ -20,6 +20,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
+#include "daemon/volumes.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/fileutil.h"
@@ -137,6 +138,8 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	hu_api_templates_register(d);
 	hu_api_logs_register(d);
 	hu_api_metrics_register(d);
+	hu_api_volumes_register(d);
+	hu_volume_sweep(d);
 	hu_envd_process_register(d);
 	hu_envd_fs_register(d);
 	if (ensure_api_key(d, err) < 0)

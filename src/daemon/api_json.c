@@ -2,6 +2,7 @@
 #include "daemon/api_json.h"
 
 #include "daemon/metadata_filter.h"
+#include "daemon/mounts_json.h"
 #include "daemon/registry.h"
 #include "util/hex.h"
 
@@ -177,10 +178,27 @@ static int decode_lifecycle(const json_t *body, struct hu_new_sandbox *ns, hu_er
 	return 0;
 }
 
+/* volumeMounts and metadata["host-mount"] (after metadata is decoded);
+ * ns->mounts stays NULL when there are none. */
+static int decode_mounts(const json_t *body, struct hu_new_sandbox *ns, hu_err *err)
+{
+	const json_t *vm = field(body, "volumeMounts");
+	const json_t *hm = json_object_get(ns->metadata, HU_HOST_MOUNT_KEY);
+
+	if (!hm && (!vm || (json_is_array(vm) && json_array_size(vm) == 0)))
+		return 0;
+	ns->mounts = calloc(1, sizeof(*ns->mounts));
+	if (!ns->mounts)
+		return hu_err_set(err, ENOMEM, "mounts");
+	if (hu_api_decode_volume_mounts(vm, ns->mounts, err) < 0 ||
+	    (hm && hu_api_decode_host_mounts(json_string_value(hm), ns->mounts, err) < 0))
+		return -1;
+	return 0;
+}
+
 int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu_err *err)
 {
 	struct hu_new_sandbox ns = {.allow_internet = -1, .auto_pause_memory = 1};
-	const json_t *vm;
 	int present, allow = -1;
 
 	*out = (struct hu_new_sandbox){.allow_internet = -1, .auto_pause_memory = 1};
@@ -193,16 +211,11 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 		return BAD(err, "reclaimAfter must be at least 1 second, or -1 for never");
 	if (field(body, "network") && !json_is_object(field(body, "network")))
 		return BAD(err, "network must be an object");
-	/* Volumes do not exist yet: silently dropping them would lose the
-	 * caller's data at the end of the sandbox. */
-	vm = field(body, "volumeMounts");
-	if (vm && (!json_is_array(vm) || json_array_size(vm) > 0))
-		return BAD(err, "volumeMounts are not supported by this server");
 	ns.allow_internet = allow;
 	if (opt_string_map(body, "metadata", 0, &ns.metadata, err) < 0)
 		return -1;
-	if (opt_string_map(body, "envVars", 1, &ns.env_vars, err) < 0) {
-		json_decref(ns.metadata);
+	if (opt_string_map(body, "envVars", 1, &ns.env_vars, err) < 0 || decode_mounts(body, &ns, err) < 0) {
+		hu_new_sandbox_clear(&ns);
 		return -1;
 	}
 	*out = ns;
@@ -213,7 +226,9 @@ void hu_new_sandbox_clear(struct hu_new_sandbox *ns)
 {
 	json_decref(ns->metadata);
 	json_decref(ns->env_vars);
+	free(ns->mounts);
 	ns->metadata = ns->env_vars = NULL;
+	ns->mounts = NULL;
 }
 
 int hu_api_decode_timeout(const json_t *body, int32_t *seconds, hu_err *err)

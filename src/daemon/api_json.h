@@ -15,6 +15,8 @@
 #include "runtime/sandbox.h"
 #include "util/err.h"
 
+struct hu_mount_reqs; /* mounts_json.h */
+
 /* A sandbox's timeout window: E2B's Pro maximum is 24 hours. */
 #define HU_TIMEOUT_MAX_S 86400
 #define HU_RECLAIM_MAX_S (30 * 86400) /* reclaimAfter: a month */
@@ -35,6 +37,7 @@ struct hu_new_sandbox {
 	int auto_pause_memory;       /* 1 unless "autoPauseMemory": false */
 	int auto_resume;             /* autoResume.enabled */
 	int32_t reclaim_after_s;     /* reclaimAfter (hutch): 0 = the server's setting, -1 = never */
+	struct hu_mount_reqs *mounts; /* volumeMounts + metadata["host-mount"] (owned), NULL = none */
 };
 
 /* On failure *out holds nothing that needs freeing. */

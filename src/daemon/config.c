@@ -247,6 +247,64 @@ static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_er
 	return 0;
 }
 
+/* "0" turns the limit off; otherwise a volume cap, 4 MiB .. 16 TiB. */
+static int set_volume_max_size(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_size(v, &n, err) < 0)
+		return -1;
+	if (n && (n < (4ull << 20) || n > (16ull << 40)))
+		return hu_err_set(err, -ERANGE, "%s is out of range (0 for none, or 4M..16T)", v);
+	cfg->volume_max_bytes = n;
+	return 0;
+}
+
+static int set_volume_root(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->volume_root, sizeof(cfg->volume_root), v, err);
+}
+
+static int has_dotdot(const char *path)
+{
+	for (const char *c = path; (c = strstr(c, "..")); c += 2)
+		if ((c == path || c[-1] == '/') && (c[2] == '/' || c[2] == '\0'))
+			return 1;
+	return 0;
+}
+
+/* A comma-separated list of absolute directories; a later setting replaces
+ * an earlier one (the flag replaces the file's list). The directories are
+ * opened when a host mount asks for them, not here. */
+static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	unsigned n = 0;
+
+	for (const char *p = v; *p;) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len && p[0] == ' ')
+			p++, len--;
+		while (len && p[len - 1] == ' ')
+			len--;
+		if (len == 0)
+			return hu_err_set(err, -EINVAL, "empty directory in the list");
+		if (n == HU_HOST_MOUNT_ROOTS_MAX)
+			return hu_err_set(err, -E2BIG, "more than %d directories", HU_HOST_MOUNT_ROOTS_MAX);
+		if (len >= PATH_MAX)
+			return hu_err_set(err, -ENAMETOOLONG, "a directory is too long");
+		memcpy(dirs[n], p, len);
+		dirs[n][len] = '\0';
+		if (dirs[n][0] != '/' || has_dotdot(dirs[n]))
+			return hu_err_set(err, -EINVAL, "'%s' is not an absolute path without '..'", dirs[n]);
+		n++;
+		p = end ? end + 1 : p + len;
+	}
+	memcpy(cfg->host_mount_roots, dirs, sizeof(dirs[0]) * n);
+	cfg->n_host_mount_roots = n;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -274,6 +332,9 @@ static const struct {
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
 	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
+	{"volume_root", "--volume-root", set_volume_root},
+	{"volume_max_size", "--volume-max-size", set_volume_max_size},
+	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -17,7 +17,8 @@ int hu_config_set(struct hu_config *cfg, const char *key, const char *value, hu_
 int hu_config_load_file(struct hu_config *cfg, const char *path, hu_err *err);
 /* The whole configuration of `hutch serve ARGS` (argv[0] is the verb):
  * defaults, then --config FILE or <data_dir>/hutch.conf when it exists, then
- * the flags --listen --port --data-dir --run-dir (as "--flag value" or
+ * the flags --listen --port --data-dir --run-dir --volume-root
+ * --host-mount-roots (as "--flag value" or
  * "--flag=value"). */
 int hu_config_from_args(struct hu_config *cfg, int argc, char **argv, hu_err *err);
 

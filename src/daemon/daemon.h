@@ -23,6 +23,8 @@
 struct hu_store;
 struct hu_registry;
 
+#define HU_HOST_MOUNT_ROOTS_MAX 8
+
 /* hutch serve settings: flags > config file > embedded defaults. */
 struct hu_config {
 	char listen_addr[64];    /* default 127.0.0.1 */
@@ -54,6 +56,11 @@ struct hu_config {
 					   * times pid_max less a reserve (default 1: a fork bomb in every
 					   * sandbox at once still leaves the host its pids) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
+	char volume_root[PATH_MAX];    /* named volumes live here; "" = <data_dir>/volumes */
+	uint64_t volume_max_bytes;     /* every volume capped at most this (default for no size); 0 = no limit */
+	/* host directories that metadata["host-mount"] may mount (empty: none) */
+	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	unsigned n_host_mount_roots;
 };
 
 struct hu_daemon {

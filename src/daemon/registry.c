@@ -160,6 +160,7 @@ void hu_sbx_free(struct hu_sbx *s)
 		event_free(s->exit_watch);
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
+	json_decref(s->mounts);
 	free(s->metrics);
 	free(s);
 }

@@ -45,6 +45,7 @@ struct hu_sbx {
 	int auto_pause;           /* lifecycle.onTimeout == pause, else kill */
 	int auto_pause_memory;    /* 0: a timeout pause releases memory at once (autoPauseMemory: false) */
 	int auto_resume;          /* a data-plane request resumes a paused sandbox */
+	json_t *mounts;           /* volumes and host mounts (owned; sbx_mounts.h), [] when none */
 	int allow_internet;       /* stored; loopback only for now */
 	uint32_t cpu_millis;
 	uint64_t memory_bytes;

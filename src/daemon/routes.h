@@ -8,6 +8,7 @@ void hu_api_sandboxes_register(struct hu_daemon *d); /* control plane (api_sandb
 void hu_api_templates_register(struct hu_daemon *d);  /* template aliases (api_templates.c) */
 void hu_api_logs_register(struct hu_daemon *d);       /* sandbox logs (api_logs.c) */
 void hu_api_metrics_register(struct hu_daemon *d);    /* GET /metrics (api_metrics.c) */
+void hu_api_volumes_register(struct hu_daemon *d);    /* named volumes (api_volumes.c) */
 void hu_envd_process_register(struct hu_daemon *d);  /* process.Process (envd_process.c) */
 /* End the process calls still in flight (answering their requests): call
  * after hu_http_close() and before hu_http_free() and event_base_free(). */

@@ -12,6 +12,7 @@
 #include "daemon/admission.h"
 #include "daemon/fault.h"
 #include "daemon/stats.h"
+#include "daemon/sbx_mounts.h"
 #include "daemon/store.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
@@ -343,7 +344,8 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		free(s);
 		return hu_err_set(err, ENOMEM, "new sandbox");
 	}
-	if (sbx_init(d, team, req, idem_key, s, err) < 0)
+	struct hu_sbx_rt_mounts rm;
+	if (sbx_init(d, team, req, idem_key, s, err) < 0 || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */
@@ -351,9 +353,15 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		goto fail;
 	stored = 1;
 	hu_fault_point("create.stored");
+	if (hu_sbx_runtime_mounts(d, s, &rm, err) < 0)
+		goto fail;
 	hu_sbx_runtime_spec(d, s, &spec);
+	spec.mounts = rm.spec;
+	spec.n_mounts = rm.n;
 	int64_t t0 = hu_mono_ms();
-	if (hu_sandbox_create_start(d->rt, &spec, &s->rt, err) < 0)
+	int started = hu_sandbox_create_start(d->rt, &spec, &s->rt, err);
+	hu_sbx_rt_mounts_close(&rm); /* the sandbox holds its own clones now */
+	if (started < 0)
 		goto fail;
 	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg, .started_mono_ms = t0};
 	pc->ready = event_new(d->base, hu_sandbox_ready_fd(s->rt), EV_READ, on_create_ready, pc);
@@ -496,9 +504,17 @@ int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_e
 static int restart_init(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 {
 	struct hu_sandbox_spec spec;
+	struct hu_sbx_rt_mounts rm;
 
+	/* the same volumes and host mounts, opened again from the stored list */
+	if (hu_sbx_runtime_mounts(d, s, &rm, err) < 0)
+		return -1;
 	hu_sbx_runtime_spec(d, s, &spec);
-	if (hu_sandbox_restart(s->rt, &spec, err) < 0)
+	spec.mounts = rm.spec;
+	spec.n_mounts = rm.n;
+	int rc = hu_sandbox_restart(s->rt, &spec, err);
+	hu_sbx_rt_mounts_close(&rm);
+	if (rc < 0)
 		return -1;
 	if (hu_registry_watch(d->reg, s, err) < 0) {
 		hu_err ignored;
@@ -575,4 +591,26 @@ int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err
 	if (end <= s->end_at_ms)
 		return 0;
 	return set_deadline(d, s, end, s->timeout_s, err);
+}
+struct any_ctx {
+	int (*fn)(const struct hu_sbx *s, void *arg);
+	void *arg;
+	int found;
+};
+
+static int any_step(struct hu_sbx *s, void *arg)
+{
+	struct any_ctx *c = arg;
+	return c->found = c->fn(s, c->arg);
+}
+
+int hu_sbx_any(struct hu_daemon *d, int (*fn)(const struct hu_sbx *s, void *arg), void *arg)
+{
+	struct any_ctx c = {fn, arg, 0};
+
+	for (struct hu_pending_create *pc = d->creating; pc; pc = pc->next)
+		if (fn(pc->s, arg))
+			return 1;
+	hu_registry_each(d->reg, any_step, &c);
+	return c.found;
 }

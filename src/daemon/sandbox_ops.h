@@ -70,4 +70,8 @@ void hu_sbx_arm_deadline(struct hu_sbx *s);
 /* The runtime spec of s (create, and restarts over kept files). */
 void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, struct hu_sandbox_spec *spec);
 
+/* Does fn answer non-zero for any sandbox, registered or still being
+ * created? (A volume in use cannot be deleted.) */
+int hu_sbx_any(struct hu_daemon *d, int (*fn)(const struct hu_sbx *s, void *arg), void *arg);
+
 #endif

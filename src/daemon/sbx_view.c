@@ -5,6 +5,7 @@
 #include "daemon/api_sandboxes.h"
 #include "daemon/lifecycle.h"
 #include "daemon/sbx_metrics.h"
+#include "daemon/sbx_mounts.h"
 
 /* clientID is deprecated in E2B and meaningless here; the SDK requires it. */
 #define CLIENT_ID "hutch"
@@ -39,7 +40,8 @@ json_t *hu_sbx_json_detail(const struct hu_sbx *s)
 	    json_object_set_new(v, "memoryReleased", json_boolean(s->released)) < 0 ||
 	    json_object_set_new(v, "lifecycle",
 				json_pack("{s:s, s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
-					  s->auto_resume)) < 0) {
+					  s->auto_resume)) < 0 ||
+	    json_object_set_new(v, "volumeMounts", hu_sbx_volume_mounts_json(s)) < 0) {
 		json_decref(v);
 		return NULL;
 	}

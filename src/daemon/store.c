@@ -79,7 +79,8 @@ static const char *const migrations[] = {
 	"  paused_at INTEGER NOT NULL DEFAULT 0,"      /* unix ms, 0 when running */
 	"  released INTEGER NOT NULL DEFAULT 0,"       /* paused, memory released */
 	"  reclaim_after INTEGER NOT NULL DEFAULT 0,"  /* seconds; 0 = server setting, -1 = never */
-	"  idem_key TEXT);"
+	"  idem_key TEXT,"
+	"  mounts TEXT NOT NULL DEFAULT '[]');"     /* volumes and host mounts (sbx_mounts.h) */
 	"INSERT INTO sandboxes2 (id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
 	"  env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk)"
 	"  SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata, env_vars,"
@@ -94,6 +95,14 @@ static const char *const migrations[] = {
 	"  reason TEXT NOT NULL,"
 	"  at INTEGER NOT NULL);"                        /* unix ms */
 	"PRAGMA user_version = 2;",
+	/* 2 -> 3: named volumes (store_volumes.c); the version is the entry's index + 1 */
+	"CREATE TABLE volumes ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  size INTEGER,"                      /* cap in bytes; NULL = no cap */
+	"  created_at INTEGER NOT NULL,"       /* unix ms */
+	"  UNIQUE (team, name));",
 };
 
 enum stmt_id {
@@ -120,8 +129,8 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * holds the same idempotency key instead of failing */
 	[ST_SBX_PUT] = "INSERT INTO sandboxes (id, team, template, state, access_token, started_at,"
 		       " end_at, timeout, metadata, env_vars, auto_pause, auto_resume, allow_internet, cpu, memory,"
-		       " disk, auto_pause_memory, paused_at, released, reclaim_after, idem_key) VALUES (?1, ?2, ?3,"
-		       " ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
+		       " disk, auto_pause_memory, paused_at, released, reclaim_after, idem_key, mounts) VALUES (?1, ?2,"
+		       " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
 		       " ON CONFLICT(id) DO UPDATE SET state = ?4, end_at = ?7, timeout = ?8, metadata = ?9,"
 		       " env_vars = ?10, auto_pause = ?11, auto_resume = ?12, auto_pause_memory = ?17,"
 		       " paused_at = ?18, released = ?19, reclaim_after = ?20",
@@ -187,9 +196,14 @@ static int migrate(struct hu_store *st, hu_err *err)
 		return hu_err_set(err, -EPROTO, "store: schema version %d is newer than this hutch (%zu): upgrade hutch",
 				  version, HU_ARRAY_LEN(migrations));
 	for (size_t v = (size_t)version; v < HU_ARRAY_LEN(migrations); v++) {
+		char bump[48];
+		snprintf(bump, sizeof(bump), "PRAGMA user_version = %zu", v + 1);
 		if (exec_sql(st, "BEGIN IMMEDIATE", err) < 0)
 			return -1;
-		if (exec_sql(st, migrations[v], err) < 0 || exec_sql(st, "COMMIT", err) < 0) {
+		/* the version bump is done here, in the same transaction, so an
+		 * entry cannot forget it */
+		if (exec_sql(st, migrations[v], err) < 0 || exec_sql(st, bump, err) < 0 ||
+		    exec_sql(st, "COMMIT", err) < 0) {
 			sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 			hu_err_prefix(err, "migrate schema %zu -> %zu", v, v + 1);
 			return -1;
@@ -245,6 +259,11 @@ fail:
 	hu_err_prefix(err, "open %s", path);
 	hu_store_close(st);
 	return -1;
+}
+
+sqlite3 *hu_store_sqlite(struct hu_store *st)
+{
+	return st->db;
 }
 
 void hu_store_close(struct hu_store *st)
@@ -411,6 +430,13 @@ int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *sbx, hu_err *
 		sqlite3_bind_text(s, 21, sbx->idem_key, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(s, 21);
+	/* the mounts, so that a restart (memory release, daemon restart) can
+	 * mount the same volumes again */
+	char *mounts = sbx->mounts ? json_dumps(sbx->mounts, JSON_COMPACT) : strdup("[]");
+	if (!mounts || sqlite3_bind_text(s, 22, mounts, -1, free) != SQLITE_OK) {
+		sqlite3_clear_bindings(s);
+		return hu_err_set(err, ENOMEM, "store: encode mounts");
+	}
 	int rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (rc == SQLITE_CONSTRAINT)
@@ -528,6 +554,14 @@ static struct hu_sbx *row_sandbox(sqlite3_stmt *q)
 	s->released = sqlite3_column_int(q, 18);
 	s->reclaim_after_s = sqlite3_column_int(q, 19);
 	column_text(q, 20, s->idem_key, sizeof(s->idem_key));
+	const char *mounts = (const char *)sqlite3_column_text(q, 21);
+	s->mounts = mounts ? json_loads(mounts, 0, NULL) : NULL;
+	if (s->mounts && !json_is_array(s->mounts)) {
+		json_decref(s->mounts);
+		s->mounts = NULL;
+	}
+	if (!s->mounts)
+		s->mounts = json_array();
 	s->last_active_ms = s->paused_at_ms ? s->paused_at_ms : s->started_at_ms;
 	return s;
 }
@@ -540,12 +574,12 @@ int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
 			       " env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk, auto_pause_memory,"
-			       " paused_at, released, reclaim_after, idem_key FROM sandboxes",
+			       " paused_at, released, reclaim_after, idem_key, mounts FROM sandboxes",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_err(st, err, "load sandboxes");
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		struct hu_sbx *s = row_sandbox(q);
-		if (!s || !s->metadata || !s->env_vars) {
+		if (!s || !s->metadata || !s->env_vars || !s->mounts) {
 			hu_sbx_free(s);
 			sqlite3_finalize(q);
 			return hu_err_set(err, ENOMEM, "store: load sandboxes");

@@ -18,6 +18,9 @@ struct hu_sbx;
 
 int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err);
 void hu_store_close(struct hu_store *st);
+/* The database handle, for the store's other files (store_volumes.c). */
+struct sqlite3;
+struct sqlite3 *hu_store_sqlite(struct hu_store *st);
 
 /* API keys: the key itself is shown once and stored as sha256 hex. */
 /* Create a key for `team` (the team is created if needed); key_out gets the

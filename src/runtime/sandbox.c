@@ -77,6 +77,11 @@ static int validate_spec(const struct hu_sandbox_spec *spec, hu_err *err)
 		return hu_err_set(err, EINVAL, "pids limit below 4");
 	if (spec->disk_bytes < MIB)
 		return hu_err_set(err, EINVAL, "disk limit below 1 MiB");
+	if (spec->n_mounts > HU_MOUNTS_MAX)
+		return hu_err_set(err, -EINVAL, "%zu mounts; at most %d are allowed", spec->n_mounts, HU_MOUNTS_MAX);
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (hu_mount_target_check(spec->mounts[i].target, err) < 0)
+			return -1;
 	return 0;
 }
 
@@ -256,25 +261,32 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, h
 	return pid;
 }
 
-/* The "go" message: the setup header and the compiled seccomp program. */
+/* The "go" message: the setup header, the compiled seccomp program and the
+ * targets of the extra mounts; fds are the fixed ones, then the mounts'. */
 static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, hu_err *err)
 {
 	const struct hu_seccomp_prog *prog = &sb->rt->seccomp;
-	size_t len = sizeof(struct hu_setup_go) + prog->len * sizeof(struct sock_filter);
-	_cleanup_free_ unsigned char *msg = malloc(len);
+	size_t bpf_len = prog->len * sizeof(struct sock_filter);
+	size_t len = sizeof(struct hu_setup_go) + bpf_len + spec->n_mounts * sizeof(struct hu_setup_mount);
+	_cleanup_free_ unsigned char *msg = calloc(1, len);
 	struct hu_setup_go go = {
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
 		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
 		.flags = spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0,
+		.n_mounts = (uint32_t)spec->n_mounts,
 	};
 
 	if (!msg)
 		return hu_err_set(err, ENOMEM, "setup message");
 	snprintf(go.id, sizeof(go.id), "%s", sb->id);
 	memcpy(msg, &go, sizeof(go));
-	memcpy(msg + sizeof(go), prog->insns, prog->len * sizeof(struct sock_filter));
-	if (hu_send_fds(sync_fd, msg, len, fds, HU_CHILD_NFDS) < 0)
+	memcpy(msg + sizeof(go), prog->insns, bpf_len);
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		struct hu_setup_mount *m = (struct hu_setup_mount *)(msg + sizeof(go) + bpf_len) + i;
+		snprintf(m->target, sizeof(m->target), "%s", spec->mounts[i].target);
+	}
+	if (hu_send_fds(sync_fd, msg, len, fds, HU_CHILD_NFDS + spec->n_mounts) < 0)
 		return hu_err_sys(err, "hand mounts to the sandbox");
 	return 0;
 }
@@ -328,8 +340,8 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
 		return hu_err_sys(err, "open %s", path);
-	int fds[HU_CHILD_NFDS] = {-1, -1, -1};
-	int rc = -1;
+	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX] = {-1, -1, -1};
+	int rc = -1, have_mounts = 0;
 	/* the sandbox dir as seen from the child's own mount namespace (through
 	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
 	char dirpath[PATH_MAX + 64];
@@ -345,11 +357,16 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	fds[HU_CHILD_FD_USR] = idmapped_tree("/usr", userns, 1, err);
 	if (fds[HU_CHILD_FD_USR] < 0)
 		goto out;
+	if (hu_mounts_open(spec, userns, fds + HU_CHILD_NFDS, err) < 0)
+		goto out;
+	have_mounts = 1;
 	rc = send_go(sb, spec, parent_end, fds, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	for (size_t i = 0; have_mounts && i < spec->n_mounts; i++)
+		close(fds[HU_CHILD_NFDS + i]);
 	if (rc < 0)
 		return -1;
 	sb->sync_fd = hu_take_fd(&parent_end); /* readable once the child has a verdict */

@@ -30,6 +30,22 @@ struct hu_runtime_config {
 struct hu_runtime;
 struct hu_sandbox;
 
+/* An extra mount of a sandbox: a host directory (a volume or a host mount)
+ * attached at `target` inside the sandbox before pivot_root. The runtime
+ * clones the directory's mount (open_tree), so the sandbox sees only that
+ * subtree, never its host path. */
+#define HU_MOUNTS_MAX 16
+#define HU_MOUNT_TARGET_MAX 256
+struct hu_mount_spec {
+	const char *source; /* host path of the directory, used when source_fd < 0 */
+	int source_fd;      /* an fd (O_PATH is enough) of the directory, or -1 */
+	const char *target; /* absolute path inside the sandbox (hu_mount_target_check) */
+	int read_only;      /* MOUNT_ATTR_RDONLY: writes fail with EROFS */
+	int idmap;          /* idmapped through the sandbox's user namespace: on-disk
+			     * ids are the sandbox's ids (1000 = user), whatever
+			     * host uid range this sandbox has */
+};
+
 struct hu_sandbox_spec {
 	char id[HU_ID_MAX];      /* [a-z0-9-], 1..63 chars; also the hostname */
 	char template_name[HU_ID_MAX];
@@ -37,7 +53,17 @@ struct hu_sandbox_spec {
 	uint64_t disk_bytes;     /* size cap of the writable layer */
 	uint64_t disk_inodes;    /* inode cap of the writable layer (0 = derived) */
 	int die_with_parent;     /* the sandbox is killed when its creator dies (hutch run) */
+	const struct hu_mount_spec *mounts; /* extra mounts (borrowed), attached in order */
+	size_t n_mounts;                    /* at most HU_MOUNTS_MAX */
 };
+
+/* Is `target` an acceptable mount point inside a sandbox? Absolute, at most
+ * HU_MOUNT_TARGET_MAX - 1 bytes, normalised (no empty, "." or ".."
+ * components, no trailing '/'), and neither "/" nor under /proc, /sys, /dev
+ * or /usr (the sandbox's own kernel views and the shared read-only system
+ * files). EINVAL with the reason otherwise. Pure; the daemon and the
+ * sandbox's setup stage both check. */
+int hu_mount_target_check(const char *target, hu_err *err);
 
 /* hutch-init's setup stage: run in a freshly cloned sandbox (hutch-init
  * --setup), it waits for the parent's "go" on fd 4, builds the root

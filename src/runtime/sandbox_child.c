@@ -125,7 +125,8 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 /* Everything below runs relative to the sandbox's disk (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
-static int setup_rootfs(const int *fds, uint64_t shm_bytes, hu_err *err)
+static int setup_rootfs(const int *fds, uint64_t shm_bytes, const struct hu_setup_mount *mounts, size_t n_mounts,
+			hu_err *err)
 {
 	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
 		return hu_err_sys(err, "enter the sandbox directory");
@@ -145,6 +146,18 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, hu_err *err)
 	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	if (setup_dev("rootfs", shm_bytes, err) < 0)
 		return -1;
+	/* volumes and host mounts, in order (a parent before what it holds) */
+	if (n_mounts) {
+		int root = open("rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (root < 0)
+			return hu_err_sys(err, "open rootfs");
+		for (size_t i = 0; i < n_mounts; i++)
+			if (hu_mount_attach(root, mounts[i].target, fds[HU_CHILD_NFDS + i], err) < 0) {
+				close(root);
+				return -1;
+			}
+		close(root);
+	}
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching it
 	 * leaves no path back to the host's file system. */
 	if (chdir("rootfs") < 0)
@@ -168,28 +181,35 @@ static void reset_signals(void)
 }
 
 /* The largest "go" message: the header and a maximal BPF program. */
-#define GO_MAX (sizeof(struct hu_setup_go) + BPF_MAXINSNS * sizeof(struct sock_filter))
+#define GO_MAX                                                                                                 \
+	(sizeof(struct hu_setup_go) + BPF_MAXINSNS * sizeof(struct sock_filter) +                              \
+	 HU_MOUNTS_MAX * sizeof(struct hu_setup_mount))
 
 void hu_sandbox_setup(void)
 {
 	static unsigned char buf[GO_MAX];
 	const int sync_fd = HU_SETUP_SYNC_FD;
 	hu_err err = {0};
-	int fds[HU_CHILD_NFDS];
+	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX];
 	size_t nfds = 0;
 	struct hu_setup_go go;
 
-	long n = hu_recv_fds(sync_fd, buf, sizeof(buf), fds, HU_CHILD_NFDS, &nfds);
-	if (n < (long)sizeof(go) || nfds != HU_CHILD_NFDS)
+	long n = hu_recv_fds(sync_fd, buf, sizeof(buf), fds, HU_CHILD_NFDS + HU_MOUNTS_MAX, &nfds);
+	if (n < (long)sizeof(go) || nfds < HU_CHILD_NFDS)
 		_exit(1); /* the parent gave up; it cleans up */
 	memcpy(&go, buf, sizeof(go));
 	go.id[sizeof(go.id) - 1] = '\0';
 	if (go.magic != HU_SETUP_MAGIC || go.bpf_len == 0 || go.bpf_len > BPF_MAXINSNS ||
-	    (size_t)n != sizeof(go) + go.bpf_len * sizeof(struct sock_filter)) {
+	    go.n_mounts > HU_MOUNTS_MAX || nfds != HU_CHILD_NFDS + go.n_mounts ||
+	    (size_t)n != sizeof(go) + go.bpf_len * sizeof(struct sock_filter) +
+				 go.n_mounts * sizeof(struct hu_setup_mount)) {
 		hu_err_set(&err, EPROTO, "malformed setup message");
 		report(sync_fd, &err);
 	}
 	struct hu_seccomp_prog prog = {.insns = (struct sock_filter *)(buf + sizeof(go)), .len = (unsigned short)go.bpf_len};
+	struct hu_setup_mount *mounts = (struct hu_setup_mount *)(buf + sizeof(go) + go.bpf_len * sizeof(struct sock_filter));
+	for (size_t i = 0; i < go.n_mounts; i++)
+		mounts[i].target[sizeof(mounts[i].target) - 1] = '\0';
 	reset_signals();
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
 		hu_err_sys(&err, "become root of the user namespace");
@@ -216,9 +236,9 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "sethostname");
 		report(sync_fd, &err);
 	}
-	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, &err) < 0)
+	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
-	for (int i = 0; i < HU_CHILD_NFDS; i++)
+	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
 	/* user namespaces cannot nest below this one (seccomp also refuses the
 	 * flag; this is the second lock). */

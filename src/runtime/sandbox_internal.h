@@ -20,12 +20,25 @@ struct hu_setup_go {
 	uint32_t bpf_len;
 	uint32_t flags;
 	uint64_t shm_bytes;
+	uint32_t n_mounts; /* extra mounts: their targets follow the program */
 	char id[HU_ID_MAX];
+};
+/* After the program: n_mounts of these; the mounts' fds follow the
+ * HU_CHILD_NFDS fixed ones, in the same order. */
+struct hu_setup_mount {
+	char target[HU_MOUNT_TARGET_MAX];
 };
 #define HU_CHILD_FD_TEMPLATE 0
 #define HU_CHILD_FD_USR 1
 #define HU_CHILD_FD_DIR 2
 #define HU_CHILD_NFDS 3
+
+/* Extra mounts (sandbox_mounts.c). Parent: a detached mount for each of
+ * spec->mounts into fds[0..n_mounts-1] (all closed again on failure).
+ * Child: attach mount_fd at target below root_fd, creating the missing
+ * directories and refusing symlinks on the way. */
+int hu_mounts_open(const struct hu_sandbox_spec *spec, int userns_fd, int *fds, hu_err *err);
+int hu_mount_attach(int root_fd, const char *target, int mount_fd, hu_err *err);
 
 /* A failure report from the child: errno and message. */
 struct hu_child_report {

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define HU_FDPASS_MAX 8
+#define HU_FDPASS_MAX 32 /* the sandbox setup message: 3 fds + up to 16 mounts */
 
 int hu_send_fds(int sock, const void *data, size_t len, const int *fds, size_t nfds)
 {

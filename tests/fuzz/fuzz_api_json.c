@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c
+// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c
 /*
  * libFuzzer driver for the control plane's input decoders. A JSON input is
  * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause);
@@ -28,7 +28,7 @@ static void bodies(const json_t *body)
 		    !json_is_object(ns.env_vars) || strlen(ns.template_id) == 0)
 			abort();
 		hu_new_sandbox_clear(&ns);
-	} else if (ns.metadata || ns.env_vars) {
+	} else if (ns.metadata || ns.env_vars || ns.mounts) {
 		abort();
 	}
 	if (hu_api_decode_timeout(body, &secs, &err) == 0 && (secs < -1 || secs > HU_TIMEOUT_MAX_S))

@@ -18,7 +18,7 @@ expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$e
 # one line per check: "<status> <name>: <finding>"
 for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
 	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "Landlock" "memory" \
-	"file descriptors" "kernel"; do
+	"file descriptors" "capped volumes" "kernel"; do
 	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
 	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
 done

@@ -80,4 +80,21 @@ done
 out=$("$HUTCH" run 2>&1)
 expect_eq "no command exits 2" "2" "$?"
 
+# --volume: a host directory, idmapped (canonical ids on the host), read-only on request
+vol="$HUTCH_TEST_TMP/vol"
+mkdir -p "$vol" && chown 1000:1000 "$vol"
+out=$(hrun --volume "$vol:/home/user/work" -- sh -c 'echo hi > /home/user/work/f && stat -c "%U %u" /home/user/work/f')
+expect_eq "--volume: user's file is user's inside" "user 1000" "$out"
+expect_eq "--volume: and uid 1000 on the host" "1000:1000" "$(stat -c %u:%g "$vol/f")"
+out=$(hrun --volume "$vol:/data:ro" --user root -- sh -c 'cat /data/f; echo x > /data/g' 2>&1)
+expect_match "--volume :ro refuses writes with EROFS, even for root" $'hi\n.*Read-only file system' "$out"
+check "--volume :ro left the host directory unchanged" test ! -e "$vol/g"
+for bad in "$vol:/proc/x" "$vol:/usr" "$vol:/" "$vol:rel" "rel:/data" "$vol"; do
+	out=$("$HUTCH" run --volume "$bad" -- true 2>&1)
+	expect_eq "--volume '$bad' exits 2" "2" "$?"
+done
+out=$(hrun --volume "$vol:/bin/x" -- true 2>&1)
+expect_eq "--volume through the template's /bin symlink fails (125)" "125" "$?"
+expect_match "--volume through a symlink says so" "symlink" "$out"
+
 finish

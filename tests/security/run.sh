@@ -83,6 +83,9 @@ check_forged_xattrs() {
 	fi
 }
 
+# Extra `hutch run` options for the next attacks (volume_links sets --volume).
+SRUN_EXTRA=()
+
 # run_attack NAME USER [ARGS...]: NAME.py, NAME.sh or NAME (a compiled C
 # attack); counts its lines as described above.
 run_attack() {
@@ -91,7 +94,7 @@ run_attack() {
 	local out="$HUTCH_TEST_TMP/out.$name.$user" tag="[$user]" t0 rc
 	t0=$(date +%s%N)
 	if [ -f "$ATT/$name.py" ]; then
-		cat "$ATT/lib.py" "$ATT/$name.py" | srun --user "$user" --env HUTCHSEC_KALLSYMS_HIDDEN="$KALLSYMS_HIDDEN" \
+		cat "$ATT/lib.py" "$ATT/$name.py" | srun "${SRUN_EXTRA[@]}" --user "$user" --env HUTCHSEC_KALLSYMS_HIDDEN="$KALLSYMS_HIDDEN" \
 			-- python3 - "$@" >"$out" 2>&1 &
 	elif [ -f "$ATT/$name.sh" ]; then
 		srun --user "$user" -- bash -s <"$ATT/$name.sh" >"$out" 2>&1 &
@@ -182,6 +185,25 @@ for u in root user; do
 done
 run_attack setuid_escalation root
 run_attack setuid_user user
+
+# a volume shared by sandboxes with different uid ranges: planted symlinks,
+# hardlinks and setuid files get nowhere (volume_links.py); the host side
+# stores canonical ids and keeps its secret
+VOL="$HUTCH_TEST_TMP/vol"
+mkdir -p "$VOL" && chown 1000:1000 "$VOL"
+echo "HUTCHSEC-VOLUME-SECRET $RANDOM" >"$HUTCH_TEST_TMP/vol-secret"
+SECRET_SUM=$(sha256sum <"$HUTCH_TEST_TMP/vol-secret")
+SRUN_EXTRA=(--volume "$VOL:/vol")
+run_attack volume_links root plant "$HUTCH_TEST_TMP"
+run_attack volume_links user plant "$HUTCH_TEST_TMP"
+run_attack volume_links user follow "$HUTCH_TEST_TMP"
+run_attack volume_links root follow "$HUTCH_TEST_TMP"
+SRUN_EXTRA=()
+check "volume: the host secret next to the volume is unchanged" test "$(sha256sum <"$HUTCH_TEST_TMP/vol-secret")" == "$SECRET_SUM"
+check "volume: files are stored with canonical ids on the host (root 0, user 1000)" \
+	test "$(stat -c %u "$VOL/planted-by-root"):$(stat -c %u "$VOL/planted-by-user")" == "0:1000"
+check "volume: nothing but symlinks, the setuid copy and planted files in it" \
+	test -z "$(find "$VOL" -mindepth 1 ! -type l ! -name 'planted-by-*' ! -name suid-id)"
 
 # two concurrent sandboxes get disjoint uid ranges
 m=$( (srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & wait) )

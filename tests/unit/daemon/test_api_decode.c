@@ -93,7 +93,10 @@ static void test_new_sandbox_wrong_types(void **state)
 	new_bad("{\"autoResume\":true}", "autoResume");
 	new_bad("{\"autoResume\":{\"enabled\":\"x\"},\"autoPause\":true}", "autoResume");
 	new_bad("{\"network\":[]}", "network");
-	new_bad("{\"volumeMounts\":[{\"name\":\"v\",\"path\":\"/data\"}]}", "volumeMounts");
+	new_bad("{\"volumeMounts\":[{\"name\":\"v\",\"path\":\"/proc\"}]}", "volumeMounts[0]");
+	new_bad("{\"volumeMounts\":{\"name\":\"v\"}}", "volumeMounts");
+	new_bad("{\"metadata\":{\"host-mount\":\"[{\\\"hostPath\\\":\\\"/a/../b\\\",\\\"mountPath\\\":\\\"/w\\\"}]\"}}",
+		"host-mount[0]");
 }
 
 static void test_new_sandbox_timeout_range(void **state)

@@ -218,6 +218,41 @@ static void test_flags_override(void **state)
 	assert_string_equal(cfg.config_path, conf2);
 }
 
+static void test_volume_settings(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+
+	assert_int_equal(from_args(&cfg, &err, NULL), 0);
+	assert_string_equal(cfg.volume_root, "");
+	assert_int_equal(cfg.n_host_mount_roots, 0); /* host mounts off by default */
+	write_conf(f->conf, "volume_root = /srv/vol\nhost_mount_roots = /srv/a, /srv/b/\n");
+	assert_int_equal(from_args(&cfg, &err, NULL), 0);
+	assert_string_equal(cfg.volume_root, "/srv/vol");
+	assert_int_equal(cfg.n_host_mount_roots, 2);
+	assert_string_equal(cfg.host_mount_roots[0], "/srv/a");
+	assert_string_equal(cfg.host_mount_roots[1], "/srv/b/");
+	/* the flag replaces the file's list */
+	assert_int_equal(from_args(&cfg, &err, "--host-mount-roots", "/x", "--volume-root=/v2", NULL), 0);
+	assert_int_equal(cfg.n_host_mount_roots, 1);
+	assert_string_equal(cfg.host_mount_roots[0], "/x");
+	assert_string_equal(cfg.volume_root, "/v2");
+	static const char *const bad[] = {"rel", "/a,,/b", "/a/../b", "/..", "/a,rel", "/1,/2,/3,/4,/5,/6,/7,/8,/9"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(hu_config_set(&cfg, "host_mount_roots", bad[i], &err), -1);
+		assert_non_null(strstr(err.msg, "host_mount_roots"));
+	}
+	assert_int_equal(hu_config_set(&cfg, "volume_root", "relative", &err), -1);
+	assert_int_equal(cfg.volume_max_bytes, 0);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "2G", &err), 0);
+	assert_int_equal(cfg.volume_max_bytes, 2ull << 30);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "0", &err), 0);
+	assert_int_equal(cfg.volume_max_bytes, 0);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "1M", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "volume_max_size", "lots", &err), -1);
+}
+
 static void test_bad_flags(void **state)
 {
 	struct hu_config cfg;
@@ -246,6 +281,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flags_override, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_volume_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,6 +12,7 @@
 
 #include "daemon/registry.h"
 #include "daemon/store.h"
+#include "daemon/volumes.h"
 #include "util/fileutil.h"
 
 struct fixture {
@@ -143,6 +144,7 @@ static void free_sbx(struct hu_sbx *s)
 {
 	json_decref(s->metadata);
 	json_decref(s->env_vars);
+	json_decref(s->mounts);
 	free(s);
 }
 
@@ -198,6 +200,8 @@ static void test_lifecycle_rows(void **state)
 	a->released = 1;
 	a->reclaim_after_s = -1;
 	a->auto_pause_memory = 1;
+	json_decref(a->mounts);
+	a->mounts = json_pack("[{s:s, s:s, s:b}]", "kind", "volume", "path", "/data", "readOnly", 0);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
 	snprintf(b->id, sizeof(b->id), "iother");
 	snprintf(b->idem_key, sizeof(b->idem_key), "session-1");
@@ -220,6 +224,7 @@ static void test_lifecycle_rows(void **state)
 	assert_string_equal(loaded->access_token, a->access_token);
 	assert_int_equal(loaded->end_at_ms, a->end_at_ms);
 	assert_true(json_equal(loaded->metadata, a->metadata));
+	assert_true(json_equal(loaded->mounts, a->mounts)); /* a restart mounts the same volumes */
 	hu_sbx_free(loaded);
 
 	assert_int_equal(hu_store_sandbox_set_state(f->st, "iabc123", HU_SBX_KILLING, &err), 0);
@@ -240,7 +245,7 @@ static void test_schema_and_mode(void **state)
 	struct fixture *f = *state;
 	struct stat st;
 
-	assert_int_equal(sql_int(f->db, "PRAGMA user_version", NULL), 2);
+	assert_int_equal(sql_int(f->db, "PRAGMA user_version", NULL), 3);
 	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 }
@@ -270,6 +275,40 @@ static void test_reopen_and_newer_schema(void **state)
 	assert_non_null(strstr(err.msg, "newer"));
 }
 
+static void count_volume(const struct hu_volume *v, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Volumes: unique per team, found by id or name within the team only. */
+static void test_volumes(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_volume a = {.id = "vaaa", .team = "t1", .name = "ws", .size = 8 << 20, .created_at_ms = 1},
+			 b = {.id = "vbbb", .team = "t2", .name = "ws", .created_at_ms = 2}, got;
+	hu_err err;
+	int n = 0;
+
+	assert_int_equal(hu_store_volume_add(f->st, &a, &err), 0);
+	assert_int_equal(hu_store_volume_add(f->st, &b, &err), 0);
+	struct hu_volume dup = a;
+	snprintf(dup.id, sizeof(dup.id), "vccc");
+	assert_int_equal(hu_store_volume_add(f->st, &dup, &err), -1);
+	assert_int_equal(err.code, EEXIST);
+	assert_int_equal(hu_store_volume_find(f->st, "t1", "ws", &got, &err), 0);
+	assert_string_equal(got.id, "vaaa");
+	assert_int_equal(got.size, 8 << 20);
+	assert_int_equal(hu_store_volume_find(f->st, "t2", "vbbb", &got, &err), 0);
+	assert_int_equal(got.size, 0);
+	assert_int_equal(hu_store_volume_find(f->st, "t2", "vaaa", &got, &err), -1); /* another team's id */
+	assert_int_equal(err.code, ENOENT);
+	assert_int_equal(hu_store_volume_each(f->st, "t1", count_volume, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(hu_store_volume_delete(f->st, "vaaa", &err), 0);
+	assert_int_equal(hu_store_volume_find(f->st, "t1", "ws", &got, &err), -1);
+	assert_int_equal(hu_store_volume_find(f->st, "t2", "ws", &got, &err), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -279,6 +318,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sandbox_put_update_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle_rows, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_and_mode, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer_schema, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
