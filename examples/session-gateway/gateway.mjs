@@ -7,6 +7,7 @@
 //
 //   POST /sessions/{tenant}/{session}/exec  {"code": "...", "language": "bash"|"python"}
 //     -> {"sandboxId", "stdout", "stderr", "exitCode"}
+//   POST /admin/reclaim   one reclaim pass now (operators, tests) -> {"reclaimed": [ids]}
 //
 // One sandbox per chat session, tagged lea.session_id / lea.tenant_id:
 // - created on the session's first execution, with an Idempotency-Key derived from the session, so concurrent
@@ -92,12 +93,18 @@ async function execute(tenant, session, code, language) {
 // after the list was taken answers 409 and stays.
 async function reclaim() {
   const paused = await Sandbox.list({ query: { state: ['paused'] }, limit: 1000 }).nextItems()
+  const reclaimed = []
   for (const s of paused) {
     if (!s.metadata?.['lea.session_id']) continue // not ours
     const r = await hutch('DELETE', `/sandboxes/${s.sandboxId}?state=paused`)
-    if (r.status === 204) log('reclaimed', s.sandboxId, 'session', s.metadata['lea.session_id'])
-    else if (r.status !== 404 && r.status !== 409) log('reclaim', s.sandboxId, '->', r.status)
+    if (r.status === 204) {
+      reclaimed.push(s.sandboxId)
+      log('reclaimed', s.sandboxId, 'session', s.metadata['lea.session_id'])
+    } else if (r.status !== 404 && r.status !== 409) {
+      log('reclaim', s.sandboxId, '->', r.status)
+    }
   }
+  return reclaimed
 }
 let reclaiming = false
 setInterval(async () => {
@@ -113,6 +120,9 @@ createServer(async (req, res) => {
     res.end(JSON.stringify(body))
   }
   if (req.method === 'GET' && req.url === '/healthz') return reply(200, { ok: true })
+  if (req.method === 'POST' && req.url === '/admin/reclaim') {
+    try { return reply(200, { reclaimed: await reclaim() }) } catch (e) { return reply(502, { error: e.message }) }
+  }
   if (req.method !== 'POST' || !m || !safe(m[1]) || !safe(m[2])) return reply(404, { error: 'POST /sessions/{tenant}/{session}/exec' })
   let body = ''
   for await (const chunk of req) body += chunk

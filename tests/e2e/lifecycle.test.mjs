@@ -334,3 +334,17 @@ test('GET /metrics: Prometheus text with states, lifecycle counters, latency his
   assert.doesNotMatch(after.text, new RegExp(sbx.sandboxId), 'no sandbox id in the metrics')
   await sbx.kill()
 })
+
+test('a volume is mounted again when a released sandbox resumes', async () => {
+  const { Volume } = await import('e2b')
+  const vol = await Volume.create('lifecycle-vol-' + Date.now())
+  const sbx = await Sandbox.create({ timeoutMs: 60000, volumeMounts: { '/data': vol } })
+  await sbx.files.write('/data/before.txt', 'kept in the volume')
+  assert.equal(await sbx.pause({ keepMemory: false }), true)
+  assert.equal((await info(sbx.sandboxId)).memoryReleased, true)
+  const back = await Sandbox.connect(sbx.sandboxId)
+  assert.equal(await back.files.read('/data/before.txt'), 'kept in the volume')
+  assert.equal((await back.commands.run('touch /data/after && stat -c %U /data/after')).stdout, 'user\n')
+  await sbx.kill()
+  assert.equal(await Volume.destroy(vol.volumeId), true)
+})
