@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -55,7 +56,7 @@ static int do_mount(const char *src, const char *dst, const char *type, unsigned
 		    hu_err *err)
 {
 	if (mount(src, dst, type, flags, data) < 0)
-		return hu_err_sys(err, "mount %s on %s", type ? type : src, dst);
+		return hu_err_sys(err, "mount %s on %s", type ? type : src ? src : "(remount)", dst);
 	return 0;
 }
 
@@ -122,6 +123,32 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 	return 0;
 }
 
+/* Every start of a sandbox's init is a boot: /proc/sys/kernel/random/boot_id
+ * is a fresh random UUID (a read-only file bound over the host's), so code
+ * inside can tell a cold boot (a resume after a memory release) from a
+ * thaw, and never learns the host's boot id. The file lives on the
+ * sandbox's own disk, outside its root. */
+static int own_boot_id(hu_err *err)
+{
+	uint8_t b[16];
+	char text[40];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		return hu_err_sys(err, "getrandom");
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40); /* version 4 */
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	snprintf(text, sizeof(text), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0],
+		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+	unlink("boot_id");
+	if (hu_write_file("boot_id", text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0444, err) < 0)
+		return -1;
+	if (do_mount("boot_id", "rootfs/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err) < 0 ||
+	    do_mount(NULL, "rootfs/proc/sys/kernel/random/boot_id", NULL,
+			     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL, err) < 0)
+		return -1;
+	return 0;
+}
+
 /* Everything below runs relative to the sandbox's disk (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
@@ -141,6 +168,8 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, const struct hu_setu
 	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach /usr");
 	if (do_mount("proc", "rootfs/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
+		return -1;
+	if (own_boot_id(err) < 0)
 		return -1;
 	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
 	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);

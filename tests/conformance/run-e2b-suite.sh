@@ -66,18 +66,9 @@ template/exists.test.ts
 # Tests inside applicable files that need a hosted service (matched against
 # vitest's full test name; docs/e2b-compat.md has the reasons).
 excluded_tests=(
-	'pause and resume a sandbox with http server' # per-port https ingress (getHost)
+	'pause and resume a sandbox with http server'      # per-port https ingress (getHost)
+	'auto-resume wakes paused sandbox on http request' # per-port https ingress (getHost)
 )
-# The pause tier that needs the lifecycle work (pause on timeout, cold boot
-# after a filesystem-only pause, auto-resume). Until it lands these are
-# skipped; CONFORMANCE_LIFECYCLE=1 runs them anyway.
-lifecycle_tests=(
-	'auto-pause without auto-resume requires connect to wake'
-	'filesystem-only auto-pause reboots on connect'
-	'auto-resume wakes paused sandbox on http request'
-	'filesystem-only pause reboots on resume but keeps the filesystem'
-)
-[ "${CONFORMANCE_LIFECYCLE:-0}" = 1 ] || excluded_tests+=("${lifecycle_tests[@]}")
 files=${ONLY:-$applicable}
 
 cd "$here"
