@@ -83,6 +83,10 @@ test('memory release: processes stop, files stay, resume starts a fresh init', a
   await sbx.files.write('/home/user/work/data.csv', 'a,b\n1,2\n')
   await sbx.commands.run('sleep 1000', { background: true, timeoutMs: 0 })
   assert.ok(procsOf(sbx.sandboxId) >= 2)
+  const bootId = async (s) => (await s.commands.run('cat /proc/sys/kernel/random/boot_id')).stdout.trim()
+  const boot1 = await bootId(sbx)
+  const { readFileSync } = await import('node:fs')
+  assert.notEqual(boot1, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(), 'a sandbox has its own boot id')
   assert.equal(await sbx.pause(), true)
   assert.equal((await info(sbx.sandboxId)).memoryReleased, false)
   await sleep(4500) // pause.release_after is 3 s here
@@ -95,6 +99,7 @@ test('memory release: processes stop, files stay, resume starts a fresh init', a
   const ps = await back.commands.run('ps -e -o comm= | grep -c sleep || true')
   assert.equal(ps.stdout.trim(), '0', 'running processes do not')
   assert.equal((await back.commands.run('echo hi > /tmp/new && cat /tmp/new')).stdout, 'hi\n')
+  assert.notEqual(await bootId(back), boot1, 'the resume was a boot: a new boot id')
   assert.equal((await info(sbx.sandboxId)).memoryReleased, false)
   await sbx.kill()
 })
