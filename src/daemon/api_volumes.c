@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/fault.h"
 #include "daemon/api_json.h"
 #include "daemon/mounts_json.h"
 #include "daemon/routes.h"
@@ -150,12 +151,14 @@ static void delete_volume(struct hu_req *r)
 		hu_reply_err(r, &err);
 		return;
 	}
+	hu_fault_point("volume.retired");
 	if (hu_store_volume_delete(r->d->store, v.id, &err) < 0) {
 		if (hu_volume_unretire(&r->d->cfg, &v, &ignored) < 0)
 			hu_log(HU_LOG_ERROR, NULL, r->id, "volume %s: %s", v.name, ignored.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
+	hu_fault_point("volume.deleted");
 	if (hu_volume_purge(&r->d->cfg, &v, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, r->id, "volume %s: %s (removed at the next start)", v.name, err.msg);
 	hu_log(HU_LOG_INFO, NULL, r->id, "volume %s (%s) deleted", v.name, v.id);

@@ -328,12 +328,16 @@ void hu_volume_sweep(struct hu_daemon *d)
 			continue;
 		memcpy(v.id, id, len);
 		v.size = id[len] ? 1 : 0; /* ".img": a capped volume (the cap itself does not matter here) */
-		if (d->store && hu_store_volume_by_id(d->store, v.id, &v, &err) == 0) {
+		int rc = d->store ? hu_store_volume_by_id(d->store, v.id, &v, &err) : -1;
+		if (rc == 0) {
 			if (hu_volume_unretire(&d->cfg, &v, &err) < 0)
 				hu_log(HU_LOG_WARN, NULL, 0, "volume sweep: %s", err.msg);
 			else
 				hu_log(HU_LOG_INFO, NULL, 0, "volume %s (%s): an unfinished deletion was undone", v.name,
 				       v.id);
+		} else if (!d->store || err.code != ENOENT) {
+			/* the store could not say: keep the files (a later start decides) */
+			hu_log(HU_LOG_WARN, NULL, 0, "volume sweep: %s: kept", d->store ? err.msg : "no store");
 		} else if (hu_volume_purge(&d->cfg, &v, &err) < 0) {
 			hu_log(HU_LOG_WARN, NULL, 0, "volume sweep: %s", err.msg);
 		}

@@ -156,3 +156,35 @@ test('a crash at any step leaks nothing and loses nothing', async () => {
     }
   }
 })
+
+test('a crash while deleting a volume: a listed volume keeps its files, a deleted one leaves none', async () => {
+  const { Volume } = await import('e2b')
+  for (const [point, listedAfter] of [['volume.retired', true], ['volume.deleted', false]]) {
+    const d = await startDaemon([], null, { HUTCH_FAULT: point })
+    const o = opts(d)
+    const vol = await Volume.create('crash-' + point.replace('.', '-'), o)
+    const s = await Sandbox.create({ ...o, timeoutMs: 60000, volumeMounts: { '/data': vol } })
+    await s.files.write('/data/keep.txt', 'precious')
+    await s.kill()
+    await Volume.destroy(vol.volumeId, o).catch(() => {})
+    assert.equal((await d.exited).signal, 'SIGKILL', `${point}: the daemon died at the fault point`)
+    const d2 = await d.restart([], {})
+    try {
+      const o2 = opts(d2)
+      const listed = (await Volume.list(o2)).some((v) => v.volumeId === vol.volumeId)
+      assert.equal(listed, listedAfter, `${point}: listed after the restart`)
+      const root = join(d2.env.HUTCH_DATA_DIR, 'volumes')
+      if (listed) {
+        const s2 = await Sandbox.create({ ...o2, timeoutMs: 60000, volumeMounts: { '/data': vol.volumeId } })
+        assert.equal(await s2.files.read('/data/keep.txt'), 'precious', `${point}: the files are back`)
+        await s2.kill()
+        assert.equal(await Volume.destroy(vol.volumeId, o2), true)
+      }
+      // nothing of a deleted volume stays on disk (its removal runs in the background)
+      for (let t = 0; t < 20 && readdirSync(root).some((n) => n.includes(vol.volumeId)); t++) await sleep(100)
+      assert.deepEqual(readdirSync(root).filter((n) => n.includes(vol.volumeId)), [], `${point}: no files left`)
+    } finally {
+      await d2.stop()
+    }
+  }
+})
