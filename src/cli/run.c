@@ -51,7 +51,10 @@ static void run_usage(FILE *f)
 		   "  --user root|user  who runs CMD (default user)\n"
 		   "  --env KEY=VALUE   set an environment variable (repeatable)\n"
 		   "  --cwd DIR         working directory (default the user's home)\n"
-		   "  --template NAME   template to start from (default base)\n");
+		   "  --template NAME   template to start from (default base)\n"
+		   "  --internet        a veth to the host and NAT out (needs HUTCH_NET=nat; default loopback only)\n"
+		   "  --allow-out LIST  CIDRs the sandbox may reach even when denied below (comma-separated)\n"
+		   "  --deny-out LIST   CIDRs the sandbox may not reach (0.0.0.0/0 + --allow-out = allowlist)\n");
 }
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
@@ -62,6 +65,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"timeout", required_argument, NULL, 't'}, {"user", required_argument, NULL, 'u'},
 		{"env", required_argument, NULL, 'e'},    {"cwd", required_argument, NULL, 'w'},
 		{"template", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
+		{"internet", no_argument, NULL, 'I'},     {"allow-out", required_argument, NULL, 'A'},
+		{"deny-out", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	hu_err err;
@@ -95,6 +100,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'w': o->cwd = optarg; break;
 		case 'T': snprintf(o->spec.template_name, sizeof(o->spec.template_name), "%s", optarg); break;
+		case 'I': o->spec.net.internet = 1; break;
+		case 'A': rc = hu_net_rules_add_list(&o->spec.net.rules, 'a', optarg, &err); break;
+		case 'D': rc = hu_net_rules_add_list(&o->spec.net.rules, 'd', optarg, &err); break;
 		case 'h': run_usage(stdout); exit(0);
 		case ':':
 			cli_error("option %s needs a value", argv[optind - 1]);
@@ -111,6 +119,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	}
 	if (optind >= argc) {
 		cli_error("no command given (usage: hutch run [options] -- CMD [ARGS...])");
+		return -1;
+	}
+	if (!o->spec.net.internet && (o->spec.net.rules.n_allow || o->spec.net.rules.n_deny)) {
+		cli_error("--allow-out and --deny-out need --internet");
 		return -1;
 	}
 	o->argv = argv + optind;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "runtime/mountapi.h"
+#include "runtime/net_internal.h"
 #include "runtime/sandbox_internal.h"
 #include "util/cleanup.h"
 #include "util/fdpass.h"
@@ -48,7 +49,7 @@ struct hu_sandbox {
 	int pidfd;
 	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
-	int have_slot, have_dir;
+	int have_slot, have_dir, have_net;
 };
 
 void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec)
@@ -330,6 +331,10 @@ static int start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	 * its end of the sync socket with it, which the verdict reports) */
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
+	/* the network is in place before the child is told to go on */
+	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->sbdir, sb->uid_base, &spec->net, err) < 0)
+		return -1;
+	sb->have_net = spec->net.internet;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
@@ -401,8 +406,10 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	hu_err e2;
 
 	stop_processes(sb);
-	if (sb->have_dir)
-		rc = remove_sandbox_dir(sb->sbdir, err);
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, err) < 0)
+		rc = -1;
+	if (sb->have_dir && remove_sandbox_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
+		rc = -1;
 	unlink(sb->sock);
 	if (sb->cg) {
 		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
@@ -541,6 +548,8 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
 		if (hu_cgroup_destroy(cg, &e) < 0)
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 	}
+	if (hu_net_cleanup_leftover(rt, id, rc == 0 ? err : &e) < 0)
+		rc = -1;
 	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
 	if (remove_sandbox_dir(dir, rc == 0 ? err : &e) < 0)
 		rc = -1;

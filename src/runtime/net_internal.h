@@ -1,0 +1,41 @@
+/* The network boundary's pieces inside the runtime (not part of its API). */
+#ifndef HUTCH_RUNTIME_NET_INTERNAL_H
+#define HUTCH_RUNTIME_NET_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "runtime/net.h"
+#include "runtime/runtime_internal.h"
+
+struct nft_ctx;
+
+/* netfilter.c: one libnftables batch per operation */
+int hu_nft_open(struct nft_ctx **out, hu_err *err);
+int hu_nft_run(struct nft_ctx *ctx, const char *batch, const char *what, hu_err *err);
+int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_err *err);
+int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id, const char *ifname,
+		       uint32_t addr, const struct hu_net_rules *rules, hu_err *err);
+int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id,
+			 const struct hu_net_rules *rules, hu_err *err);
+/* Remove the sandbox's map element (when ifname is given), chain and sets;
+ * pieces already gone are fine. */
+int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id, const char *ifname,
+		       hu_err *err);
+int hu_nft_object_exists(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *delete_cmd);
+
+/* net.c: called by runtime.c and sandbox.c */
+int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);
+void hu_net_runtime_close(struct hu_runtime *rt);
+/* Give the sandbox whose init is `pid` its veth, addresses, route, rules and
+ * resolv.conf (in <sbdir>/disk/upper/etc, owned by uid_base). Nothing is
+ * left behind on failure. */
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *sbdir,
+		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err);
+/* Remove the host end (which takes the sandbox end with it) and every nft
+ * object of the sandbox; missing pieces are fine. */
+int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err);
+
+/* hu_net_detach for a sandbox without a handle (its slot is looked up). */
+int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);
+
+#endif

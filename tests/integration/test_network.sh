@@ -1,0 +1,199 @@
+#!/bin/bash
+# The network boundary (docs/security.md, "Network"). The test builds its own
+# world and sends traffic nowhere else:
+#   - namespace INET, the stand-in internet, behind a veth from the host
+#     (host 203.0.113.1/24, INET 203.0.113.2): servers on 198.51.100.10 (allowed),
+#     198.51.100.20 (to be denied), a DNS server on 198.51.100.53 and a fake
+#     metadata service on 169.254.169.254. The host reaches them through
+#     specific routes to 198.51.100.0/24 and 169.254.169.254/32 (the host's
+#     default route is never touched), and the runtime's uplink is this veth;
+#   - namespace SVC, an "internal service" on 10.99.77.2 (host 10.99.77.1/30);
+#   - a listener on the host's own test address 203.0.113.1.
+# Sandboxes run with HUTCH_NET=nat, their own table/interface prefix and pool.
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROBE=$(cat "$HERE/net/probe.py")
+WORLD="$HERE/net/world.py"
+
+if ! command -v ip >/dev/null || ! command -v nft >/dev/null; then
+	echo "ok - # SKIP ip or nft missing (scripts/install-deps.sh)"
+	finish
+	exit
+fi
+
+tag=$(( $$ % 100000 ))
+NAME="hnt$tag"
+INET="hutnet-inet-$tag"
+SVC="hutnet-svc-$tag"
+VI="hnti$tag"
+VS="hnts$tag"
+pids=()
+
+net_cleanup() {
+	local p
+	set +e
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	cleanup_test_dirs
+	ip route del 198.51.100.0/24 via 203.0.113.2 dev "$VI" 2>/dev/null
+	ip route del 169.254.169.254/32 via 203.0.113.2 dev "$VI" 2>/dev/null
+	ip link del "$VI" 2>/dev/null
+	ip link del "$VS" 2>/dev/null
+	ip netns del "$INET" 2>/dev/null
+	ip netns del "$SVC" 2>/dev/null
+	# sandbox interfaces a failed run may have left (they die with their
+	# namespace; this is the safety net), then the test's table
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | xargs -r -n1 ip link del 2>/dev/null
+	nft delete table inet "$NAME" 2>/dev/null
+}
+trap net_cleanup EXIT
+
+set -e
+ip netns add "$INET"
+ip netns add "$SVC"
+ip link add "$VI" type veth peer name wan0 netns "$INET"
+ip link add "$VS" type veth peer name wan0 netns "$SVC"
+ip addr add 203.0.113.1/24 dev "$VI"
+ip addr add 10.99.77.1/30 dev "$VS"
+ip link set "$VI" up
+ip link set "$VS" up
+ip -n "$INET" addr add 203.0.113.2/24 dev wan0
+ip -n "$INET" link set wan0 up
+ip -n "$INET" link set lo up
+for a in 198.51.100.10 198.51.100.20 198.51.100.53 169.254.169.254; do
+	ip -n "$INET" addr add "$a/32" dev lo
+done
+ip -n "$SVC" addr add 10.99.77.2/30 dev wan0
+ip -n "$SVC" link set wan0 up
+ip -n "$SVC" link set lo up
+ip route add 198.51.100.0/24 via 203.0.113.2 dev "$VI"
+ip route add 169.254.169.254/32 via 203.0.113.2 dev "$VI"
+set +e
+
+bg() { "$@" >/dev/null 2>&1 & pids+=($!); }
+bg ip netns exec "$INET" python3 "$WORLD" tcp 198.51.100.10 8080 internet-allowed
+bg ip netns exec "$INET" python3 "$WORLD" tcp 198.51.100.20 8080 internet-denied
+bg ip netns exec "$INET" python3 "$WORLD" tcp 169.254.169.254 80 metadata
+bg ip netns exec "$INET" python3 "$WORLD" dns 198.51.100.53
+bg ip netns exec "$SVC" python3 "$WORLD" tcp 10.99.77.2 8080 internal
+bg python3 "$WORLD" tcp 203.0.113.1 8081 host-listener
+# wait until every server answers (probed from the host, into the test's namespaces)
+ready=0
+for _ in $(seq 100); do
+	if python3 - <<'PY' 2>/dev/null; then ready=1; break; fi
+import socket, struct
+for h, p in (("198.51.100.10", 8080), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
+             ("203.0.113.1", 8081)):
+    socket.create_connection((h, p), timeout=1).close()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(1)
+u.sendto(struct.pack("!HHHHHH", 1, 0x100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00\x00\x01\x00\x01", ("198.51.100.53", 53))
+u.recv(512)
+PY
+	sleep 0.2
+done
+check "the test's world is up" test "$ready" = 1
+
+export HUTCH_NET=nat HUTCH_NET_NAME="$NAME" HUTCH_NET_POOL="10.$((210 + tag % 40)).0.0/17"
+export HUTCH_NET_DNS=198.51.100.53 HUTCH_NET_UPLINK="$VI" HUTCH_NET_ALLOW=
+probe() { hrun --user root "$@" 2>&1; }
+py() { printf '%s' "$PROBE"; }
+
+# 1. loopback only without --internet
+out=$(probe -- python3 -c "$(py)" tcp:198.51.100.10:8080 2>&1; hrun -- cat /proc/net/dev)
+expect_match "no --internet: the internet is unreachable" "tcp 198.51.100.10:8080 ERR Network is unreachable" "$out"
+expect_no_match "no --internet: no interface but lo" "eth0" "$out"
+
+# 2. with internet, the default rules
+out=$(probe --internet -- python3 -c "$(py)" tcp:198.51.100.10:8080 name:allowed.test tcp:allowed.test:8080 \
+	tcp:203.0.113.1:8081 tcp:10.99.77.2:8080 tcp:169.254.169.254:80 gw addr)
+echo "$out" | sed 's/^/# /'
+expect_match "the internet is reachable by address" "tcp 198.51.100.10:8080 OK internet-allowed" "$out"
+expect_match "names resolve through the provided resolver" "name allowed.test 198.51.100.10" "$out"
+expect_match "the internet is reachable by name" "tcp allowed.test:8080 OK internet-allowed" "$out"
+expect_match "a listener on a host address is unreachable" "tcp 203.0.113.1:8081 TIMEOUT" "$out"
+expect_match "the internal service (10/8) is unreachable" "tcp 10.99.77.2:8080 TIMEOUT" "$out"
+expect_match "the metadata address is unreachable" "tcp 169.254.169.254:80 TIMEOUT" "$out"
+gw=$(sed -n 's/^gw //p' <<<"$out")
+addr=$(sed -n 's/^addr //p' <<<"$out")
+expect_match "the sandbox has a pool address" "^10\.[0-9]+\.[0-9]+\.[0-9]+$" "$addr"
+
+# 3. the gateway (a host address) answers DNS only; other ports are dropped,
+# not refused (the packet never reaches the host's stack)
+out=$(probe --internet -- python3 -c "$(py)" "tcp:$gw:8081" "tcp:$gw:22" "udpdns:$gw" udpdns:198.51.100.53)
+expect_match "the gateway's other ports are dropped" "tcp $gw:8081 TIMEOUT" "$out"
+expect_match "the gateway's ssh port is dropped" "tcp $gw:22 TIMEOUT" "$out"
+expect_match "DNS to the gateway reaches the configured resolver" "udpdns $gw ANSWER" "$out"
+
+# 4. denyOut and allowlists
+out=$(probe --internet --deny-out 198.51.100.20 -- python3 -c "$(py)" tcp:198.51.100.10:8080 tcp:198.51.100.20:8080 \
+	tcp:denied.test:8080)
+expect_match "denyOut: other addresses stay reachable" "tcp 198.51.100.10:8080 OK" "$out"
+expect_match "denyOut: the denied IP is unreachable" "tcp 198.51.100.20:8080 TIMEOUT" "$out"
+expect_match "denyOut: the denied IP is unreachable by name" "tcp denied.test:8080 TIMEOUT" "$out"
+out=$(probe --internet --deny-out 0.0.0.0/0 --allow-out 198.51.100.10/32 -- python3 -c "$(py)" \
+	tcp:198.51.100.10:8080 tcp:198.51.100.20:8080 name:allowed.test udpdns:198.51.100.53 "udpdns:$gw")
+expect_match "allowlist: the allowed IP is reachable" "tcp 198.51.100.10:8080 OK" "$out"
+expect_match "allowlist: everything else is unreachable" "tcp 198.51.100.20:8080 TIMEOUT" "$out"
+expect_match "allowlist: DNS through the provided resolver still works" "name allowed.test 198.51.100.10" "$out"
+expect_match "allowlist: DNS straight to the resolver's address is blocked" "udpdns 198.51.100.53 NOANSWER" "$out"
+out=$(probe --internet --allow-out 10.99.77.2 -- python3 -c "$(py)" tcp:10.99.77.2:8080)
+expect_match "allowOut cannot open the operator's denials" "tcp 10.99.77.2:8080 TIMEOUT" "$out"
+out=$(hrun --internet --allow-out example.com -- true 2>&1)
+expect_match "domain rules are refused with a clear error" "domain rules are not supported" "$out"
+out=$(hrun --internet --deny-out ::/0 -- true 2>&1)
+expect_match "IPv6 rules are refused with a clear error" "IPv6 is not offered" "$out"
+out=$(hrun --deny-out 1.2.3.4 -- true 2>&1)
+expect_match "rules without --internet are refused" "need --internet" "$out"
+
+# 5. DNS is rate-limited (a tunnel through it is slow)
+out=$(probe --internet -- python3 -c "$(py)" burst:300)
+n=$(sed -n 's/^burst 300 //p' <<<"$out")
+check "a burst of 300 DNS queries is cut down by the limit (${n:-none} answered)" test "${n:-0}" -ge 1 -a "${n:-999}" -le 150
+
+# 6. other sandboxes: B listens; A cannot reach it
+sbout="$HUTCH_TEST_TMP/b.out"
+hrun --internet --timeout 40s -- python3 -c "$(py)
+import socket, time
+s = socket.socket(); s.bind(('0.0.0.0', 8080)); s.listen(8)
+print('listening', flush=True); s.settimeout(30)
+try:
+    c, _ = s.accept(); c.sendall(b'sandbox-b\n')
+except OSError:
+    pass
+" addr >"$sbout" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q listening "$sbout" 2>/dev/null && break; sleep 0.1; done
+baddr=$(sed -n 's/^addr //p' "$sbout")
+out=$(probe --internet -- python3 -c "$(py)" "tcp:$baddr:8080")
+expect_match "another sandbox ($baddr) is unreachable" "tcp $baddr:8080 TIMEOUT" "$out"
+# while B runs: its host end has no IPv6 address, and B has none but ::1
+bif=$(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | head -1)
+expect_eq "the host end of a veth carries no IPv6 address" "" "$(ip -6 -o addr show dev "${bif:-none}" 2>&1)"
+out=$(hrun --internet -- cat /proc/net/if_inet6)
+expect_no_match "a sandbox has no IPv6 address but loopback" "eth0" "$out"
+
+# 7. spoofing: root inside adds another address; traffic from it is dropped
+out=$(probe --internet -- bash -c "ip addr add 198.51.100.99/32 dev eth0 2>&1 || echo noip; python3 -c '
+import socket
+s = socket.socket(); s.settimeout(2); s.bind((\"198.51.100.99\", 0))
+try:
+    s.connect((\"198.51.100.10\", 8080)); print(\"spoof OK\")
+except OSError as e:
+    print(\"spoof BLOCKED\", e)
+'")
+expect_match "a spoofed source address is dropped" "spoof BLOCKED|noip" "$out"
+
+# 8. the operator's exception opens the internal service
+# (replies come back through the service's link, so it is an uplink too)
+out=$(HUTCH_NET_ALLOW=10.99.77.2/32 HUTCH_NET_UPLINK="$VI,$VS" probe --internet -- python3 -c "$(py)" tcp:10.99.77.2:8080 tcp:203.0.113.1:8081)
+expect_match "an operator exception makes the internal service reachable" "tcp 10.99.77.2:8080 OK internal" "$out"
+expect_match "the exception opens nothing else" "tcp 203.0.113.1:8081 TIMEOUT" "$out"
+
+# 9. teardown: after every run, nothing of any sandbox is left
+for p in "${pids[@]: -1}"; do wait "$p" 2>/dev/null; done
+left=$(ip -o link show | grep -c "$NAME-")
+expect_eq "no sandbox interface is left" 0 "$left"
+rules=$(nft list table inet "$NAME" 2>&1)
+expect_no_match "no sandbox chain or set is left" "sbx_run_|allow_run_|deny_run_" "$rules"
+expect_match "the host-wide table stays" "chain from_sbx" "$rules"
+finish
