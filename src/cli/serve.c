@@ -17,6 +17,7 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
+#include "daemon/sbx_network.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/fileutil.h"
@@ -89,6 +90,7 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	hu_runtime_config_defaults(&rc);
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
+	hu_daemon_net_config(&d->cfg, &rc);
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
 	return hu_template_ensure_base(d->rt, err);

@@ -164,6 +164,26 @@ static int set_log_level(struct hu_config *cfg, const char *v, hu_err *err)
 	return 0;
 }
 
+static int set_str(char *dst, size_t cap, const char *v, hu_err *err)
+{
+	if (strlen(v) >= cap)
+		return hu_err_set(err, -ENAMETOOLONG, "'%.64s' is too long (at most %zu characters)", v, cap - 1);
+	snprintf(dst, cap, "%s", v);
+	return 0;
+}
+
+#define NET_SETTER(fn, field)                                                                                  \
+	static int fn(struct hu_config *cfg, const char *v, hu_err *err)                                       \
+	{                                                                                                      \
+		return set_str(cfg->field, sizeof(cfg->field), v, err);                                        \
+	}
+NET_SETTER(set_net_mode, net_mode)
+NET_SETTER(set_net_name, net_name)
+NET_SETTER(set_net_pool, net_pool)
+NET_SETTER(set_net_dns, net_dns)
+NET_SETTER(set_net_uplinks, net_uplinks)
+NET_SETTER(set_net_allow, net_allow)
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -182,6 +202,12 @@ static const struct {
 	{"default_pids", NULL, set_default_pids},
 	{"max_sandboxes", NULL, set_max_sandboxes},
 	{"log_level", NULL, set_log_level},
+	{"network", NULL, set_net_mode},
+	{"network_name", NULL, set_net_name},
+	{"network_pool", NULL, set_net_pool},
+	{"network_dns", NULL, set_net_dns},
+	{"network_uplink", NULL, set_net_uplinks},
+	{"network_allow", NULL, set_net_allow},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

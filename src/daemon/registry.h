@@ -28,7 +28,10 @@ struct hu_sbx {
 	json_t *env_vars;         /* object of string -> string (owned): default env of every command */
 	int auto_pause;           /* lifecycle.onTimeout == pause (stored; lifecycle issue) */
 	int auto_resume;          /* stored for the lifecycle issue */
-	int allow_internet;       /* stored; loopback only for now */
+	int allow_internet;       /* as the client gave it: -1 = not given */
+	int internet;             /* it has a veth and NAT (network = nat, and allow_internet != 0) */
+	int has_network;          /* the client gave `network` rules */
+	struct hu_net_rules net_rules; /* its allowOut / denyOut (runtime/net.h) */
 	uint32_t cpu_millis;
 	uint64_t memory_bytes;
 	uint64_t disk_bytes;

@@ -40,16 +40,16 @@ int hu_cidr4_parse(const char *s, struct hu_cidr4 *out, hu_err *err)
 
 	for (int i = 0; i < 4; i++) {
 		if (parse_dec(&p, 255, &v) < 0 || (i < 3 && *p++ != '.'))
-			return hu_err_set(err, EINVAL, "'%.64s' is not an IPv4 address or CIDR", s);
+			return hu_err_set(err, -EINVAL, "'%.64s' is not an IPv4 address or CIDR", s);
 		addr = addr << 8 | v;
 	}
 	if (*p == '/') {
 		p++;
 		if (parse_dec(&p, 32, &len) < 0)
-			return hu_err_set(err, EINVAL, "'%.64s': bad prefix length", s);
+			return hu_err_set(err, -EINVAL, "'%.64s': bad prefix length", s);
 	}
 	if (*p != '\0')
-		return hu_err_set(err, EINVAL, "'%.64s' is not an IPv4 address or CIDR", s);
+		return hu_err_set(err, -EINVAL, "'%.64s' is not an IPv4 address or CIDR", s);
 	out->len = (uint8_t)len;
 	out->addr = addr & mask_of(out->len);
 	return 0;
@@ -79,16 +79,16 @@ int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, 
 	struct hu_cidr4 c;
 
 	if (strchr(entry, ':'))
-		return hu_err_set(err, EINVAL, "%s: '%.64s': IPv6 is not offered to sandboxes", name, entry);
+		return hu_err_set(err, -EINVAL, "%s: '%.64s': IPv6 is not offered to sandboxes", name, entry);
 	if (looks_like_domain(entry) && !strchr(entry, '/'))
-		return hu_err_set(err, EINVAL, "%s: '%.64s': domain rules are not supported, use IPs or CIDRs", name,
+		return hu_err_set(err, -EINVAL, "%s: '%.64s': domain rules are not supported, use IPs or CIDRs", name,
 				  entry);
 	if (hu_cidr4_parse(entry, &c, err) < 0) {
 		hu_err_prefix(err, "%s", name);
 		return -1;
 	}
 	if (*n >= HU_NET_RULES_MAX)
-		return hu_err_set(err, EINVAL, "%s: more than %d entries", name, HU_NET_RULES_MAX);
+		return hu_err_set(err, -EINVAL, "%s: more than %d entries", name, HU_NET_RULES_MAX);
 	list[(*n)++] = c;
 	return 0;
 }
@@ -101,7 +101,7 @@ int hu_net_rules_add_list(struct hu_net_rules *rules, char which, const char *li
 	while (*p) {
 		size_t len = strcspn(p, ", ");
 		if (len >= sizeof(buf))
-			return hu_err_set(err, EINVAL, "'%.64s...': entry too long", p);
+			return hu_err_set(err, -EINVAL, "'%.64s...': entry too long", p);
 		if (len > 0) {
 			memcpy(buf, p, len);
 			buf[len] = '\0';
@@ -156,23 +156,23 @@ int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char 
 	else if (!strcmp(mode, "nat"))
 		cfg->mode = HU_NET_NAT;
 	else
-		return hu_err_set(err, EINVAL, "network mode '%.32s': expected none or nat", mode);
+		return hu_err_set(err, -EINVAL, "network mode '%.32s': expected none or nat", mode);
 	if (!valid_name(name))
-		return hu_err_set(err, EINVAL, "network name '%.32s': 1-%d of a-z, 0-9", name, HU_NET_NAME_MAX);
+		return hu_err_set(err, -EINVAL, "network name '%.32s': 1-%d of a-z, 0-9", name, HU_NET_NAME_MAX);
 	snprintf(cfg->name, sizeof(cfg->name), "%s", name);
 	if (hu_cidr4_parse(pool, &cfg->pool, err) < 0) {
 		hu_err_prefix(err, "network pool");
 		return -1;
 	}
 	if (cfg->pool.len > 30)
-		return hu_err_set(err, EINVAL, "network pool %s: too small", pool);
+		return hu_err_set(err, -EINVAL, "network pool %s: too small", pool);
 	if (*dns) {
 		if (hu_cidr4_parse(dns, &c, err) < 0) {
 			hu_err_prefix(err, "network resolver");
 			return -1;
 		}
 		if (c.len != 32)
-			return hu_err_set(err, EINVAL, "network resolver '%.64s' is not one address", dns);
+			return hu_err_set(err, -EINVAL, "network resolver '%.64s' is not one address", dns);
 		cfg->resolver = c.addr;
 	} else {
 		cfg->resolver = host_resolver();
@@ -180,7 +180,7 @@ int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char 
 	for (const char *p = uplinks; *p;) {
 		size_t len = strcspn(p, ", ");
 		if (len >= IF_NAMESIZE || cfg->n_uplinks >= HU_ARRAY_LEN(cfg->uplinks))
-			return hu_err_set(err, EINVAL, "network uplinks '%.64s': at most 4 interface names", uplinks);
+			return hu_err_set(err, -EINVAL, "network uplinks '%.64s': at most 4 interface names", uplinks);
 		if (len > 0) {
 			memcpy(cfg->uplinks[cfg->n_uplinks], p, len);
 			cfg->uplinks[cfg->n_uplinks++][len] = '\0';

@@ -4,6 +4,7 @@
 #   udpdns:HOST     -> "udpdns HOST ANSWER" | "... NOANSWER" (a query for allowed.test sent straight to HOST)
 #   burst:N         -> "burst N <answers>" (N queries to the configured resolver at once)
 #   gw              -> "gw <the default gateway>" ; addr -> "addr <eth0's address>"
+# "GW" in a probe stands for this sandbox's gateway (the host end of its veth).
 import socket
 import struct
 import sys
@@ -32,7 +33,7 @@ def resolver():
 
 
 for p in sys.argv[1:]:
-    kind, _, rest = p.partition(":")
+    kind, _, rest = p.replace("GW", gateway()).partition(":")
     if kind == "tcp":
         host, port = rest.rsplit(":", 1)
         s = socket.socket()
