@@ -26,7 +26,7 @@
 #include "util/err.h"
 
 #define HU_NET_RULES_MAX 256
-#define HU_NET_NAME_MAX 10 /* <name>-<slot> must fit IFNAMSIZ */
+#define HU_NET_NAME_MAX 9 /* <name>-<slot> (up to 5 digits) fits IFNAMSIZ - 1 */
 
 /* An IPv4 prefix (host byte order, address masked to the prefix). */
 struct hu_cidr4 {
