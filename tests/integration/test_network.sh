@@ -1,19 +1,14 @@
 #!/bin/bash
 # The network boundary (docs/security.md, "Network"). The test builds its own
-# world and sends traffic nowhere else:
-#   - namespace INET, the stand-in internet, behind a veth from the host
-#     (host 203.0.113.1/24, INET 203.0.113.2): servers on 198.51.100.10 (allowed),
-#     198.51.100.20 (to be denied), a DNS server on 198.51.100.53 and a fake
-#     metadata service on 169.254.169.254. The host reaches them through
-#     specific routes to 198.51.100.0/24 and 169.254.169.254/32 (the host's
-#     default route is never touched), and the runtime's uplink is this veth;
-#   - namespace SVC, an "internal service" on 10.99.77.2 (host 10.99.77.1/30);
-#   - a listener on the host's own test address 203.0.113.1.
-# Sandboxes run with HUTCH_NET=nat, their own table/interface prefix and pool.
+# world (net/world.sh: a stand-in internet and an internal service in
+# namespaces of its own, a listener on a host test address) and sends
+# traffic nowhere else. Sandboxes run with HUTCH_NET=nat, their own table and
+# interface prefix, their own pool, the test's resolver, and the test's veth
+# as the uplink.
 . "$(dirname "$0")/lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
 PROBE=$(cat "$HERE/net/probe.py")
-WORLD="$HERE/net/world.py"
+WORLD="$HERE/net/world.sh"
 
 if ! command -v ip >/dev/null || ! command -v nft >/dev/null; then
 	echo "ok - # SKIP ip or nft missing (scripts/install-deps.sh)"
@@ -23,8 +18,6 @@ fi
 
 tag=$(( $$ % 100000 ))
 NAME="hnt$tag"
-INET="hutnet-inet-$tag"
-SVC="hutnet-svc-$tag"
 VI="hnti$tag"
 VS="hnts$tag"
 pids=()
@@ -35,12 +28,7 @@ net_cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	cleanup_test_dirs
-	ip route del 198.51.100.0/24 via 203.0.113.2 dev "$VI" 2>/dev/null
-	ip route del 169.254.169.254/32 via 203.0.113.2 dev "$VI" 2>/dev/null
-	ip link del "$VI" 2>/dev/null
-	ip link del "$VS" 2>/dev/null
-	ip netns del "$INET" 2>/dev/null
-	ip netns del "$SVC" 2>/dev/null
+	"$WORLD" down "$tag"
 	# sandbox interfaces a failed run may have left (they die with their
 	# namespace; this is the safety net), then the test's table
 	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | xargs -r -n1 ip link del 2>/dev/null
@@ -48,50 +36,12 @@ net_cleanup() {
 }
 trap net_cleanup EXIT
 
-set -e
-ip netns add "$INET"
-ip netns add "$SVC"
-ip link add "$VI" type veth peer name wan0 netns "$INET"
-ip link add "$VS" type veth peer name wan0 netns "$SVC"
-ip addr add 203.0.113.1/24 dev "$VI"
-ip addr add 10.99.77.1/30 dev "$VS"
-ip link set "$VI" up
-ip link set "$VS" up
-ip -n "$INET" addr add 203.0.113.2/24 dev wan0
-ip -n "$INET" link set wan0 up
-ip -n "$INET" link set lo up
-for a in 198.51.100.10 198.51.100.20 198.51.100.53 169.254.169.254; do
-	ip -n "$INET" addr add "$a/32" dev lo
-done
-ip -n "$SVC" addr add 10.99.77.2/30 dev wan0
-ip -n "$SVC" link set wan0 up
-ip -n "$SVC" link set lo up
-ip route add 198.51.100.0/24 via 203.0.113.2 dev "$VI"
-ip route add 169.254.169.254/32 via 203.0.113.2 dev "$VI"
-set +e
-
-bg() { "$@" >/dev/null 2>&1 & pids+=($!); }
-bg ip netns exec "$INET" python3 "$WORLD" tcp 198.51.100.10 8080 internet-allowed
-bg ip netns exec "$INET" python3 "$WORLD" tcp 198.51.100.20 8080 internet-denied
-bg ip netns exec "$INET" python3 "$WORLD" tcp 169.254.169.254 80 metadata
-bg ip netns exec "$INET" python3 "$WORLD" dns 198.51.100.53
-bg ip netns exec "$SVC" python3 "$WORLD" tcp 10.99.77.2 8080 internal
-bg python3 "$WORLD" tcp 203.0.113.1 8081 host-listener
-# wait until every server answers (probed from the host, into the test's namespaces)
-ready=0
-for _ in $(seq 100); do
-	if python3 - <<'PY' 2>/dev/null; then ready=1; break; fi
-import socket, struct
-for h, p in (("198.51.100.10", 8080), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
-             ("203.0.113.1", 8081)):
-    socket.create_connection((h, p), timeout=1).close()
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(1)
-u.sendto(struct.pack("!HHHHHH", 1, 0x100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00\x00\x01\x00\x01", ("198.51.100.53", 53))
-u.recv(512)
-PY
-	sleep 0.2
-done
-check "the test's world is up" test "$ready" = 1
+if ! "$WORLD" up "$tag"; then
+	not_ok "the test's world is up"
+	finish
+	exit 1
+fi
+ok "the test's world is up"
 
 export HUTCH_NET=nat HUTCH_NET_NAME="$NAME" HUTCH_NET_POOL="10.$((210 + tag % 40)).0.0/17"
 export HUTCH_NET_DNS=198.51.100.53 HUTCH_NET_UPLINK="$VI" HUTCH_NET_ALLOW=
@@ -196,4 +146,25 @@ expect_eq "no sandbox interface is left" 0 "$left"
 rules=$(nft list table inet "$NAME" 2>&1)
 expect_no_match "no sandbox chain or set is left" "sbx_run_|allow_run_|deny_run_" "$rules"
 expect_match "the host-wide table stays" "chain from_sbx" "$rules"
+
+# 10. a `hutch run` killed with SIGKILL leaves its sandbox's rules behind
+# (its init dies with it, and the veth with the namespace); the next run's
+# sweep removes them
+"$HUTCH" run --internet -- sleep 60 >/dev/null 2>&1 &
+runpid=$!
+for _ in $(seq 100); do
+	id=$(ls "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null | head -1)
+	[ -n "$id" ] && nft list chain inet "$NAME" "sbx_${id//-/_}" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+has_chain() { nft list chain inet "$NAME" "sbx_${1//-/_}" >/dev/null 2>&1; }
+check "a live sandbox has its chain (${id:-none})" has_chain "$id"
+kill -9 "$runpid"
+wait "$runpid" 2>/dev/null
+sleep 1
+touch -d '5 minutes ago' "$HUTCH_RUN_DIR/sandboxes/$id"
+hrun -- true
+rules=$(nft list table inet "$NAME" 2>&1)
+expect_no_match "the sweep removed the killed run's chain and sets" "${id//-/_}" "$rules"
+expect_eq "and its interface is gone" 0 "$(ip -o link show | grep -c "$NAME-")"
 finish

@@ -2,7 +2,8 @@
 """Servers of the network test's stand-in world (run inside the test's own
 network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
 `dns HOST` answers A queries for allowed.test and denied.test (anything else:
-NXDOMAIN)."""
+NXDOMAIN), `ready` exits 0 when every server of world.sh answers (probed from
+the host, into the test's own namespaces)."""
 import socket
 import struct
 import sys
@@ -57,8 +58,21 @@ def dns(host):
             pass
 
 
+def ready():
+    for h, p in (("198.51.100.10", 8080), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
+                 ("203.0.113.1", 8081)):
+        socket.create_connection((h, p), timeout=1).close()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(1)
+    u.sendto(struct.pack("!HHHHHH", 1, 0x100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00\x00\x01\x00\x01",
+             ("198.51.100.53", 53))
+    u.recv(512)
+
+
 if __name__ == "__main__":
-    if sys.argv[1] == "tcp":
+    if sys.argv[1] == "ready":
+        ready()
+    elif sys.argv[1] == "tcp":
         tcp(*sys.argv[2:5])
     elif sys.argv[1] == "dns":
         dns(sys.argv[2])
