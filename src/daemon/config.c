@@ -183,6 +183,7 @@ NET_SETTER(set_net_pool, net_pool)
 NET_SETTER(set_net_dns, net_dns)
 NET_SETTER(set_net_uplinks, net_uplinks)
 NET_SETTER(set_net_allow, net_allow)
+NET_SETTER(set_net_deny, net_deny)
 
 static const struct {
 	const char *key;
@@ -208,6 +209,7 @@ static const struct {
 	{"network_dns", NULL, set_net_dns},
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},
+	{"network_deny", NULL, set_net_deny},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

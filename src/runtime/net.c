@@ -55,7 +55,7 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 
 	rt->host_netns = -1;
 	if (hu_net_config_parse(&rt->net, c->net_mode, c->net_name, c->net_pool, c->net_dns, c->net_uplinks,
-				c->net_allow, err) < 0)
+				c->net_allow, c->net_deny, err) < 0)
 		return -1;
 	if (rt->net.mode == HU_NET_NONE)
 		return 0;

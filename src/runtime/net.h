@@ -56,7 +56,7 @@ struct hu_net_config {
 	uint32_t resolver;              /* where the sandboxes' DNS goes (0 = none) */
 	char uplinks[4][IF_NAMESIZE];   /* interfaces whose forwarding is turned on */
 	unsigned n_uplinks;
-	struct hu_net_rules op_allow;   /* operator exceptions to the built-in denials */
+	struct hu_net_rules op;         /* allow: exceptions to the built-in denials; deny: more of them */
 };
 
 /* Parse "a.b.c.d" or "a.b.c.d/len" (no leading zeros, no spaces). The
@@ -72,9 +72,10 @@ int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, 
 void hu_cidr4_format(const struct hu_cidr4 *c, char *buf, size_t n);
 
 /* Parse the operator's strings (mode, name, pool, resolver, uplinks,
- * exceptions); a missing resolver means the host's first nameserver. */
+ * exceptions, extra denials); a missing resolver means the host's first
+ * nameserver. */
 int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char *name, const char *pool,
-			const char *dns, const char *uplinks, const char *allow, hu_err *err);
+			const char *dns, const char *uplinks, const char *allow, const char *deny, hu_err *err);
 
 struct hu_runtime;
 /* The runtime's network mode (the daemon decides from it what

@@ -146,7 +146,7 @@ static int valid_name(const char *s)
 }
 
 int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char *name, const char *pool,
-			const char *dns, const char *uplinks, const char *allow, hu_err *err)
+			const char *dns, const char *uplinks, const char *allow, const char *deny, hu_err *err)
 {
 	struct hu_cidr4 c;
 
@@ -188,8 +188,12 @@ int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char 
 		p += len;
 		p += strspn(p, ", ");
 	}
-	if (hu_net_rules_add_list(&cfg->op_allow, 'a', allow, err) < 0) {
+	if (hu_net_rules_add_list(&cfg->op, 'a', allow, err) < 0) {
 		hu_err_prefix(err, "network allow");
+		return -1;
+	}
+	if (hu_net_rules_add_list(&cfg->op, 'd', deny, err) < 0) {
+		hu_err_prefix(err, "network deny");
 		return -1;
 	}
 	return 0;

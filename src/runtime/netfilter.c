@@ -139,7 +139,8 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "flush chain inet %s post\nflush chain inet %s from_sbx\n", t, t);
 	fprintf(f, "flush set inet %s opdeny\nflush set inet %s opallow\n", t, t);
 	fprintf(f, "add element inet %s opdeny { %s }\n", t, op_deny_v4);
-	put_elements(f, t, "opallow", cfg->op_allow.allow, cfg->op_allow.n_allow);
+	put_elements(f, t, "opallow", cfg->op.allow, cfg->op.n_allow);
+	put_elements(f, t, "opdeny", cfg->op.deny, cfg->op.n_deny);
 	fprintf(f, "add rule inet %s forward iifname \"%s-*\" jump from_sbx\n", t, t);
 	fprintf(f, "add rule inet %s forward oifname \"%s-*\" ct state established,related accept\n", t, t);
 	fprintf(f, "add rule inet %s forward oifname \"%s-*\" drop\n", t, t);

@@ -28,13 +28,14 @@ struct hu_runtime_config {
 	char cgroup_parent[64];   /* parent cgroup name (default "hutch") */
 	/* the network boundary (net.h; docs/operations.md): HUTCH_NET,
 	 * HUTCH_NET_NAME, HUTCH_NET_POOL, HUTCH_NET_DNS, HUTCH_NET_UPLINK,
-	 * HUTCH_NET_ALLOW */
+	 * HUTCH_NET_ALLOW, HUTCH_NET_DENY */
 	char net_mode[8];         /* none (default) | nat */
 	char net_name[16];        /* nft table and interface prefix (default "hutch") */
 	char net_pool[32];        /* default 10.200.0.0/17: a /31 per uid slot */
 	char net_dns[32];         /* resolver address ("" = the host's first nameserver) */
 	char net_uplinks[80];     /* interfaces replies return through ("" = the default route's) */
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
+	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
 };
 
 struct hu_runtime;

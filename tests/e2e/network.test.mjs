@@ -24,7 +24,7 @@ before(async () => {
   execFileSync(world, ['up', tag], { stdio: 'inherit' })
   Object.assign(process.env, {
     HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${200 + (process.pid % 7) * 8}.128.0/17`,
-    HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '',
+    HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
   })
   d = await startDaemon()
 })
@@ -34,7 +34,8 @@ after(async () => {
     try { execFileSync(world, ['down', tag]) } catch {}
     try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
   }
-  for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW'])
+  for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
+    'HUTCH_NET_DENY'])
     delete process.env[k]
   if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })

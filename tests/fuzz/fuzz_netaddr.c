@@ -13,7 +13,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1), *f[6] = {0};
+	char *text = malloc(size + 1), *f[7] = {0};
 	struct hu_net_rules rules;
 	struct hu_net_config cfg;
 	struct hu_cidr4 c, c2;
@@ -37,15 +37,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	hu_net_rules_add_list(&rules, 'd', text, &err);
 	if (rules.n_allow > HU_NET_RULES_MAX || rules.n_deny > HU_NET_RULES_MAX)
 		abort();
-	for (char *s = text; s && n < 6; n++) {
+	for (char *s = text; s && n < 7; n++) {
 		f[n] = s;
 		s = strchr(s, '\n');
 		if (s)
 			*s++ = '\0';
 	}
-	for (int i = n; i < 6; i++)
+	for (int i = n; i < 7; i++)
 		f[i] = "";
-	if (hu_net_config_parse(&cfg, f[0], f[1], f[2], f[3], f[4], f[5], &err) == 0) {
+	if (hu_net_config_parse(&cfg, f[0], f[1], f[2], f[3], f[4], f[5], f[6], &err) == 0) {
 		if (cfg.pool.len > 30 || cfg.n_uplinks > 4 || strlen(cfg.name) > HU_NET_NAME_MAX)
 			abort();
 		uint32_t gw, addr;

@@ -44,7 +44,7 @@ fi
 ok "the test's world is up"
 
 export HUTCH_NET=nat HUTCH_NET_NAME="$NAME" HUTCH_NET_POOL="10.$((210 + tag % 40)).0.0/17"
-export HUTCH_NET_DNS=198.51.100.53 HUTCH_NET_UPLINK="$VI" HUTCH_NET_ALLOW=
+export HUTCH_NET_DNS=198.51.100.53 HUTCH_NET_UPLINK="$VI" HUTCH_NET_ALLOW= HUTCH_NET_DENY=
 probe() { hrun --user root "$@" 2>&1; }
 py() { printf '%s' "$PROBE"; }
 
@@ -138,6 +138,11 @@ expect_match "a spoofed source address is dropped" "spoof BLOCKED|noip" "$out"
 out=$(HUTCH_NET_ALLOW=10.99.77.2/32 HUTCH_NET_UPLINK="$VI,$VS" probe --internet -- python3 -c "$(py)" tcp:10.99.77.2:8080 tcp:203.0.113.1:8081)
 expect_match "an operator exception makes the internal service reachable" "tcp 10.99.77.2:8080 OK internal" "$out"
 expect_match "the exception opens nothing else" "tcp 203.0.113.1:8081 TIMEOUT" "$out"
+# and an operator denial (a LAN on public addresses) holds against allowOut
+out=$(HUTCH_NET_DENY=198.51.100.0/28 probe --internet --allow-out 198.51.100.10 -- python3 -c "$(py)" \
+	tcp:198.51.100.10:8080 tcp:198.51.100.20:8080)
+expect_match "an operator denial holds against allowOut" "tcp 198.51.100.10:8080 TIMEOUT" "$out"
+expect_match "the operator denial covers only its range" "tcp 198.51.100.20:8080 OK" "$out"
 
 # 9. teardown: after every run, nothing of any sandbox is left
 for p in "${pids[@]: -1}"; do wait "$p" 2>/dev/null; done

@@ -77,19 +77,23 @@ static void test_config(void **state)
 	hu_err err;
 
 	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "198.51.100.53", "eth1, eth2",
-					     "10.9.0.0/16", &err), 0);
+					     "10.9.0.0/16", "", &err), 0);
 	assert_int_equal(c.mode, HU_NET_NAT);
 	assert_int_equal(c.resolver, 0xc6336435u);
 	assert_int_equal(c.n_uplinks, 2);
 	assert_string_equal(c.uplinks[1], "eth2");
-	assert_int_equal(c.op_allow.n_allow, 1);
-	assert_int_equal(hu_net_config_parse(&c, "bridge", "hutch", "10.200.0.0/17", "", "", "", &err), -1);
-	assert_int_equal(hu_net_config_parse(&c, "nat", "Hutch", "10.200.0.0/17", "", "", "", &err), -1);
-	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghij", "10.200.0.0/17", "", "", "", &err), -1);
-	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/31", "", "", "", &err), -1);
-	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "10.0.0.0/8", "", "", &err), -1);
+	assert_int_equal(c.op.n_allow, 1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "192.0.2.0/24", &err), 0);
+	assert_int_equal(c.op.n_deny, 1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "lan", &err), -1);
+	assert_non_null(strstr(err.msg, "network deny"));
+	assert_int_equal(hu_net_config_parse(&c, "bridge", "hutch", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "Hutch", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghij", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/31", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "10.0.0.0/8", "", "", "", &err), -1);
 	assert_non_null(strstr(err.msg, "resolver"));
-	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "", "a,b,c,d,e", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "", "a,b,c,d,e", "", "", &err), -1);
 }
 
 static void test_slot_addrs(void **state)
@@ -99,7 +103,7 @@ static void test_slot_addrs(void **state)
 	uint32_t gw, addr;
 	hu_err err;
 
-	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", &err), 0);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "", &err), 0);
 	assert_int_equal(hu_net_slot_addrs(&c, 0, &gw, &addr, &err), 0);
 	assert_int_equal(gw, 0x0ac80000u);
 	assert_int_equal(addr, 0x0ac80001u);
@@ -110,7 +114,7 @@ static void test_slot_addrs(void **state)
 	hu_net_ifname(&c, 16383, name);
 	assert_string_equal(name, "hutch-16383");
 	/* the longest name still leaves room for every slot number */
-	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghi", "10.200.0.0/17", "1.1.1.1", "", "", &err), 0);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghi", "10.200.0.0/17", "1.1.1.1", "", "", "", &err), 0);
 	hu_net_ifname(&c, 16383, name);
 	assert_string_equal(name, "abcdefghi-16383");
 }
