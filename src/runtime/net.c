@@ -165,6 +165,12 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 	if (hu_nl_open(&nl, err) < 0)
 		return -1;
 	rc = hu_nl_veth_create(&nl, ifname, "eth0", netns, err);
+	if (rc < 0 && err->code == EEXIST) {
+		/* the previous owner of this slot is gone, but its namespace (and
+		 * the veth in it) is still being freed by the kernel */
+		if (hu_nl_link_del(&nl, ifname, &ignore) == 0 || ignore.code == ENODEV)
+			rc = hu_nl_veth_create(&nl, ifname, "eth0", netns, err);
+	}
 	if (rc < 0) {
 		hu_nl_close(&nl);
 		return -1;
@@ -186,13 +192,13 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 		rc = write_resolv_conf(sbdir, uid_base, gw, err);
 	if (rc < 0) {
 		hu_err_prefix(err, "network");
-		hu_net_detach(rt, id, slot, &ignore);
+		hu_net_detach(rt, id, slot, 1, &ignore);
 		return -1;
 	}
 	return 0;
 }
 
-int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err)
+int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, int delete_link, hu_err *err)
 {
 	char ifname[IF_NAMESIZE];
 	struct hu_nl nl;
@@ -202,9 +208,11 @@ int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *
 	if (rt->net.mode != HU_NET_NAT)
 		return 0;
 	hu_net_ifname(&rt->net, slot, ifname);
-	/* usually gone already: the sandbox's namespace died with its init and
-	 * took the pair with it */
-	if (hu_nl_open(&nl, &e) == 0) {
+	/* The pair goes with the sandbox's namespace, which the kernel frees
+	 * on its own once init is dead; deleting it here would cost ~20 ms of
+	 * RCU grace periods on every destroy. Only a sandbox whose namespace
+	 * may live on (a half-made one, a leftover) has it deleted. */
+	if (delete_link && hu_nl_open(&nl, &e) == 0) {
 		if (hu_nl_link_del(&nl, ifname, &e) < 0 && e.code != ENODEV)
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 		hu_nl_close(&nl);
@@ -242,5 +250,5 @@ int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 	if (hu_slot_find_id(rt, id, &slot, &ignore) < 0)
 		/* no slot: no interface to name; the nft objects carry the id */
 		return hu_nft_sandbox_del(rt->nft, &rt->net, id, NULL, err);
-	return hu_net_detach(rt, id, slot, err);
+	return hu_net_detach(rt, id, slot, 1, err);
 }

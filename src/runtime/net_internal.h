@@ -31,9 +31,10 @@ void hu_net_runtime_close(struct hu_runtime *rt);
  * left behind on failure. */
 int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *sbdir,
 		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err);
-/* Remove the host end (which takes the sandbox end with it) and every nft
- * object of the sandbox; missing pieces are fine. */
-int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err);
+/* Remove every nft object of the sandbox, and with delete_link its host
+ * end (which takes the sandbox end with it; without, the pair goes when the
+ * kernel frees the dead sandbox's namespace). Missing pieces are fine. */
+int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, int delete_link, hu_err *err);
 
 /* hu_net_detach for a sandbox without a handle (its slot is looked up). */
 int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);

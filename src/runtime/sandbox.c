@@ -406,7 +406,7 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	hu_err e2;
 
 	stop_processes(sb);
-	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, err) < 0)
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, 0, err) < 0)
 		rc = -1;
 	if (sb->have_dir && remove_sandbox_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
 		rc = -1;
