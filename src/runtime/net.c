@@ -187,7 +187,7 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 	if (rc == 0)
 		rc = configure_sandbox_end(rt, netns, gw, addr, err);
 	if (rc == 0)
-		rc = hu_nft_sandbox_add(rt->nft, &rt->net, id, ifname, addr, &spec->rules, err);
+		rc = hu_nft_sandbox_add(rt->nft, &rt->net, ifname, &spec->rules, err);
 	if (rc == 0 && rt->net.resolver)
 		rc = write_resolv_conf(sbdir, uid_base, gw, err);
 	if (rc < 0) {
@@ -217,18 +217,34 @@ int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, int dele
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 		hu_nl_close(&nl);
 	}
-	if (hu_nft_sandbox_del(rt->nft, &rt->net, id, ifname, rc == 0 ? err : &e) < 0)
+	if (hu_nft_sandbox_del(rt->nft, &rt->net, ifname, rc == 0 ? err : &e) < 0)
 		rc = -1;
 	return rc;
 }
 
 int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rules *rules, hu_err *err)
 {
+	char ifname[IF_NAMESIZE];
+	uint32_t slot;
+
 	if (!hu_sandbox_id_valid(id))
 		return hu_err_set(err, EINVAL, "invalid sandbox id '%s'", id);
 	if (rt->net.mode != HU_NET_NAT)
 		return hu_err_set(err, EPERM, "this host gives sandboxes no network (mode none)");
-	if (hu_nft_sandbox_rules(rt->nft, &rt->net, id, rules, err) < 0) {
+	if (hu_slot_find_id(rt, id, &slot, err) < 0)
+		return -1;
+	hu_net_ifname(&rt->net, slot, ifname);
+	/* rules for an interface that does not exist would wait for the next
+	 * sandbox on this slot */
+	struct hu_nl nl;
+	int index, rc;
+	if (hu_nl_open(&nl, err) < 0)
+		return -1;
+	rc = hu_nl_link_index(&nl, ifname, &index, err);
+	hu_nl_close(&nl);
+	if (rc < 0)
+		return hu_err_set(err, ENOENT, "sandbox %s has no network of its own", id);
+	if (hu_nft_sandbox_rules(rt->nft, &rt->net, ifname, rules, err) < 0) {
 		hu_err_prefix(err, "network rules of sandbox %s", id);
 		return -1;
 	}
@@ -248,7 +264,6 @@ int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 	if (rt->net.mode != HU_NET_NAT)
 		return 0;
 	if (hu_slot_find_id(rt, id, &slot, &ignore) < 0)
-		/* no slot: no interface to name; the nft objects carry the id */
-		return hu_nft_sandbox_del(rt->nft, &rt->net, id, NULL, err);
+		return 0; /* no slot: nothing can be keyed by its interface */
 	return hu_net_detach(rt, id, slot, 1, err);
 }

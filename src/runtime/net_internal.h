@@ -13,15 +13,14 @@ struct nft_ctx;
 int hu_nft_open(struct nft_ctx **out, hu_err *err);
 int hu_nft_run(struct nft_ctx *ctx, const char *batch, const char *what, hu_err *err);
 int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_err *err);
-int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id, const char *ifname,
-		       uint32_t addr, const struct hu_net_rules *rules, hu_err *err);
-int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id,
+/* Put a sandbox's allowOut/denyOut in (nothing to do without any). */
+int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
+		       const struct hu_net_rules *rules, hu_err *err);
+/* Replace them, whatever they were (read back from the kernel). */
+int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
 			 const struct hu_net_rules *rules, hu_err *err);
-/* Remove the sandbox's map element (when ifname is given), chain and sets;
- * pieces already gone are fine. */
-int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *id, const char *ifname,
-		       hu_err *err);
-int hu_nft_object_exists(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *delete_cmd);
+/* Remove every set element keyed by the sandbox's interface. */
+int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, hu_err *err);
 
 /* net.c: called by runtime.c and sandbox.c */
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);

@@ -74,6 +74,7 @@ test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo
     await assert.rejects(sbx.updateNetwork({ allowInternetAccess: false }), /cannot be changed/)
     const st = hostState()
     assert.equal(st.links.length, 1, 'one veth while one sandbox lives')
+    assert.match(st.table, new RegExp(`"${name}-[0-9]+" \\. 198\\.51\\.100\\.20`), 'its rules are in the shared sets')
   } finally {
     await sbx.kill()
   }
@@ -81,7 +82,7 @@ test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo
   let st = hostState()
   for (let i = 0; i < 50 && st.links.length; i++) { await new Promise((r) => setTimeout(r, 100)); st = hostState() }
   assert.equal(st.links.length, 0, `no veth after kill: ${st.links}`)
-  assert.doesNotMatch(st.table, /sbx_|allow_[a-z0-9]|deny_[a-z0-9]/, 'no chain or set after kill')
+  assert.doesNotMatch(st.table, new RegExp(`"${name}-[0-9]+"`), 'no rule keyed by the sandbox\'s interface after kill')
 })
 
 test('allowInternetAccess false: loopback only', { skip }, async () => {

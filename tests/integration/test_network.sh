@@ -158,27 +158,25 @@ links_left() {
 }
 expect_eq "no sandbox interface is left" 0 "$(links_left)"
 rules=$(nft list table inet "$NAME" 2>&1)
-expect_no_match "no sandbox chain or set is left" "sbx_run_|allow_run_|deny_run_" "$rules"
+expect_no_match "no rule of any sandbox is left" "\"$NAME-[0-9]+\"" "$rules"
 expect_match "the host-wide table stays" "chain from_sbx" "$rules"
 
 # 10. a `hutch run` killed with SIGKILL leaves its sandbox's rules behind
 # (its init dies with it, and the veth with the namespace); the next run's
 # sweep removes them
-"$HUTCH" run --internet -- sleep 60 >/dev/null 2>&1 &
+"$HUTCH" run --internet --deny-out 192.0.2.99 -- sleep 60 >/dev/null 2>&1 &
 runpid=$!
-for _ in $(seq 100); do
-	id=$(ls "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null | head -1)
-	[ -n "$id" ] && nft list chain inet "$NAME" "sbx_${id//-/_}" >/dev/null 2>&1 && break
-	sleep 0.1
-done
-has_chain() { nft list chain inet "$NAME" "sbx_${1//-/_}" >/dev/null 2>&1; }
-check "a live sandbox has its chain (${id:-none})" has_chain "$id"
+has_rules() { nft list set inet "$NAME" udeny 2>/dev/null | grep -q "\"$NAME-[0-9]*\" . 192.0.2.99"; }
+for _ in $(seq 100); do has_rules && break; sleep 0.1; done
+check "a live sandbox's denyOut is in the shared set" has_rules
+id=$(ls "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null | head -1)
 kill -9 "$runpid"
 wait "$runpid" 2>/dev/null
 sleep 1
+check "the killed run's rules are still there before the sweep" has_rules
 touch -d '5 minutes ago' "$HUTCH_RUN_DIR/sandboxes/$id"
 hrun -- true
 rules=$(nft list table inet "$NAME" 2>&1)
-expect_no_match "the sweep removed the killed run's chain and sets" "${id//-/_}" "$rules"
+expect_no_match "the sweep removed the killed run's rules" "\"$NAME-[0-9]+\"" "$rules"
 expect_eq "and its interface is gone" 0 "$(links_left)"
 finish
