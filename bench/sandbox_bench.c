@@ -20,8 +20,10 @@
  *   group "net"     create_lo     create (loopback only) + connect + spawn
  *                                 /bin/true + EXIT; destroy untimed
  *                   create_nat    the same with internet access (veth,
- *                                 addresses, route, nft chain and sets)
- *                   destroy_lo, destroy_nat  the destroy of those sandboxes
+ *                                 addresses, route; no nftables work)
+ *                   create_rules  internet access with allowOut 198.51.100.0/24
+ *                                 and denyOut 0.0.0.0/0 (one nftables batch)
+ *                   destroy_lo, destroy_nat, destroy_rules  their destroys
  *                   (only with HUTCH_NET=nat; not in the default groups)
  *
  * The members of a group alternate within each iteration (A B C, then B C A,
@@ -169,7 +171,7 @@ enum fig {
 	F_PY_HUTCH, F_PY_HOST, F_PY_BWRAP, F_CLI_PY,
 	F_CREATE, F_EXEC_FIRST, F_DESTROY,
 	F_EXEC,
-	F_NET_LO, F_NET_NAT, F_NET_DESTROY_LO, F_NET_DESTROY_NAT,
+	F_NET_LO, F_NET_NAT, F_NET_RULES, F_NET_DESTROY_LO, F_NET_DESTROY_NAT, F_NET_DESTROY_RULES,
 	F_COUNT
 };
 
@@ -328,13 +330,18 @@ static int sandbox_exec(struct bench *b, struct hu_sandbox *sb, const char *cons
 	return rc;
 }
 
+/* internet: 0 loopback only, 1 internet access, 2 internet access with
+ * an allowlist */
 static int bench_create_net(struct bench *b, struct hu_sandbox **out, int internet, hu_err *err)
 {
 	struct hu_sandbox_spec spec;
 
 	hu_sandbox_spec_defaults(&spec);
 	snprintf(spec.id, sizeof(spec.id), "bench-%d-%u", (int)getpid(), ++b->seq);
-	spec.net.internet = internet;
+	spec.net.internet = internet > 0;
+	if (internet == 2 && (hu_net_rules_add(&spec.net.rules, 'a', "198.51.100.0/24", err) < 0 ||
+			      hu_net_rules_add(&spec.net.rules, 'd', "0.0.0.0/0", err) < 0))
+		return -1;
 	return hu_sandbox_create(b->rt, &spec, out, err);
 }
 
@@ -359,17 +366,18 @@ static int bench_destroy(struct hu_sandbox **sb, hu_err *err);
 static int sample_net(struct bench *b, enum fig f, double *ms, hu_err *err)
 {
 	struct timespec t0, t1, t2;
-	int nat = f == F_NET_NAT;
+	int kind = f == F_NET_NAT ? 1 : f == F_NET_RULES ? 2 : 0;
+	static const enum fig destroy_of[] = {F_NET_DESTROY_LO, F_NET_DESTROY_NAT, F_NET_DESTROY_RULES};
 
 	now(&t0);
-	if (bench_create_net(b, &b->live, nat, err) < 0 || sandbox_exec(b, b->live, b->fig[f].argv, err) < 0)
+	if (bench_create_net(b, &b->live, kind, err) < 0 || sandbox_exec(b, b->live, b->fig[f].argv, err) < 0)
 		return -1;
 	now(&t1);
 	if (bench_destroy(&b->live, err) < 0)
 		return -1;
 	now(&t2);
 	*ms = elapsed_ms(&t0, &t1);
-	return series_add(&b->fig[nat ? F_NET_DESTROY_NAT : F_NET_DESTROY_LO].s, elapsed_ms(&t1, &t2), err);
+	return series_add(&b->fig[destroy_of[kind]].s, elapsed_ms(&t1, &t2), err);
 }
 
 /* create + connect + spawn + EXIT + destroy, all in this process. */
@@ -492,9 +500,11 @@ static void define_figures(struct bench *b)
 	define(b, F_EXEC, "exec", G_EXEC, sample_exec, NULL, bin_true);
 	define(b, F_NET_LO, "create_lo", G_NET, sample_net, NULL, bin_true);
 	define(b, F_NET_NAT, "create_nat", G_NET, sample_net, NULL, bin_true);
+	define(b, F_NET_RULES, "create_rules", G_NET, sample_net, NULL, bin_true);
 	/* filled by sample_net: not rotating members of their own */
 	define(b, F_NET_DESTROY_LO, "destroy_lo", G_NET, NULL, NULL, bin_true);
 	define(b, F_NET_DESTROY_NAT, "destroy_nat", G_NET, NULL, NULL, bin_true);
+	define(b, F_NET_DESTROY_RULES, "destroy_rules", G_NET, NULL, NULL, bin_true);
 	if (!o->cli)
 		b->fig[F_CLI_TRUE].enabled = b->fig[F_CLI_PY].enabled = false;
 	if (!o->use_bwrap)
@@ -548,7 +558,7 @@ static int run_group(struct bench *b, enum group g, unsigned iterations, bool re
 		} else {
 			rc = step_rotating(b, g, i, record, err);
 			if (rc == 0 && g == G_NET && !record) /* sample_net records destroys itself */
-				for (int f = F_NET_DESTROY_LO; f <= F_NET_DESTROY_NAT; f++)
+				for (int f = F_NET_DESTROY_LO; f <= F_NET_DESTROY_RULES; f++)
 					b->fig[f].s.n = b->fig[f].s.round_start;
 		}
 	}
@@ -597,7 +607,9 @@ static const struct ratio ratios[] = {
 	{"cli_python / python_host", F_CLI_PY, F_PY_HOST},
 	{"python_bwrap / python_host", F_PY_BWRAP, F_PY_HOST},
 	{"create_nat / create_lo", F_NET_NAT, F_NET_LO},
+	{"create_rules / create_lo", F_NET_RULES, F_NET_LO},
 	{"destroy_nat / destroy_lo", F_NET_DESTROY_NAT, F_NET_DESTROY_LO},
+	{"destroy_rules / destroy_lo", F_NET_DESTROY_RULES, F_NET_DESTROY_LO},
 };
 
 static bool ratio_usable(const struct bench *b, const struct ratio *r)

@@ -12,10 +12,9 @@
  * Filtering is done on the host side, keyed by the host interface, because
  * root inside the sandbox owns its namespace and may change its own
  * addresses and routes at will. One nftables table per runtime name holds
- * the host-wide chains (set up once, idempotently, when the runtime opens);
- * each sandbox adds a chain sbx_<id> and two sets (its allowOut/denyOut),
- * reached through a verdict map keyed by its host interface. docs/security.md
- * lists the rules.
+ * rules shared by every sandbox (set up once, idempotently, when the runtime
+ * opens); a sandbox's allowOut/denyOut are elements "<name>-<slot>" . cidr
+ * of two shared sets (netfilter.c). docs/security.md lists the rules.
  */
 #ifndef HUTCH_RUNTIME_NET_H
 #define HUTCH_RUNTIME_NET_H
