@@ -19,11 +19,6 @@
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
-static int resolver_is_loopback(const struct hu_net_config *cfg)
-{
-	return (cfg->resolver >> 24) == 127;
-}
-
 /* IPv4 forwarding on the interfaces replies come back through: forwarding is
  * decided by the interface a packet arrives on, so the host-wide ip_forward
  * switch stays as the operator set it. */
@@ -110,8 +105,8 @@ static int write_resolv_conf(const char *sbdir, uint32_t uid_base, uint32_t gw, 
 	if ((size_t)snprintf(dir, sizeof(dir), "%s/disk/upper/etc", sbdir) >= sizeof(dir))
 		return hu_err_set(err, ENAMETOOLONG, "path %s", sbdir);
 	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
-	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || chown(dir, uid_base, uid_base) < 0)
-		return hu_err_sys(err, "mkdir %s", dir);
+	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || chmod(dir, 0755) < 0 || chown(dir, uid_base, uid_base) < 0)
+		return hu_err_sys(err, "mkdir %s", dir); /* chmod: the umask must not hide /etc from the user */
 	addr_text(gw, a, sizeof(a));
 	snprintf(text, sizeof(text), "# hutch: the sandbox's resolver\nnameserver %s\n", a);
 	/* the sandbox has not started yet, but its upper layer is its own:
@@ -176,7 +171,7 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 		return -1;
 	}
 	struct hu_nl_linkconf host_conf = {
-		.set_inet = 1, .forwarding = 1, .route_localnet = resolver_is_loopback(&rt->net), .no_ipv6 = 1, .up = 1,
+		.set_inet = 1, .forwarding = 1, .no_ipv6 = 1, .up = 1,
 	};
 	rc = hu_nl_link_index(&nl, ifname, &index, err);
 	if (rc == 0)

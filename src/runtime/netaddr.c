@@ -114,10 +114,17 @@ int hu_net_rules_add_list(struct hu_net_rules *rules, char which, const char *li
 	return 0;
 }
 
-/* The first IPv4 nameserver of the host's /etc/resolv.conf, 0 if none. */
-static uint32_t host_resolver(void)
+static int is_loopback(uint32_t a)
 {
-	FILE *f = fopen("/etc/resolv.conf", "re");
+	return (a >> 24) == 127;
+}
+
+/* The first IPv4 nameserver of a resolv.conf that is not a loopback address
+ * (a reply from the host's loopback cannot be routed back to a sandbox), 0
+ * if none. */
+static uint32_t first_resolver(const char *path)
+{
+	FILE *f = fopen(path, "re");
 	char line[256], addr[64];
 	uint32_t found = 0;
 
@@ -127,11 +134,19 @@ static uint32_t host_resolver(void)
 		struct hu_cidr4 c;
 		hu_err ignore;
 		if (sscanf(line, " nameserver %63s", addr) == 1 && !strchr(addr, '/') &&
-		    hu_cidr4_parse(addr, &c, &ignore) == 0)
+		    hu_cidr4_parse(addr, &c, &ignore) == 0 && !is_loopback(c.addr))
 			found = c.addr;
 	}
 	fclose(f);
 	return found;
+}
+
+/* The host's resolver: /etc/resolv.conf, or, where that names only a local
+ * stub (systemd-resolved's 127.0.0.53), the stub's upstream. */
+static uint32_t host_resolver(void)
+{
+	uint32_t r = first_resolver("/etc/resolv.conf");
+	return r ? r : first_resolver("/run/systemd/resolve/resolv.conf");
 }
 
 static int valid_name(const char *s)
@@ -173,6 +188,10 @@ int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char 
 		}
 		if (c.len != 32)
 			return hu_err_set(err, -EINVAL, "network resolver '%.64s' is not one address", dns);
+		if (is_loopback(c.addr))
+			return hu_err_set(err, -EINVAL,
+					  "network resolver %.64s: a loopback address cannot answer sandboxes; name its "
+					  "upstream", dns);
 		cfg->resolver = c.addr;
 	} else {
 		cfg->resolver = host_resolver();

@@ -196,7 +196,8 @@ int hu_nl_link_config(struct hu_nl *nl, int index, const struct hu_nl_linkconf *
 		struct rtattr *inet = nest_start(&m, AF_INET);
 		struct rtattr *cf = nest_start(&m, IFLA_INET_CONF);
 		put_u32(&m, IPV4_DEVCONF_FORWARDING, conf->forwarding ? 1 : 0);
-		put_u32(&m, IPV4_DEVCONF_ROUTE_LOCALNET, conf->route_localnet ? 1 : 0);
+		/* never: a packet for 127/8 from a sandbox is a martian */
+		put_u32(&m, IPV4_DEVCONF_ROUTE_LOCALNET, 0);
 		nest_end(&m, cf);
 		nest_end(&m, inet);
 	}

@@ -18,9 +18,8 @@ struct hu_nl {
 /* Per-link settings applied together with IFF_UP. */
 struct hu_nl_linkconf {
 	int forwarding;     /* IPv4 forwarding on this interface */
-	int route_localnet; /* accept packets for 127/8 arriving here (DNS DNAT to a local resolver) */
 	int no_ipv6;        /* no IPv6 link-local address (addr_gen_mode none) */
-	int set_inet;       /* apply forwarding/route_localnet (else leave them) */
+	int set_inet;       /* apply forwarding, and route_localnet off (else leave them) */
 	int up;
 };
 

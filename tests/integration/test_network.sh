@@ -111,7 +111,8 @@ try:
 except OSError:
     pass
 " addr >"$sbout" 2>&1 &
-pids+=($!)
+bpid=$!
+pids+=("$bpid")
 for _ in $(seq 100); do grep -q listening "$sbout" 2>/dev/null && break; sleep 0.1; done
 baddr=$(sed -n 's/^addr //p' "$sbout")
 out=$(probe --internet -- python3 -c "$(py)" "tcp:$baddr:8080")
@@ -144,8 +145,27 @@ out=$(HUTCH_NET_DENY=198.51.100.0/28 probe --internet --allow-out 198.51.100.10 
 expect_match "an operator denial holds against allowOut" "tcp 198.51.100.10:8080 TIMEOUT" "$out"
 expect_match "the operator denial covers only its range" "tcp 198.51.100.20:8080 OK" "$out"
 
+# 8b. the host's loopback: a loopback resolver is refused (its replies could
+# not be routed back), and root inside routing 127.0.0.77 through the
+# gateway reaches nothing (a listener the test opens there)
+out=$(HUTCH_NET_DNS=127.0.0.77 hrun --internet -- true 2>&1)
+expect_match "a loopback resolver is refused with a clear error" "loopback address cannot answer sandboxes" "$out"
+python3 "$HERE/net/world.py" tcp 127.0.0.77 8082 host-loopback >/dev/null 2>&1 &
+lopid=$!
+pids+=("$lopid")
+sleep 0.5
+out=$(probe --internet -- bash -c '
+echo 1 > /proc/sys/net/ipv4/conf/all/route_localnet 2>/dev/null; echo 1 > /proc/sys/net/ipv4/conf/eth0/route_localnet 2>/dev/null
+gw=$(python3 -c "$1" gw | cut -d" " -f2)
+ip route add 127.0.0.77/32 via "$gw" dev eth0 2>/dev/null || echo noroute
+python3 -c "$1" tcp:127.0.0.77:8082' _ "$(py)")
+kill "$lopid" 2>/dev/null
+wait "$lopid" 2>/dev/null
+expect_match "the host's loopback cannot be reached through the gateway" "tcp 127.0.0.77:8082 (TIMEOUT|REFUSED|ERR)|noroute" "$out"
+expect_no_match "no answer from the host's loopback listener" "host-loopback" "$out"
+
 # 9. teardown: after every run, nothing of any sandbox is left
-for p in "${pids[@]: -1}"; do wait "$p" 2>/dev/null; done
+wait "$bpid" 2>/dev/null
 # (the pair goes when the kernel frees the dead sandbox's namespace: soon)
 links_left() {
 	local n

@@ -93,6 +93,8 @@ static void test_config(void **state)
 	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/31", "", "", "", "", &err), -1);
 	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "10.0.0.0/8", "", "", "", &err), -1);
 	assert_non_null(strstr(err.msg, "resolver"));
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "127.0.0.53", "", "", "", &err), -1);
+	assert_non_null(strstr(err.msg, "loopback"));
 	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "", "a,b,c,d,e", "", "", &err), -1);
 }
 
