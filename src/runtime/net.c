@@ -246,6 +246,21 @@ int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rul
 	return 0;
 }
 
+int hu_net_adopt(struct hu_runtime *rt, uint32_t slot)
+{
+	char ifname[IF_NAMESIZE];
+	struct hu_nl nl;
+	hu_err ignore;
+	int index, rc;
+
+	if (rt->net.mode != HU_NET_NAT || hu_nl_open(&nl, &ignore) < 0)
+		return 0;
+	hu_net_ifname(&rt->net, slot, ifname);
+	rc = hu_nl_link_index(&nl, ifname, &index, &ignore);
+	hu_nl_close(&nl);
+	return rc == 0;
+}
+
 enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt)
 {
 	return rt->net.mode;

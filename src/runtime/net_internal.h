@@ -35,6 +35,12 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
  * kernel frees the dead sandbox's namespace). Missing pieces are fine. */
 int hu_net_detach(struct hu_runtime *rt, const char *id, uint32_t slot, int delete_link, hu_err *err);
 
+/* Re-adoption (a restarted daemon taking over a live sandbox on `slot`):
+ * whether it has a network of its own (its host interface exists), i.e.
+ * whether its teardown must call hu_net_detach. Nothing else needs
+ * rebuilding: interface, addresses and rules are kernel state named after
+ * the slot. */
+int hu_net_adopt(struct hu_runtime *rt, uint32_t slot);
 /* hu_net_detach for a sandbox without a handle (its slot is looked up). */
 int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);
 
