@@ -16,7 +16,8 @@
  *     the sandbox started.
  *   from_sbx: IPv6 dropped; a source address that does not route back
  *     through the interface it came from (reverse path: spoofing) dropped;
- *     established flows; DNS to the configured resolver only through the
+ *     (no shortcut for established flows: a rule change applies to open
+ *     connections at once); DNS to the configured resolver only through the
  *     DNAT below, port 53, at most 20 new flows a second per interface
  *     (dynamic set dnsrate); the pool (other sandboxes); host addresses and
  *     the operator's denials (opdeny: private, link-local, metadata,
@@ -157,12 +158,14 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	/* root inside may use any source address: only the one that routes
 	 * back through this interface (its own) passes */
 	fprintf(f, "add rule inet %s from_sbx fib saddr . iif oif missing drop\n", t);
-	fprintf(f, "add rule inet %s from_sbx ct state established,related accept\n", t);
+	/* No blanket "established: accept": every packet a sandbox sends is
+	 * judged by the rules as they are now, so a PUT /network that denies a
+	 * destination also stops the connections already open to it. */
 	if (cfg->resolver) {
 		ipv4_text(cfg->resolver, res, sizeof(res));
 		fprintf(f,
-			"add rule inet %s from_sbx ct status dnat ip daddr %s meta l4proto { tcp, udp } th dport 53 "
-			"update @dnsrate { iifname limit rate over 20/second burst 40 packets } drop\n",
+			"add rule inet %s from_sbx ct state new ct status dnat ip daddr %s meta l4proto { tcp, udp } "
+			"th dport 53 update @dnsrate { iifname limit rate over 20/second burst 40 packets } drop\n",
 			t, res);
 		fprintf(f, "add rule inet %s from_sbx ct status dnat ip daddr %s meta l4proto { tcp, udp } th dport 53 accept\n",
 			t, res);

@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, root } from './harness.mjs'
+import { startDaemon, root, sleep } from './harness.mjs'
 
 const tag = String(process.pid % 100000)
 const name = 'hne' + tag
@@ -64,7 +64,28 @@ test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo
     assert.deepEqual(info.network?.allowOut, ['198.51.100.10/32'])
     assert.deepEqual(info.network?.denyOut, ['0.0.0.0/0'])
 
+    // a connection open across the change: its packets are judged by the new rules
+    await sbx.files.write('/tmp/echo.py', [
+      'import socket, time',
+      's = socket.create_connection(("198.51.100.10", 7), timeout=2)',
+      's.settimeout(1)',
+      'for i in range(60):',
+      '    try:',
+      '        s.sendall(b"x\\n"); r = "ok" if s.recv(10) else "closed"',
+      '    except OSError:',
+      '        r = "lost"',
+      '    open("/tmp/echo.log", "a").write(r + "\\n")',
+      '    time.sleep(0.2)',
+    ].join('\n') + '\n')
+    const echo = await sbx.commands.run('python3 /tmp/echo.py', { background: true, timeoutMs: 60_000 })
+    await sleep(1500)
+    assert.match(await sbx.files.read('/tmp/echo.log'), /^ok$/m, 'the echo connection works before the change')
+
     await sbx.updateNetwork({ allowOut: ['198.51.100.20'], denyOut: ['0.0.0.0/0'] })
+    await sleep(3000)
+    const lines = (await sbx.files.read('/tmp/echo.log')).trim().split('\n')
+    assert.deepEqual(lines.slice(-2), ['lost', 'lost'], `the open connection is cut by the new rules: ${lines.join(' ')}`)
+    await echo.kill()
     out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
     assert.match(out, /tcp 198\.51\.100\.20:8080 OK internet-denied/)
     assert.match(out, /tcp 198\.51\.100\.10:8080 TIMEOUT/)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Servers of the network test's stand-in world (run inside the test's own
 network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
-`dns HOST` answers A queries for allowed.test and denied.test (anything else:
+`echo HOST PORT` echoes what each connection sends, `dns HOST` answers A queries for allowed.test and denied.test (anything else:
 NXDOMAIN), `ready` exits 0 when every server of world.sh answers (probed from
 the host, into the test's own namespaces)."""
 import socket
@@ -23,6 +23,25 @@ def tcp(host, port, text):
             c.sendall(text.encode() + b"\n")
         finally:
             c.close()
+
+
+def echo(host, port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen(64)
+
+    def serve(c):
+        with c:
+            while True:
+                data = c.recv(4096)
+                if not data:
+                    return
+                c.sendall(data)
+
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
 
 
 def qname(msg, off):
@@ -59,7 +78,7 @@ def dns(host):
 
 
 def ready():
-    for h, p in (("198.51.100.10", 8080), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
+    for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
                  ("203.0.113.1", 8081)):
         socket.create_connection((h, p), timeout=1).close()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -74,5 +93,7 @@ if __name__ == "__main__":
         ready()
     elif sys.argv[1] == "tcp":
         tcp(*sys.argv[2:5])
+    elif sys.argv[1] == "echo":
+        echo(*sys.argv[2:4])
     elif sys.argv[1] == "dns":
         dns(sys.argv[2])
