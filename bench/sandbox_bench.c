@@ -17,6 +17,14 @@
  *                   fresh sandbox), destroy: one sandbox per sample
  *   group "exec"    exec          spawn /bin/true + EXIT on a kept connection
  *                                 to a sandbox that lives for the whole round
+ *   group "net"     create_lo     create (loopback only) + connect + spawn
+ *                                 /bin/true + EXIT; destroy untimed
+ *                   create_nat    the same with internet access (veth,
+ *                                 addresses, route; no nftables work)
+ *                   create_rules  internet access with allowOut 198.51.100.0/24
+ *                                 and denyOut 0.0.0.0/0 (one nftables batch)
+ *                   destroy_lo, destroy_nat, destroy_rules  their destroys
+ *                   (only with HUTCH_NET=nat; not in the default groups)
  *
  * The members of a group alternate within each iteration (A B C, then B C A,
  * ...), so slow drift of a noisy host hits every member alike. Every round
@@ -163,12 +171,13 @@ enum fig {
 	F_PY_HUTCH, F_PY_HOST, F_PY_BWRAP, F_CLI_PY,
 	F_CREATE, F_EXEC_FIRST, F_DESTROY,
 	F_EXEC,
+	F_NET_LO, F_NET_NAT, F_NET_RULES, F_NET_DESTROY_LO, F_NET_DESTROY_NAT, F_NET_DESTROY_RULES,
 	F_COUNT
 };
 
-enum group { G_TRUE, G_PYTHON, G_SPLIT, G_EXEC, G_COUNT };
+enum group { G_TRUE, G_PYTHON, G_SPLIT, G_EXEC, G_NET, G_COUNT };
 
-static const char *const group_names[G_COUNT] = {"true", "python", "split", "exec"};
+static const char *const group_names[G_COUNT] = {"true", "python", "split", "exec", "net"};
 
 struct bench;
 typedef int (*sample_fn)(struct bench *b, enum fig f, double *ms, hu_err *err);
@@ -321,13 +330,24 @@ static int sandbox_exec(struct bench *b, struct hu_sandbox *sb, const char *cons
 	return rc;
 }
 
-static int bench_create(struct bench *b, struct hu_sandbox **out, hu_err *err)
+/* internet: 0 loopback only, 1 internet access, 2 internet access with
+ * an allowlist */
+static int bench_create_net(struct bench *b, struct hu_sandbox **out, int internet, hu_err *err)
 {
 	struct hu_sandbox_spec spec;
 
 	hu_sandbox_spec_defaults(&spec);
 	snprintf(spec.id, sizeof(spec.id), "bench-%d-%u", (int)getpid(), ++b->seq);
+	spec.net.internet = internet > 0;
+	if (internet == 2 && (hu_net_rules_add(&spec.net.rules, 'a', "198.51.100.0/24", err) < 0 ||
+			      hu_net_rules_add(&spec.net.rules, 'd', "0.0.0.0/0", err) < 0))
+		return -1;
 	return hu_sandbox_create(b->rt, &spec, out, err);
+}
+
+static int bench_create(struct bench *b, struct hu_sandbox **out, hu_err *err)
+{
+	return bench_create_net(b, out, 0, err);
 }
 
 /* Destroy *sb (NULL afterwards: destroy frees it even when it fails). */
@@ -337,6 +357,27 @@ static int bench_destroy(struct hu_sandbox **sb, hu_err *err)
 
 	*sb = NULL;
 	return s ? hu_sandbox_destroy(s, err) : 0;
+}
+
+static int bench_destroy(struct hu_sandbox **sb, hu_err *err);
+
+/* create (with or without internet) + connect + spawn + EXIT, timed; the
+ * destroy is recorded in the matching destroy figure. */
+static int sample_net(struct bench *b, enum fig f, double *ms, hu_err *err)
+{
+	struct timespec t0, t1, t2;
+	int kind = f == F_NET_NAT ? 1 : f == F_NET_RULES ? 2 : 0;
+	static const enum fig destroy_of[] = {F_NET_DESTROY_LO, F_NET_DESTROY_NAT, F_NET_DESTROY_RULES};
+
+	now(&t0);
+	if (bench_create_net(b, &b->live, kind, err) < 0 || sandbox_exec(b, b->live, b->fig[f].argv, err) < 0)
+		return -1;
+	now(&t1);
+	if (bench_destroy(&b->live, err) < 0)
+		return -1;
+	now(&t2);
+	*ms = elapsed_ms(&t0, &t1);
+	return series_add(&b->fig[destroy_of[kind]].s, elapsed_ms(&t1, &t2), err);
 }
 
 /* create + connect + spawn + EXIT + destroy, all in this process. */
@@ -457,6 +498,13 @@ static void define_figures(struct bench *b)
 	define(b, F_EXEC_FIRST, "exec_first", G_SPLIT, NULL, NULL, bin_true);
 	define(b, F_DESTROY, "destroy", G_SPLIT, NULL, NULL, bin_true);
 	define(b, F_EXEC, "exec", G_EXEC, sample_exec, NULL, bin_true);
+	define(b, F_NET_LO, "create_lo", G_NET, sample_net, NULL, bin_true);
+	define(b, F_NET_NAT, "create_nat", G_NET, sample_net, NULL, bin_true);
+	define(b, F_NET_RULES, "create_rules", G_NET, sample_net, NULL, bin_true);
+	/* filled by sample_net: not rotating members of their own */
+	define(b, F_NET_DESTROY_LO, "destroy_lo", G_NET, NULL, NULL, bin_true);
+	define(b, F_NET_DESTROY_NAT, "destroy_nat", G_NET, NULL, NULL, bin_true);
+	define(b, F_NET_DESTROY_RULES, "destroy_rules", G_NET, NULL, NULL, bin_true);
 	if (!o->cli)
 		b->fig[F_CLI_TRUE].enabled = b->fig[F_CLI_PY].enabled = false;
 	if (!o->use_bwrap)
@@ -478,7 +526,7 @@ static int step_rotating(struct bench *b, enum group g, unsigned iter, bool reco
 	size_t n = 0;
 
 	for (int f = 0; f < F_COUNT; f++)
-		if (b->fig[f].group == g && b->fig[f].enabled)
+		if (b->fig[f].group == g && b->fig[f].enabled && b->fig[f].fn)
 			members[n++] = (enum fig)f;
 	for (size_t k = 0; k < n; k++) {
 		enum fig f = members[(iter + k) % n];
@@ -509,6 +557,9 @@ static int run_group(struct bench *b, enum group g, unsigned iterations, bool re
 					b->fig[f].s.n = b->fig[f].s.round_start;
 		} else {
 			rc = step_rotating(b, g, i, record, err);
+			if (rc == 0 && g == G_NET && !record) /* sample_net records destroys itself */
+				for (int f = F_NET_DESTROY_LO; f <= F_NET_DESTROY_RULES; f++)
+					b->fig[f].s.n = b->fig[f].s.round_start;
 		}
 	}
 	if (g == G_EXEC) {
@@ -555,6 +606,10 @@ static const struct ratio ratios[] = {
 	{"cli_python / python_bwrap", F_CLI_PY, F_PY_BWRAP},
 	{"cli_python / python_host", F_CLI_PY, F_PY_HOST},
 	{"python_bwrap / python_host", F_PY_BWRAP, F_PY_HOST},
+	{"create_nat / create_lo", F_NET_NAT, F_NET_LO},
+	{"create_rules / create_lo", F_NET_RULES, F_NET_LO},
+	{"destroy_nat / destroy_lo", F_NET_DESTROY_NAT, F_NET_DESTROY_LO},
+	{"destroy_rules / destroy_lo", F_NET_DESTROY_RULES, F_NET_DESTROY_LO},
 };
 
 static bool ratio_usable(const struct bench *b, const struct ratio *r)
@@ -693,7 +748,8 @@ static void usage(FILE *f)
 		   "  --rounds N       rounds (default 5)\n"
 		   "  --iterations N   samples per figure per round (default 200)\n"
 		   "  --warmup N       unrecorded iterations per group first (default 5)\n"
-		   "  --only LIST      groups to run, comma separated: true,python,split,exec (default all)\n"
+		   "  --only LIST      groups to run, comma separated: true,python,split,exec,net\n"
+		   "                   (default all but net, which needs HUTCH_NET=nat)\n"
 		   "  --no-cli         skip the `hutch run` fork/exec figures\n"
 		   "  --no-bwrap       skip the bubblewrap figures\n"
 		   "  --hutch PATH     the hutch binary for the cli figures (default build/hutch)\n"
@@ -726,7 +782,7 @@ static int parse_groups(char *list, bool groups[G_COUNT], hu_err *err)
 		while (g < G_COUNT && strcmp(group_names[g], t))
 			g++;
 		if (g == G_COUNT)
-			return hu_err_set(err, EINVAL, "unknown group '%s' (true, python, split, exec)", t);
+			return hu_err_set(err, EINVAL, "unknown group '%s' (true, python, split, exec, net)", t);
 		groups[g] = true;
 	}
 	return 0;
@@ -747,7 +803,7 @@ static int parse_args(int argc, char **argv, struct opts *o, hu_err *err)
 	*o = (struct opts){.rounds = 5, .iterations = 200, .warmup = 5, .hutch = "build/hutch",
 			   .bwrap = "/usr/bin/bwrap", .python = "/usr/bin/python3", .cli = true, .use_bwrap = true};
 	for (int g = 0; g < G_COUNT; g++)
-		o->groups[g] = true;
+		o->groups[g] = g != G_NET;
 	opterr = 0;
 	while (rc == 0 && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {

@@ -54,7 +54,10 @@ static void run_usage(FILE *f)
 		   "  --cwd DIR         working directory (default the user's home)\n"
 		   "  --template NAME   template to start from (default base)\n"
 		   "  --volume HOSTDIR:PATH[:ro]  mount HOSTDIR at PATH, idmapped: sandbox uid N\n"
-		   "                    is host uid N there (repeatable, at most 16)\n");
+		   "                    is host uid N there (repeatable, at most 16)\n"
+		   "  --internet        a veth to the host and NAT out (needs HUTCH_NET=nat; default loopback only)\n"
+		   "  --allow-out LIST  CIDRs the sandbox may reach even when denied below (comma-separated)\n"
+		   "  --deny-out LIST   CIDRs the sandbox may not reach (0.0.0.0/0 + --allow-out = allowlist)\n");
 }
 
 /* --volume HOSTDIR:PATH[:ro] (parsed in place: argv is ours). */
@@ -95,6 +98,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"env", required_argument, NULL, 'e'},    {"cwd", required_argument, NULL, 'w'},
 		{"template", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
 		{"volume", required_argument, NULL, 'v'},
+		{"internet", no_argument, NULL, 'I'},     {"allow-out", required_argument, NULL, 'A'},
+		{"deny-out", required_argument, NULL, 'D'},
 		{NULL, 0, NULL, 0},
 	};
 	hu_err err;
@@ -129,6 +134,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		case 'w': o->cwd = optarg; break;
 		case 'v': rc = parse_volume(optarg, o, &err); break;
 		case 'T': snprintf(o->spec.template_name, sizeof(o->spec.template_name), "%s", optarg); break;
+		case 'I': o->spec.net.internet = 1; break;
+		case 'A': rc = hu_net_rules_add_list(&o->spec.net.rules, 'a', optarg, &err); break;
+		case 'D': rc = hu_net_rules_add_list(&o->spec.net.rules, 'd', optarg, &err); break;
 		case 'h': run_usage(stdout); exit(0);
 		case ':':
 			cli_error("option %s needs a value", argv[optind - 1]);
@@ -145,6 +153,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	}
 	if (optind >= argc) {
 		cli_error("no command given (usage: hutch run [options] -- CMD [ARGS...])");
+		return -1;
+	}
+	if (!o->spec.net.internet && (o->spec.net.rules.n_allow || o->spec.net.rules.n_deny)) {
+		cli_error("--allow-out and --deny-out need --internet");
 		return -1;
 	}
 	o->argv = argv + optind;

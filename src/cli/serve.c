@@ -21,6 +21,7 @@
 #include "daemon/registry.h"
 #include "daemon/routes.h"
 #include "daemon/volumes.h"
+#include "daemon/sbx_network.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
 #include "util/fileutil.h"
@@ -93,6 +94,7 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	hu_runtime_config_defaults(&rc);
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
+	hu_daemon_net_config(&d->cfg, &rc);
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
 	return hu_template_ensure_base(d->rt, err);

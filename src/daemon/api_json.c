@@ -196,6 +196,48 @@ static int decode_mounts(const json_t *body, struct hu_new_sandbox *ns, hu_err *
 	return 0;
 }
 
+static int rule_list(const json_t *net, const char *name, struct hu_net_rules *rules, hu_err *err)
+{
+	const json_t *list = field(net, name), *v;
+	size_t i;
+
+	if (!list)
+		return 0;
+	if (!json_is_array(list))
+		return BAD(err, "network.%s must be an array of IPs or CIDRs", name);
+	json_array_foreach(list, i, v) {
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return BAD(err, "network.%s[%zu] must be a string", name, i);
+		if (hu_net_rules_add(rules, name[0] == 'a' ? 'a' : 'd', json_string_value(v), err) < 0) {
+			hu_err_prefix(err, "network");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int hu_api_decode_network(const json_t *net, struct hu_net_rules *rules, hu_err *err)
+{
+	const json_t *rl = field(net, "rules");
+
+	memset(rules, 0, sizeof(*rules));
+	if (!json_is_object(net))
+		return BAD(err, "network must be an object");
+	if (field(net, "egressProxy"))
+		return BAD(err, "network.egressProxy is not supported by this server");
+	if (rl && (!json_is_object(rl) || json_object_size(rl) > 0))
+		return BAD(err, "network.rules (per-host transforms) are not supported by this server");
+	return rule_list(net, "allowOut", rules, err) < 0 || rule_list(net, "denyOut", rules, err) < 0 ? -1 : 0;
+}
+
+int hu_api_decode_network_update(const json_t *body, struct hu_net_rules *rules, int *allow_internet, hu_err *err)
+{
+	*allow_internet = -1;
+	if (require_object(body, err) < 0 || opt_bool(body, "allow_internet_access", allow_internet, err) < 0)
+		return -1;
+	return hu_api_decode_network(body, rules, err);
+}
+
 int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu_err *err)
 {
 	struct hu_new_sandbox ns = {.allow_internet = -1, .auto_pause_memory = 1};
@@ -209,8 +251,13 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 		return -1;
 	if (present && ns.reclaim_after_s == 0)
 		return BAD(err, "reclaimAfter must be at least 1 second, or -1 for never");
-	if (field(body, "network") && !json_is_object(field(body, "network")))
-		return BAD(err, "network must be an object");
+	if (field(body, "network")) {
+		if (hu_api_decode_network(field(body, "network"), &ns.net, err) < 0)
+			return -1;
+		ns.has_network = 1;
+		if (allow == 0 && (ns.net.n_allow || ns.net.n_deny))
+			return BAD(err, "network rules need allow_internet_access (it is false)");
+	}
 	ns.allow_internet = allow;
 	if (opt_string_map(body, "metadata", 0, &ns.metadata, err) < 0)
 		return -1;

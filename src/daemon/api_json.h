@@ -38,11 +38,21 @@ struct hu_new_sandbox {
 	int auto_resume;             /* autoResume.enabled */
 	int32_t reclaim_after_s;     /* reclaimAfter (hutch): 0 = the server's setting, -1 = never */
 	struct hu_mount_reqs *mounts; /* volumeMounts + metadata["host-mount"] (owned), NULL = none */
+	int has_network;             /* a "network" object was given */
+	struct hu_net_rules net;     /* its allowOut / denyOut */
 };
 
 /* On failure *out holds nothing that needs freeing. */
 int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu_err *err);
 void hu_new_sandbox_clear(struct hu_new_sandbox *ns);
+
+/* The egress part of E2B's `network` object ({allowOut?, denyOut?}, IPs and
+ * CIDRs) into rules; egressProxy and per-host rules are refused (not
+ * supported), the inbound-traffic fields are ignored. */
+int hu_api_decode_network(const json_t *net, struct hu_net_rules *rules, hu_err *err);
+/* PUT /sandboxes/{id}/network: the new egress rules (missing lists are
+ * empty) and allow_internet_access (-1 when not given). */
+int hu_api_decode_network_update(const json_t *body, struct hu_net_rules *rules, int *allow_internet, hu_err *err);
 
 /* POST /sandboxes/{id}/timeout: {"timeout": s}, required. */
 int hu_api_decode_timeout(const json_t *body, int32_t *seconds, hu_err *err);

@@ -14,6 +14,7 @@
 #include "daemon/sbx_metrics.h"
 #include "daemon/stats.h"
 #include "daemon/store.h"
+#include "daemon/sbx_network.h"
 #include "util/parse.h"
 
 struct hu_sbx *hu_api_own_sandbox(struct hu_req *r)
@@ -361,6 +362,7 @@ static const struct {
 	{EVHTTP_REQ_POST, "/v2/sandboxes/{id}/connect", connect_sandbox},
 	{EVHTTP_REQ_POST, "/sandboxes/{id}/connect", connect_sandbox},
 	{EVHTTP_REQ_GET, "/sandboxes/{id}/metrics", get_metrics},
+	{EVHTTP_REQ_PUT, "/sandboxes/{id}/network", hu_api_put_network},
 };
 
 void hu_api_sandboxes_register(struct hu_daemon *d)

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/net.h"
 #include "util/parse.h"
 
 #define MAX_TIMEOUT_S (30u * 24 * 3600) /* a month: longer is surely a typo */
@@ -305,6 +306,83 @@ static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *er
 	return 0;
 }
 
+static int set_str(char *dst, size_t cap, const char *v, hu_err *err)
+{
+	if (strlen(v) >= cap)
+		return hu_err_set(err, -ENAMETOOLONG, "'%.64s' is too long (at most %zu characters)", v, cap - 1);
+	snprintf(dst, cap, "%s", v);
+	return 0;
+}
+
+/* The network keys are checked here, as the runtime will read them, so a
+ * bad value names its line; NET_SETTER(fn, field, check) stores a value
+ * that check() accepts. */
+static int check_uplinks(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", "192.0.2.1", v, "", "", err);
+}
+
+/* mode and name: parsed with valid stand-ins for the other settings */
+static int check_mode(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_config_parse(&c, v, "hutch", "10.200.0.0/17", "192.0.2.1", "", "", "", err);
+}
+
+static int check_name(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_config_parse(&c, "none", v, "10.200.0.0/17", "192.0.2.1", "", "", "", err);
+}
+
+static int check_pool(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_config_parse(&c, "none", "hutch", v, "192.0.2.1", "", "", "", err);
+}
+
+static int check_dns(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", v, "", "", "", err);
+}
+
+/* CIDRs separated by commas and/or spaces */
+static int check_list(const char *v, hu_err *err)
+{
+	struct hu_cidr4 c;
+	char one[64];
+
+	for (const char *p = v; *p;) {
+		size_t len = strcspn(p, ", ");
+		if (len >= sizeof(one))
+			return hu_err_set(err, -EINVAL, "'%.64s': entry too long", p);
+		memcpy(one, p, len);
+		one[len] = '\0';
+		if (len && hu_cidr4_parse(one, &c, err) < 0)
+			return -1;
+		p += len;
+		p += strspn(p, ", ");
+	}
+	return 0;
+}
+
+#define NET_SETTER(fn, field, check)                                                                           \
+	static int fn(struct hu_config *cfg, const char *v, hu_err *err)                                       \
+	{                                                                                                      \
+		if (check(v, err) < 0)                                                                         \
+			return -1;                                                                             \
+		return set_str(cfg->field, sizeof(cfg->field), v, err);                                        \
+	}
+NET_SETTER(set_net_mode, net_mode, check_mode)
+NET_SETTER(set_net_name, net_name, check_name)
+NET_SETTER(set_net_pool, net_pool, check_pool)
+NET_SETTER(set_net_dns, net_dns, check_dns)
+NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
+NET_SETTER(set_net_allow, net_allow, check_list)
+NET_SETTER(set_net_deny, net_deny, check_list)
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -335,6 +413,13 @@ static const struct {
 	{"volume_root", "--volume-root", set_volume_root},
 	{"volume_max_size", "--volume-max-size", set_volume_max_size},
 	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},
+	{"network", NULL, set_net_mode},
+	{"network_name", NULL, set_net_name},
+	{"network_pool", NULL, set_net_pool},
+	{"network_dns", NULL, set_net_dns},
+	{"network_uplink", NULL, set_net_uplinks},
+	{"network_allow", NULL, set_net_allow},
+	{"network_deny", NULL, set_net_deny},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -61,6 +61,16 @@ struct hu_config {
 	/* host directories that metadata["host-mount"] may mount (empty: none) */
 	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
 	unsigned n_host_mount_roots;
+	/* the network boundary ("" = the runtime's default or its HUTCH_NET*
+	 * variable; checked when the runtime opens): network, network_name,
+	 * network_pool, network_dns, network_uplink, network_allow, network_deny */
+	char net_mode[8];
+	char net_name[16];
+	char net_pool[32];
+	char net_dns[32];
+	char net_uplinks[80];
+	char net_allow[1024];
+	char net_deny[1024];
 };
 
 struct hu_daemon {

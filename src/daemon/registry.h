@@ -46,7 +46,10 @@ struct hu_sbx {
 	int auto_pause_memory;    /* 0: a timeout pause releases memory at once (autoPauseMemory: false) */
 	int auto_resume;          /* a data-plane request resumes a paused sandbox */
 	json_t *mounts;           /* volumes and host mounts (owned; sbx_mounts.h), [] when none */
-	int allow_internet;       /* stored; loopback only for now */
+	int allow_internet;       /* as the client gave it: -1 = not given */
+	int internet;             /* it has a veth and NAT (network = nat, and allow_internet != 0) */
+	int has_network;          /* the client gave `network` rules */
+	struct hu_net_rules net_rules; /* its allowOut / denyOut (runtime/net.h) */
 	uint32_t cpu_millis;
 	uint64_t memory_bytes;
 	uint64_t disk_bytes;

@@ -13,6 +13,7 @@
 #include "daemon/fault.h"
 #include "daemon/stats.h"
 #include "daemon/sbx_mounts.h"
+#include "daemon/sbx_network.h"
 #include "daemon/store.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
@@ -142,6 +143,8 @@ void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, stru
 	if (d->cfg.default_pids)
 		spec->limits.pids = d->cfg.default_pids;
 	spec->disk_bytes = s->disk_bytes;
+	spec->net.internet = s->internet;
+	spec->net.rules = s->net_rules;
 }
 
 /* The daemon's view of a new sandbox, before anything runs. */
@@ -169,6 +172,8 @@ static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_s
 	s->auto_resume = req->auto_resume;
 	s->reclaim_after_s = req->reclaim_after_s;
 	s->allow_internet = req->allow_internet;
+	if (hu_sbx_net_init(d, req, s, err) < 0)
+		return -1;
 	s->cpu_millis = d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : defaults.limits.cpu_millis;
 	s->memory_bytes = d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : defaults.limits.memory_bytes;
 	s->disk_bytes = d->cfg.default_disk_bytes ? d->cfg.default_disk_bytes : defaults.disk_bytes;

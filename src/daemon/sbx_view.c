@@ -6,6 +6,7 @@
 #include "daemon/lifecycle.h"
 #include "daemon/sbx_metrics.h"
 #include "daemon/sbx_mounts.h"
+#include "daemon/sbx_network.h"
 
 /* clientID is deprecated in E2B and meaningless here; the SDK requires it. */
 #define CLIENT_ID "hutch"
@@ -34,6 +35,7 @@ json_t *hu_sbx_json_detail(const struct hu_sbx *s)
 {
 	json_t *v = hu_sbx_json_listed(s);
 	json_t *allow = s->allow_internet < 0 ? json_null() : json_boolean(s->allow_internet);
+	json_t *net = hu_sbx_json_network(s);
 
 	if (!v || json_object_set_new(v, "envdAccessToken", json_string(s->access_token)) < 0 ||
 	    json_object_set_new(v, "allowInternetAccess", allow) < 0 ||
@@ -42,6 +44,11 @@ json_t *hu_sbx_json_detail(const struct hu_sbx *s)
 				json_pack("{s:s, s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
 					  s->auto_resume)) < 0 ||
 	    json_object_set_new(v, "volumeMounts", hu_sbx_volume_mounts_json(s)) < 0) {
+		json_decref(v);
+		json_decref(net);
+		return NULL;
+	}
+	if (net && json_object_set_new(v, "network", net) < 0) {
 		json_decref(v);
 		return NULL;
 	}

@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/api_json.h"
 #include "daemon/registry.h"
+#include "daemon/sbx_network.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -80,7 +82,9 @@ static const char *const migrations[] = {
 	"  released INTEGER NOT NULL DEFAULT 0,"       /* paused, memory released */
 	"  reclaim_after INTEGER NOT NULL DEFAULT 0,"  /* seconds; 0 = server setting, -1 = never */
 	"  idem_key TEXT,"
-	"  mounts TEXT NOT NULL DEFAULT '[]');"     /* volumes and host mounts (sbx_mounts.h) */
+	"  mounts TEXT NOT NULL DEFAULT '[]',"      /* volumes and host mounts (sbx_mounts.h) */
+	"  internet INTEGER NOT NULL DEFAULT 0,"    /* it has a veth and NAT */
+	"  network TEXT);"                          /* its {allowOut, denyOut}, NULL when none given */
 	"INSERT INTO sandboxes2 (id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
 	"  env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk)"
 	"  SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata, env_vars,"
@@ -129,11 +133,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 	 * holds the same idempotency key instead of failing */
 	[ST_SBX_PUT] = "INSERT INTO sandboxes (id, team, template, state, access_token, started_at,"
 		       " end_at, timeout, metadata, env_vars, auto_pause, auto_resume, allow_internet, cpu, memory,"
-		       " disk, auto_pause_memory, paused_at, released, reclaim_after, idem_key, mounts) VALUES (?1, ?2,"
-		       " ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22)"
+		       " disk, auto_pause_memory, paused_at, released, reclaim_after, idem_key, mounts, internet, network)"
+		       " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,"
+		       " ?21, ?22, ?23, ?24)"
 		       " ON CONFLICT(id) DO UPDATE SET state = ?4, end_at = ?7, timeout = ?8, metadata = ?9,"
 		       " env_vars = ?10, auto_pause = ?11, auto_resume = ?12, auto_pause_memory = ?17,"
-		       " paused_at = ?18, released = ?19, reclaim_after = ?20",
+		       " paused_at = ?18, released = ?19, reclaim_after = ?20, network = ?24",
 	[ST_SBX_DELETE] = "DELETE FROM sandboxes WHERE id = ?1",
 	[ST_SBX_STATE] = "UPDATE sandboxes SET state = ?2 WHERE id = ?1",
 	[ST_SBX_BY_IDEM] = "SELECT id FROM sandboxes WHERE team = ?1 AND idem_key = ?2",
@@ -437,6 +442,15 @@ int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *sbx, hu_err *
 		sqlite3_clear_bindings(s);
 		return hu_err_set(err, ENOMEM, "store: encode mounts");
 	}
+	/* and the network, so that a restart sets up the same one */
+	sqlite3_bind_int(s, 23, !!sbx->internet);
+	json_t *net = hu_sbx_json_network(sbx);
+	char *net_text = net ? json_dumps(net, JSON_COMPACT) : NULL;
+	json_decref(net);
+	if (net_text && sqlite3_bind_text(s, 24, net_text, -1, free) != SQLITE_OK) {
+		sqlite3_clear_bindings(s);
+		return hu_err_set(err, ENOMEM, "store: encode network");
+	}
 	int rc = sqlite3_step(s);
 	sqlite3_reset(s);
 	if (rc == SQLITE_CONSTRAINT)
@@ -562,6 +576,15 @@ static struct hu_sbx *row_sandbox(sqlite3_stmt *q)
 	}
 	if (!s->mounts)
 		s->mounts = json_array();
+	s->internet = sqlite3_column_int(q, 22);
+	const char *net = (const char *)sqlite3_column_text(q, 23);
+	json_t *nj = net ? json_loads(net, 0, NULL) : NULL;
+	hu_err ignored;
+	/* rules the store holds were valid when written; a row that no longer
+	 * decodes gets none rather than wrong ones */
+	if (nj && hu_api_decode_network(nj, &s->net_rules, &ignored) == 0)
+		s->has_network = 1;
+	json_decref(nj);
 	s->last_active_ms = s->paused_at_ms ? s->paused_at_ms : s->started_at_ms;
 	return s;
 }
@@ -574,7 +597,7 @@ int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void
 	if (sqlite3_prepare_v2(st->db,
 			       "SELECT id, team, template, state, access_token, started_at, end_at, timeout, metadata,"
 			       " env_vars, auto_pause, auto_resume, allow_internet, cpu, memory, disk, auto_pause_memory,"
-			       " paused_at, released, reclaim_after, idem_key, mounts FROM sandboxes",
+			       " paused_at, released, reclaim_after, idem_key, mounts, internet, network FROM sandboxes",
 			       -1, &q, NULL) != SQLITE_OK)
 		return db_err(st, err, "load sandboxes");
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -51,7 +52,9 @@ void hu_slot_release(struct hu_runtime *rt, uint32_t slot)
 	unlink(path);
 }
 
-void hu_slot_release_id(struct hu_runtime *rt, const char *id)
+/* Call fn for every slot file recording sandbox `id`. */
+static void each_slot_of(struct hu_runtime *rt, const char *id, void (*fn)(const char *path, const char *name, void *),
+			 void *arg)
 {
 	DIR *d = opendir(rt->slots_dir);
 	struct dirent *de;
@@ -65,7 +68,46 @@ void hu_slot_release_id(struct hu_runtime *rt, const char *id)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", rt->slots_dir, de->d_name);
 		if (hu_read_file(path, buf, sizeof(buf), &ignore) >= 0 && !strcmp(buf, id))
-			unlink(path);
+			fn(path, de->d_name, arg);
 	}
 	closedir(d);
+}
+
+static void unlink_slot(const char *path, const char *name, void *arg)
+{
+	(void)name;
+	(void)arg;
+	unlink(path);
+}
+
+void hu_slot_release_id(struct hu_runtime *rt, const char *id)
+{
+	each_slot_of(rt, id, unlink_slot, NULL);
+}
+
+struct found_slot {
+	int found;
+	uint32_t slot;
+};
+
+static void note_slot(const char *path, const char *name, void *arg)
+{
+	struct found_slot *f = arg;
+	char *end;
+	unsigned long v = strtoul(name, &end, 10);
+	(void)path;
+	if (*end == '\0' && v < HU_SLOTS_MAX) {
+		f->found = 1;
+		f->slot = (uint32_t)v;
+	}
+}
+
+int hu_slot_find_id(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err)
+{
+	struct found_slot f = {0};
+	each_slot_of(rt, id, note_slot, &f);
+	if (!f.found)
+		return hu_err_set(err, ENOENT, "no uid slot of sandbox %s", id);
+	*slot = f.slot;
+	return 0;
 }

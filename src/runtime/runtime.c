@@ -12,7 +12,7 @@
 #include <sys/un.h>
 #include <time.h>
 
-#include "runtime/runtime_internal.h"
+#include "runtime/net_internal.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -29,6 +29,13 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->run_dir, sizeof(cfg->run_dir), "HUTCH_RUN_DIR", "/run/hutch");
 	copy_env(cfg->init_path, sizeof(cfg->init_path), "HUTCH_INIT", "");
 	copy_env(cfg->cgroup_parent, sizeof(cfg->cgroup_parent), "HUTCH_CGROUP_PARENT", "hutch");
+	copy_env(cfg->net_mode, sizeof(cfg->net_mode), "HUTCH_NET", "none");
+	copy_env(cfg->net_name, sizeof(cfg->net_name), "HUTCH_NET_NAME", "hutch");
+	copy_env(cfg->net_pool, sizeof(cfg->net_pool), "HUTCH_NET_POOL", "10.200.0.0/17");
+	copy_env(cfg->net_dns, sizeof(cfg->net_dns), "HUTCH_NET_DNS", "");
+	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
+	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");
+	copy_env(cfg->net_deny, sizeof(cfg->net_deny), "HUTCH_NET_DENY", "");
 }
 
 /* hutch-init is looked for next to the running binary (build tree), then in
@@ -99,6 +106,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		return hu_err_set(err, ENOMEM, "runtime");
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
+	rt->host_netns = -1;
 	if (hu_cgroup_detect(&rt->cg, err) < 0)
 		goto fail;
 	snprintf(rt->cg.parent, sizeof(rt->cg.parent), "%s", cfg->cgroup_parent[0] ? cfg->cgroup_parent : "hutch");
@@ -118,7 +126,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	else if (find_init(init_path, sizeof(init_path), err) < 0)
 		goto fail;
 	rt->init_memfd = seal_init(init_path, err);
-	if (rt->init_memfd < 0 || hu_seccomp_compile(&rt->seccomp, err) < 0)
+	if (rt->init_memfd < 0 || hu_seccomp_compile(&rt->seccomp, err) < 0 || hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;
@@ -135,6 +143,7 @@ void hu_runtime_close(struct hu_runtime *rt)
 	if (rt->init_memfd >= 0)
 		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
+	hu_net_runtime_close(rt);
 	free(rt);
 }
 

@@ -3,6 +3,7 @@
 #define HUTCH_RUNTIME_INTERNAL_H
 
 #include "runtime/sandbox.h"
+#include "runtime/net.h"
 #include "runtime/seccomp.h"
 
 /* Each sandbox gets HU_UID_RANGE consecutive host uids (and gids) starting at
@@ -14,6 +15,8 @@
 /* Bump when the layout of a built template changes, so old ones are rebuilt. */
 #define HU_TEMPLATE_LAYOUT 3
 
+struct nft_ctx;
+
 struct hu_runtime {
 	struct hu_runtime_config cfg;
 	struct hu_cgroup_env cg;
@@ -23,6 +26,9 @@ struct hu_runtime {
 	char ctl_dir[PATH_MAX];
 	char slots_dir[PATH_MAX];
 	char templates_dir[PATH_MAX];
+	struct hu_net_config net; /* net.c */
+	struct nft_ctx *nft;      /* NULL unless the network mode is nat */
+	int host_netns;           /* the runtime's own network namespace */
 };
 
 /* uid slots (idrange.c) */
@@ -30,6 +36,8 @@ int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_er
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
 /* Release the slot(s) recorded for sandbox `id` (a leftover without handle). */
 void hu_slot_release_id(struct hu_runtime *rt, const char *id);
+/* The slot recorded for sandbox `id` (ENOENT: none). */
+int hu_slot_find_id(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
 
 /* The path of a template's root directory. */
 int hu_template_rootfs(const struct hu_runtime *rt, const char *name, char *buf, size_t n, hu_err *err);

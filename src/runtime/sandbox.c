@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "runtime/mountapi.h"
+#include "runtime/net_internal.h"
 #include "runtime/sandbox_internal.h"
 #include "runtime/sandbox_priv.h"
 #include "util/cleanup.h"
@@ -336,6 +337,10 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	 * its end of the sync socket with it, which the verdict reports) */
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
+	/* the network is in place before the child is told to go on */
+	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->sbdir, sb->uid_base, &spec->net, err) < 0)
+		return -1;
+	sb->have_net = spec->net.internet;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
@@ -420,8 +425,10 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	hu_err e2;
 
 	hu_sbx_stop_processes(sb);
-	if (sb->have_dir)
-		rc = hu_sbx_remove_dir(sb->sbdir, err);
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, 0, err) < 0)
+		rc = -1;
+	if (sb->have_dir && hu_sbx_remove_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
+		rc = -1;
 	unlink(sb->sock);
 	if (sb->cg) {
 		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
@@ -560,6 +567,8 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
 		if (hu_cgroup_destroy(cg, &e) < 0)
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 	}
+	if (hu_net_cleanup_leftover(rt, id, rc == 0 ? err : &e) < 0)
+		rc = -1;
 	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
 	if (hu_sbx_remove_dir(dir, rc == 0 ? err : &e) < 0)
 		rc = -1;

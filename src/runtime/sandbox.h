@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "runtime/cgroup.h"
+#include "runtime/net.h"
 #include "util/err.h"
 
 #define HU_ID_MAX 64
@@ -25,6 +26,16 @@ struct hu_runtime_config {
 	char run_dir[PATH_MAX];   /* volatile: sandboxes/, ctl/, slots/ (default /run/hutch) */
 	char init_path[PATH_MAX]; /* the hutch-init binary; "" = next to /proc/self/exe */
 	char cgroup_parent[64];   /* parent cgroup name (default "hutch") */
+	/* the network boundary (net.h; docs/operations.md): HUTCH_NET,
+	 * HUTCH_NET_NAME, HUTCH_NET_POOL, HUTCH_NET_DNS, HUTCH_NET_UPLINK,
+	 * HUTCH_NET_ALLOW, HUTCH_NET_DENY */
+	char net_mode[8];         /* none (default) | nat */
+	char net_name[16];        /* nft table and interface prefix (default "hutch") */
+	char net_pool[32];        /* default 10.200.0.0/17: a /31 per uid slot */
+	char net_dns[32];         /* resolver address ("" = the host's first nameserver) */
+	char net_uplinks[80];     /* interfaces replies return through ("" = the default route's) */
+	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
+	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
 };
 
 struct hu_runtime;
@@ -55,6 +66,7 @@ struct hu_sandbox_spec {
 	int die_with_parent;     /* the sandbox is killed when its creator dies (hutch run) */
 	const struct hu_mount_spec *mounts; /* extra mounts (borrowed), attached in order */
 	size_t n_mounts;                    /* at most HU_MOUNTS_MAX */
+	struct hu_net_spec net;  /* zero: loopback only */
 };
 
 /* Is `target` an acceptable mount point inside a sandbox? Absolute, at most

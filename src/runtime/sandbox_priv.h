@@ -16,7 +16,7 @@ struct hu_sandbox {
 	int pidfd;
 	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
-	int have_slot, have_dir;
+	int have_slot, have_dir, have_net;
 };
 
 /* Bind and listen on sb->sock (an old socket file is replaced); the fd. */

@@ -18,6 +18,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/net.h"
+#include "runtime/net_internal.h"
 #include "runtime/sandbox_priv.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
@@ -143,8 +145,10 @@ int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **
 	if (find_slot(sb, err) < 0 || hu_cgroup_open(&rt->cg, id, &sb->cg, err) < 0)
 		goto fail;
 	sb->have_dir = 1;
-	if (find_init(sb, &e) == 0)
+	if (find_init(sb, &e) == 0) {
 		*alive = 1;
+		sb->have_net = hu_net_adopt(rt, sb->slot); /* its veth is there: it has a network */
+	}
 	*out = sb;
 	return 0;
 fail:
@@ -164,6 +168,11 @@ int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err)
 	hu_err e;
 
 	hu_sbx_stop_processes(sb);
+	/* the veth went with the namespace; its rules go too (a restart adds
+	 * them again), so that nothing of it outlives the sandbox */
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, 0, &e) < 0)
+		hu_err_clear(&e);
+	sb->have_net = 0;
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	sb->pidfd = -1;

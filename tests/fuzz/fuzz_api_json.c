@@ -1,7 +1,8 @@
-// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c
+// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c
 /*
  * libFuzzer driver for the control plane's input decoders. A JSON input is
- * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause);
+ * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause,
+ * network update);
  * any input is also split at newlines into the list query parameters and
  * tried as an RFC 3339 time. Decoders must never crash or leak, must hand
  * out nothing on failure, and what they accept must be in range.
@@ -38,6 +39,17 @@ static void bodies(const json_t *body)
 	if (hu_api_decode_connect(body, &c, &err) == 0 && c.has_timeout && (c.timeout_s < -1 || c.timeout_s > HU_TIMEOUT_MAX_S))
 		abort();
 	hu_api_decode_pause(body, &memory, &err);
+	struct hu_net_rules rules;
+	int allow;
+	if (hu_api_decode_network_update(body, &rules, &allow, &err) == 0 &&
+	    (rules.n_allow > HU_NET_RULES_MAX || rules.n_deny > HU_NET_RULES_MAX || allow < -1 || allow > 1))
+		abort();
+	if (hu_api_decode_new_sandbox(body, &ns, &err) == 0) {
+		for (unsigned i = 0; i < ns.net.n_allow; i++)
+			if (ns.net.allow[i].len > 32)
+				abort();
+		hu_new_sandbox_clear(&ns);
+	}
 }
 
 /* Up to seven newline-separated fields -> the list query parameters. */

@@ -99,6 +99,55 @@ static void test_new_sandbox_wrong_types(void **state)
 		"host-mount[0]");
 }
 
+static void test_new_sandbox_network(void **state)
+{
+	struct hu_new_sandbox ns;
+	json_t *body = js("{\"network\":{\"allowOut\":[\"198.51.100.10\",\"203.0.113.0/24\"],"
+			  "\"denyOut\":[\"0.0.0.0/0\"],\"allowPublicTraffic\":false,\"rules\":{}}}");
+	hu_err err;
+
+	assert_int_equal(hu_api_decode_new_sandbox(body, &ns, &err), 0);
+	assert_int_equal(ns.has_network, 1);
+	assert_int_equal(ns.net.n_allow, 2);
+	assert_int_equal(ns.net.n_deny, 1);
+	assert_int_equal(ns.net.allow[0].addr, 0xc633640au);
+	assert_int_equal(ns.net.allow[1].len, 24);
+	hu_new_sandbox_clear(&ns);
+	json_decref(body);
+
+	new_bad("{\"network\":{\"allowOut\":\"1.2.3.4\"}}", "network.allowOut must be an array");
+	new_bad("{\"network\":{\"denyOut\":[5]}}", "network.denyOut[0] must be a string");
+	new_bad("{\"network\":{\"allowOut\":[\"example.com\"]}}", "domain rules are not supported");
+	new_bad("{\"network\":{\"denyOut\":[\"::/0\"]}}", "IPv6");
+	new_bad("{\"network\":{\"denyOut\":[\"1.2.3.4/99\"]}}", "prefix length");
+	new_bad("{\"network\":{\"egressProxy\":{\"address\":\"p:1080\"}}}", "egressProxy");
+	new_bad("{\"network\":{\"rules\":{\"api.example.com\":[{}]}}}", "network.rules");
+	new_bad("{\"allow_internet_access\":false,\"network\":{\"denyOut\":[\"1.2.3.4\"]}}", "need allow_internet_access");
+}
+
+static void test_network_update(void **state)
+{
+	struct hu_net_rules r;
+	json_t *body = js("{\"denyOut\":[\"198.51.100.20\"],\"allow_internet_access\":true}");
+	hu_err err;
+	int allow;
+
+	assert_int_equal(hu_api_decode_network_update(body, &r, &allow, &err), 0);
+	assert_int_equal(allow, 1);
+	assert_int_equal(r.n_allow, 0);
+	assert_int_equal(r.n_deny, 1);
+	json_decref(body);
+	body = js("{}");
+	assert_int_equal(hu_api_decode_network_update(body, &r, &allow, &err), 0);
+	assert_int_equal(allow, -1);
+	assert_int_equal(r.n_deny, 0);
+	json_decref(body);
+	body = js("[]");
+	assert_int_equal(hu_api_decode_network_update(body, &r, &allow, &err), -1);
+	assert_int_equal(err.code, EINVAL);
+	json_decref(body);
+}
+
 static void test_new_sandbox_timeout_range(void **state)
 {
 	new_bad("{\"timeout\":-2}", "-1 for never");
@@ -268,6 +317,8 @@ int main(void)
 		cmocka_unit_test(test_new_sandbox_timeout_range),
 		cmocka_unit_test(test_new_sandbox_maps),
 		cmocka_unit_test(test_new_sandbox_lifecycle_rules),
+		cmocka_unit_test(test_new_sandbox_network),
+		cmocka_unit_test(test_network_update),
 		cmocka_unit_test(test_timeout_bodies),
 		cmocka_unit_test(test_time_format_and_parse),
 		cmocka_unit_test(test_list_query),

@@ -100,6 +100,10 @@ static void test_good_file(void **state)
 			    "default_disk = 2G\n"
 			    "default_pids = 100\n"
 			    "max_sandboxes = 20\n"
+			    "network = nat\n"
+			    "network_pool = 10.250.0.0/17\n"
+			    "network_dns = 198.51.100.53\n"
+			    "network_allow = 10.1.2.3/32, 10.9.0.0/16\n"
 			    "log_level = debug\r\n");
 	/* <data_dir>/hutch.conf is read without --config. */
 	assert_int_equal(from_args(&cfg, &err, NULL), 0);
@@ -116,6 +120,10 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg.default_pids, 100);
 	assert_int_equal(cfg.max_sandboxes, 20);
 	assert_string_equal(cfg.log_level, "debug");
+	assert_string_equal(cfg.net_mode, "nat");
+	assert_string_equal(cfg.net_pool, "10.250.0.0/17");
+	assert_string_equal(cfg.net_dns, "198.51.100.53");
+	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16");
 }
 
 static void assert_file_error(struct fixture *f, const char *text, const char *where, const char *what)
@@ -187,6 +195,11 @@ static void test_lifecycle_settings(void **state)
 	assert_true(cfg.admission_memory_overcommit == 1.5);
 	assert_true(cfg.admission_cpu_overcommit == 2.0);
 	assert_false(cfg.admission_refuse_under_pressure);
+	assert_file_error(f, "network = bridge\n", "1", "expected none or nat");
+	assert_file_error(f, "network_name = Hutch\n", "1", "network name");
+	assert_file_error(f, "network_pool = 10.0.0.0/33\n", "1", "prefix length");
+	assert_file_error(f, "network_dns = dns.example\n", "1", "network resolver");
+	assert_file_error(f, "network_deny = 192.0.2.0/24, lan\n", "1", "'lan' is not an IPv4 address");
 }
 
 static void test_flags_override(void **state)

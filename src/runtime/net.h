@@ -1,0 +1,92 @@
+/*
+ * The network boundary of sandboxes.
+ *
+ * Every sandbox has its own network namespace. With the runtime's network
+ * mode "none", or a sandbox created without internet access, it holds only
+ * loopback. Otherwise (mode "nat") the sandbox gets a veth pair: the host end
+ * is named <net_name>-<slot>, the sandbox end eth0, and both addresses come
+ * from the sandbox's uid slot (a /31 out of the pool: gateway = pool + 2*slot,
+ * sandbox = pool + 2*slot + 1), so everything a sandbox owns on the network
+ * can be found again from (id, slot) alone after a restart.
+ *
+ * Filtering is done on the host side, keyed by the host interface, because
+ * root inside the sandbox owns its namespace and may change its own
+ * addresses and routes at will. One nftables table per runtime name holds
+ * rules shared by every sandbox (set up once, idempotently, when the runtime
+ * opens); a sandbox's allowOut/denyOut are elements "<name>-<slot>" . cidr
+ * of two shared sets (netfilter.c). docs/security.md lists the rules.
+ */
+#ifndef HUTCH_RUNTIME_NET_H
+#define HUTCH_RUNTIME_NET_H
+
+#include <net/if.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define HU_NET_RULES_MAX 256
+#define HU_NET_NAME_MAX 9 /* <name>-<slot> (up to 5 digits) fits IFNAMSIZ - 1 */
+
+/* An IPv4 prefix (host byte order, address masked to the prefix). */
+struct hu_cidr4 {
+	uint32_t addr;
+	uint8_t len;
+};
+
+/* A sandbox's own egress rules (E2B's network.allowOut / denyOut). */
+struct hu_net_rules {
+	unsigned n_allow, n_deny;
+	struct hu_cidr4 allow[HU_NET_RULES_MAX];
+	struct hu_cidr4 deny[HU_NET_RULES_MAX];
+};
+
+/* What a sandbox asks for at create time. */
+struct hu_net_spec {
+	int internet; /* 0 = loopback only */
+	struct hu_net_rules rules;
+};
+
+/* The operator's settings (parsed from the runtime configuration strings). */
+enum hu_net_mode { HU_NET_NONE = 0, HU_NET_NAT = 1 };
+struct hu_net_config {
+	enum hu_net_mode mode;
+	char name[HU_NET_NAME_MAX + 1]; /* table name and interface prefix */
+	struct hu_cidr4 pool;           /* /17 or larger covers every uid slot */
+	uint32_t resolver;              /* where the sandboxes' DNS goes (0 = none) */
+	char uplinks[4][IF_NAMESIZE];   /* interfaces whose forwarding is turned on */
+	unsigned n_uplinks;
+	struct hu_net_rules op;         /* allow: exceptions to the built-in denials; deny: more of them */
+};
+
+/* Parse "a.b.c.d" or "a.b.c.d/len" (no leading zeros, no spaces). The
+ * address is masked to its prefix. */
+int hu_cidr4_parse(const char *s, struct hu_cidr4 *out, hu_err *err);
+/* Append the entries of a comma-separated CIDR list to rules->allow
+ * (which = 'a') or rules->deny ('d'). */
+int hu_net_rules_add_list(struct hu_net_rules *rules, char which, const char *list, hu_err *err);
+/* Append one entry (E2B rule text) to a list; domain names and IPv6 are
+ * refused with a message saying so. */
+int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, hu_err *err);
+/* "a.b.c.d/len" into buf (at least 19 bytes). */
+void hu_cidr4_format(const struct hu_cidr4 *c, char *buf, size_t n);
+
+/* Parse the operator's strings (mode, name, pool, resolver, uplinks,
+ * exceptions, extra denials); a missing resolver means the host's first
+ * nameserver. */
+int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char *name, const char *pool,
+			const char *dns, const char *uplinks, const char *allow, const char *deny, hu_err *err);
+
+struct hu_runtime;
+/* The runtime's network mode (the daemon decides from it what
+ * allow_internet_access gives). */
+enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt);
+/* Replace the allowOut/denyOut rules of a live sandbox that has internet
+ * access (one nftables transaction). */
+int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rules *rules, hu_err *err);
+
+/* The addresses of slot `slot`: gateway (host end) and sandbox end. */
+int hu_net_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint32_t *gw, uint32_t *addr, hu_err *err);
+/* The host interface name of slot `slot`. */
+void hu_net_ifname(const struct hu_net_config *cfg, uint32_t slot, char buf[IF_NAMESIZE]);
+
+#endif

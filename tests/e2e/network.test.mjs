@@ -1,0 +1,125 @@
+// The network boundary through the unmodified e2b SDK: network.allowOut /
+// denyOut on create, updateNetwork on a live sandbox, allowInternetAccess
+// false, refused domain rules, and a kill that leaves no interface or rule.
+// The test builds its own world (tests/integration/net/world.sh: a stand-in
+// internet in a namespace of its own) and sends traffic nowhere else.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Sandbox } from 'e2b'
+import { startDaemon, root, sleep } from './harness.mjs'
+
+const tag = String(process.pid % 100000)
+const name = 'hne' + tag
+const world = join(root, 'tests/integration/net/world.sh')
+const probe = readFileSync(join(root, 'tests/integration/net/probe.py'), 'utf8')
+const have = (cmd) => { try { execFileSync('sh', ['-c', `command -v ${cmd}`]); return true } catch { return false } }
+const skip = !have('ip') || !have('nft') ? 'ip or nft missing' : false
+
+let d
+before(async () => {
+  if (skip) return
+  execFileSync(world, ['up', tag], { stdio: 'inherit' })
+  Object.assign(process.env, {
+    HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${200 + (process.pid % 7) * 8}.128.0/17`,
+    HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
+  })
+  d = await startDaemon()
+})
+after(async () => {
+  const st = await d?.stop()
+  if (!skip) {
+    try { execFileSync(world, ['down', tag]) } catch {}
+    try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
+  }
+  for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
+    'HUTCH_NET_DENY'])
+    delete process.env[k]
+  if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
+})
+
+async function run(sbx, ...probes) {
+  await sbx.files.write('/tmp/probe.py', probe)
+  const r = await sbx.commands.run(`python3 /tmp/probe.py ${probes.join(' ')}`, { timeoutMs: 60_000 })
+  return r.stdout
+}
+
+function hostState() {
+  const links = execFileSync('ip', ['-o', 'link', 'show']).toString()
+  const table = execFileSync('nft', ['list', 'table', 'inet', name]).toString()
+  return { links: links.split('\n').filter((l) => l.includes(name + '-')), table }
+}
+
+test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo echoes it', { skip }, async () => {
+  const sbx = await Sandbox.create({ network: { allowOut: ['198.51.100.10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
+  try {
+    let out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080', 'name:allowed.test', 'tcp:169.254.169.254:80')
+    assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/)
+    assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/)
+    assert.match(out, /name allowed\.test 198\.51\.100\.10/)
+    assert.match(out, /tcp 169\.254\.169\.254:80 TIMEOUT/)
+    const info = await sbx.getInfo()
+    assert.deepEqual(info.network?.allowOut, ['198.51.100.10/32'])
+    assert.deepEqual(info.network?.denyOut, ['0.0.0.0/0'])
+
+    // a connection open across the change: its packets are judged by the new rules
+    await sbx.files.write('/tmp/echo.py', [
+      'import socket, time',
+      's = socket.create_connection(("198.51.100.10", 7), timeout=2)',
+      's.settimeout(1)',
+      'for i in range(60):',
+      '    try:',
+      '        s.sendall(b"x\\n"); r = "ok" if s.recv(10) else "closed"',
+      '    except OSError:',
+      '        r = "lost"',
+      '    open("/tmp/echo.log", "a").write(r + "\\n")',
+      '    time.sleep(0.2)',
+    ].join('\n') + '\n')
+    const echo = await sbx.commands.run('python3 /tmp/echo.py', { background: true, timeoutMs: 60_000 })
+    await sleep(1500)
+    assert.match(await sbx.files.read('/tmp/echo.log'), /^ok$/m, 'the echo connection works before the change')
+
+    await sbx.updateNetwork({ allowOut: ['198.51.100.20'], denyOut: ['0.0.0.0/0'] })
+    await sleep(3000)
+    const lines = (await sbx.files.read('/tmp/echo.log')).trim().split('\n')
+    assert.deepEqual(lines.slice(-2), ['lost', 'lost'], `the open connection is cut by the new rules: ${lines.join(' ')}`)
+    await echo.kill()
+    out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
+    assert.match(out, /tcp 198\.51\.100\.20:8080 OK internet-denied/)
+    assert.match(out, /tcp 198\.51\.100\.10:8080 TIMEOUT/)
+    assert.deepEqual((await sbx.getInfo()).network?.allowOut, ['198.51.100.20/32'])
+
+    await assert.rejects(sbx.updateNetwork({ allowOut: ['example.com'] }), /domain rules are not supported/)
+    await assert.rejects(sbx.updateNetwork({ allowInternetAccess: false }), /cannot be changed/)
+    const st = hostState()
+    assert.equal(st.links.length, 1, 'one veth while one sandbox lives')
+    assert.match(st.table, new RegExp(`"${name}-[0-9]+" \\. 198\\.51\\.100\\.20`), 'its rules are in the shared sets')
+  } finally {
+    await sbx.kill()
+  }
+  // the pair goes when the kernel frees the dead sandbox's namespace: soon
+  let st = hostState()
+  for (let i = 0; i < 50 && st.links.length; i++) { await new Promise((r) => setTimeout(r, 100)); st = hostState() }
+  assert.equal(st.links.length, 0, `no veth after kill: ${st.links}`)
+  assert.doesNotMatch(st.table, new RegExp(`"${name}-[0-9]+"`), 'no rule keyed by the sandbox\'s interface after kill')
+})
+
+test('allowInternetAccess false: loopback only', { skip }, async () => {
+  const sbx = await Sandbox.create({ allowInternetAccess: false, timeoutMs: 60_000 })
+  try {
+    const out = await run(sbx, 'tcp:198.51.100.10:8080')
+    assert.match(out, /Network is unreachable/)
+    assert.equal((await sbx.getInfo()).allowInternetAccess, false)
+    await assert.rejects(sbx.updateNetwork({ denyOut: ['1.2.3.4'] }), /no internet access/)
+  } finally {
+    await sbx.kill()
+  }
+})
+
+test('domain rules and IPv6 rules are refused at create with a clear error', { skip }, async () => {
+  await assert.rejects(Sandbox.create({ network: { allowOut: ['api.example.com'] } }), /domain rules are not supported/)
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['::/0'] } }), /IPv6 is not offered/)
+  assert.equal(hostState().links.length, 0)
+})

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Servers of the network test's stand-in world (run inside the test's own
+network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
+`echo HOST PORT` echoes what each connection sends, `dns HOST` answers A queries for allowed.test and denied.test (anything else:
+NXDOMAIN), `ready` exits 0 when every server of world.sh answers (probed from
+the host, into the test's own namespaces)."""
+import socket
+import struct
+import sys
+import threading
+
+NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20"}
+
+
+def tcp(host, port, text):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen(64)
+    while True:
+        c, _ = s.accept()
+        try:
+            c.sendall(text.encode() + b"\n")
+        finally:
+            c.close()
+
+
+def echo(host, port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, int(port)))
+    s.listen(64)
+
+    def serve(c):
+        with c:
+            while True:
+                data = c.recv(4096)
+                if not data:
+                    return
+                c.sendall(data)
+
+    while True:
+        c, _ = s.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def qname(msg, off):
+    labels = []
+    while msg[off]:
+        n = msg[off]
+        labels.append(msg[off + 1:off + 1 + n])
+        off += 1 + n
+    return b".".join(labels).lower(), off + 1
+
+
+def answer(q):
+    tid, flags, qd = struct.unpack("!HHH", q[:6])
+    name, end = qname(q, 12)
+    qtype = struct.unpack("!H", q[end:end + 2])[0]
+    question = q[12:end + 4]
+    addr = NAMES.get(name)
+    if addr is None or qtype != 1:
+        rcode = 3 if addr is None else 0
+        return struct.pack("!HHHHHH", tid, 0x8180 | rcode, 1, 0, 0, 0) + question
+    rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(addr)
+    return struct.pack("!HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + rr
+
+
+def dns(host):
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.bind((host, 53))
+    while True:
+        q, peer = u.recvfrom(512)
+        try:
+            u.sendto(answer(q), peer)
+        except Exception:
+            pass
+
+
+def ready():
+    for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
+                 ("203.0.113.1", 8081)):
+        socket.create_connection((h, p), timeout=1).close()
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(1)
+    u.sendto(struct.pack("!HHHHHH", 1, 0x100, 1, 0, 0, 0) + b"\x07allowed\x04test\x00\x00\x01\x00\x01",
+             ("198.51.100.53", 53))
+    u.recv(512)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "ready":
+        ready()
+    elif sys.argv[1] == "tcp":
+        tcp(*sys.argv[2:5])
+    elif sys.argv[1] == "echo":
+        echo(*sys.argv[2:4])
+    elif sys.argv[1] == "dns":
+        dns(sys.argv[2])

@@ -1,0 +1,85 @@
+#!/bin/bash
+# The network tests' stand-in world (tests/integration/test_network.sh and
+# tests/e2e/network.test.mjs). Nothing here sends traffic anywhere but into
+# the namespaces it makes.
+#
+#   world.sh up TAG     build it and wait until every server answers
+#   world.sh down TAG   remove it (also what a failed run left)
+#
+#   namespace hutnet-inet-TAG, the "internet", behind veth hnti<TAG> (host
+#     203.0.113.1/24, far end 203.0.113.2): TCP servers on 198.51.100.10:8080
+#     ("internet-allowed"), 198.51.100.20:8080 ("internet-denied") and a fake
+#     metadata service 169.254.169.254:80, an echo server on 198.51.100.10:7; a DNS server on 198.51.100.53
+#     (allowed.test -> .10, denied.test -> .20). The host reaches them through
+#     routes to 198.51.100.0/24 and 169.254.169.254/32 via 203.0.113.2 (the
+#     host's default route is not touched);
+#   namespace hutnet-svc-TAG, an "internal service" on 10.99.77.2:8080
+#     behind veth hnts<TAG> (host 10.99.77.1/30);
+#   a listener on the host's own test address, 203.0.113.1:8081.
+# TAG: digits, at most 5 (interface names are limited to 15 characters).
+set -u
+cmd=${1:?up|down}
+tag=${2:?tag}
+here=$(cd "$(dirname "$0")" && pwd)
+INET="hutnet-inet-$tag" SVC="hutnet-svc-$tag" VI="hnti$tag" VS="hnts$tag"
+state="/tmp/hutnet-$tag"
+
+down() {
+	local p
+	for p in $(cat "$state/pids" 2>/dev/null) $(ip netns pids "$INET" 2>/dev/null) $(ip netns pids "$SVC" 2>/dev/null); do
+		kill "$p" 2>/dev/null
+	done
+	ip route del 198.51.100.0/24 via 203.0.113.2 dev "$VI" 2>/dev/null
+	ip route del 169.254.169.254/32 via 203.0.113.2 dev "$VI" 2>/dev/null
+	ip link del "$VI" 2>/dev/null
+	ip link del "$VS" 2>/dev/null
+	ip netns del "$INET" 2>/dev/null
+	ip netns del "$SVC" 2>/dev/null
+	rm -rf "$state"
+	return 0
+}
+
+up() {
+	set -e
+	mkdir -p "$state"
+	ip netns add "$INET"
+	ip netns add "$SVC"
+	ip link add "$VI" type veth peer name wan0 netns "$INET"
+	ip link add "$VS" type veth peer name wan0 netns "$SVC"
+	ip addr add 203.0.113.1/24 dev "$VI"
+	ip addr add 10.99.77.1/30 dev "$VS"
+	ip link set "$VI" up
+	ip link set "$VS" up
+	ip -n "$INET" addr add 203.0.113.2/24 dev wan0
+	ip -n "$INET" link set wan0 up
+	ip -n "$INET" link set lo up
+	for a in 198.51.100.10 198.51.100.20 198.51.100.53 169.254.169.254; do
+		ip -n "$INET" addr add "$a/32" dev lo
+	done
+	ip -n "$SVC" addr add 10.99.77.2/30 dev wan0
+	ip -n "$SVC" link set wan0 up
+	ip -n "$SVC" link set lo up
+	ip route add 198.51.100.0/24 via 203.0.113.2 dev "$VI"
+	ip route add 169.254.169.254/32 via 203.0.113.2 dev "$VI"
+	set +e
+	bg() { setsid "$@" </dev/null >/dev/null 2>&1 & echo $! >>"$state/pids"; }
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 198.51.100.10 8080 internet-allowed
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 198.51.100.20 8080 internet-denied
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 169.254.169.254 80 metadata
+	bg ip netns exec "$INET" python3 "$here/world.py" echo 198.51.100.10 7
+	bg ip netns exec "$INET" python3 "$here/world.py" dns 198.51.100.53
+	bg ip netns exec "$SVC" python3 "$here/world.py" tcp 10.99.77.2 8080 internal
+	bg python3 "$here/world.py" tcp 203.0.113.1 8081 host-listener
+	for _ in $(seq 150); do
+		python3 "$here/world.py" ready 2>/dev/null && return 0
+		sleep 0.2
+	done
+	echo "world.sh: the servers did not come up" >&2
+	return 1
+}
+
+case "$cmd" in
+up) down; up || { down; exit 1; } ;;
+down) down ;;
+*) echo "usage: world.sh up|down TAG" >&2; exit 2 ;;
+esac

@@ -1,0 +1,202 @@
+#!/bin/bash
+# The network boundary (docs/security.md, "Network"). The test builds its own
+# world (net/world.sh: a stand-in internet and an internal service in
+# namespaces of its own, a listener on a host test address) and sends
+# traffic nowhere else. Sandboxes run with HUTCH_NET=nat, their own table and
+# interface prefix, their own pool, the test's resolver, and the test's veth
+# as the uplink.
+. "$(dirname "$0")/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+PROBE=$(cat "$HERE/net/probe.py")
+WORLD="$HERE/net/world.sh"
+
+if ! command -v ip >/dev/null || ! command -v nft >/dev/null; then
+	echo "ok - # SKIP ip or nft missing (scripts/install-deps.sh)"
+	finish
+	exit
+fi
+
+tag=$(( $$ % 100000 ))
+NAME="hnt$tag"
+VI="hnti$tag"
+VS="hnts$tag"
+pids=()
+
+net_cleanup() {
+	local p
+	set +e
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	cleanup_test_dirs
+	"$WORLD" down "$tag"
+	# sandbox interfaces a failed run may have left (they die with their
+	# namespace; this is the safety net), then the test's table
+	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | xargs -r -n1 ip link del 2>/dev/null
+	nft delete table inet "$NAME" 2>/dev/null
+}
+trap net_cleanup EXIT
+
+if ! "$WORLD" up "$tag"; then
+	not_ok "the test's world is up"
+	finish
+	exit 1
+fi
+ok "the test's world is up"
+
+export HUTCH_NET=nat HUTCH_NET_NAME="$NAME" HUTCH_NET_POOL="10.$((210 + tag % 40)).0.0/17"
+export HUTCH_NET_DNS=198.51.100.53 HUTCH_NET_UPLINK="$VI" HUTCH_NET_ALLOW= HUTCH_NET_DENY=
+probe() { hrun --user root "$@" 2>&1; }
+py() { printf '%s' "$PROBE"; }
+
+# 1. loopback only without --internet
+out=$(probe -- python3 -c "$(py)" tcp:198.51.100.10:8080 2>&1; hrun -- cat /proc/net/dev)
+expect_match "no --internet: the internet is unreachable" "tcp 198.51.100.10:8080 ERR Network is unreachable" "$out"
+expect_no_match "no --internet: no interface but lo" "eth0" "$out"
+
+# 2. with internet, the default rules
+out=$(probe --internet -- python3 -c "$(py)" tcp:198.51.100.10:8080 name:allowed.test tcp:allowed.test:8080 \
+	tcp:203.0.113.1:8081 tcp:10.99.77.2:8080 tcp:169.254.169.254:80 addr)
+echo "$out" | sed 's/^/# /'
+expect_match "the internet is reachable by address" "tcp 198.51.100.10:8080 OK internet-allowed" "$out"
+expect_match "names resolve through the provided resolver" "name allowed.test 198.51.100.10" "$out"
+expect_match "the internet is reachable by name" "tcp allowed.test:8080 OK internet-allowed" "$out"
+expect_match "a listener on a host address is unreachable" "tcp 203.0.113.1:8081 TIMEOUT" "$out"
+expect_match "the internal service (10/8) is unreachable" "tcp 10.99.77.2:8080 TIMEOUT" "$out"
+expect_match "the metadata address is unreachable" "tcp 169.254.169.254:80 TIMEOUT" "$out"
+addr=$(sed -n 's/^addr //p' <<<"$out")
+expect_match "the sandbox has a pool address" "^10\.[0-9]+\.[0-9]+\.[0-9]+$" "$addr"
+
+# 3. the gateway (a host address) answers DNS only; other ports are dropped,
+# not refused (the packet never reaches the host's stack)
+out=$(probe --internet -- python3 -c "$(py)" gw tcp:GW:8081 tcp:GW:22 udpdns:GW udpdns:198.51.100.53)
+gw=$(sed -n 's/^gw //p' <<<"$out")
+expect_match "the gateway's other ports are dropped" "tcp $gw:8081 TIMEOUT" "$out"
+expect_match "the gateway's ssh port is dropped" "tcp $gw:22 TIMEOUT" "$out"
+expect_match "DNS to the gateway reaches the configured resolver" "udpdns $gw ANSWER" "$out"
+
+# 4. denyOut and allowlists
+out=$(probe --internet --deny-out 198.51.100.20 -- python3 -c "$(py)" tcp:198.51.100.10:8080 tcp:198.51.100.20:8080 \
+	tcp:denied.test:8080)
+expect_match "denyOut: other addresses stay reachable" "tcp 198.51.100.10:8080 OK" "$out"
+expect_match "denyOut: the denied IP is unreachable" "tcp 198.51.100.20:8080 TIMEOUT" "$out"
+expect_match "denyOut: the denied IP is unreachable by name" "tcp denied.test:8080 TIMEOUT" "$out"
+out=$(probe --internet --deny-out 0.0.0.0/0 --allow-out 198.51.100.10/32 -- python3 -c "$(py)" \
+	tcp:198.51.100.10:8080 tcp:198.51.100.20:8080 name:allowed.test udpdns:198.51.100.53)
+expect_match "allowlist: the allowed IP is reachable" "tcp 198.51.100.10:8080 OK" "$out"
+expect_match "allowlist: everything else is unreachable" "tcp 198.51.100.20:8080 TIMEOUT" "$out"
+expect_match "allowlist: DNS through the provided resolver still works" "name allowed.test 198.51.100.10" "$out"
+expect_match "allowlist: DNS straight to the resolver's address is blocked" "udpdns 198.51.100.53 NOANSWER" "$out"
+out=$(probe --internet --allow-out 10.99.77.2 -- python3 -c "$(py)" tcp:10.99.77.2:8080)
+expect_match "allowOut cannot open the operator's denials" "tcp 10.99.77.2:8080 TIMEOUT" "$out"
+out=$(hrun --internet --allow-out example.com -- true 2>&1)
+expect_match "domain rules are refused with a clear error" "domain rules are not supported" "$out"
+out=$(hrun --internet --deny-out ::/0 -- true 2>&1)
+expect_match "IPv6 rules are refused with a clear error" "IPv6 is not offered" "$out"
+out=$(hrun --deny-out 1.2.3.4 -- true 2>&1)
+expect_match "rules without --internet are refused" "need --internet" "$out"
+
+# 5. DNS is rate-limited (a tunnel through it is slow)
+out=$(probe --internet -- python3 -c "$(py)" burst:300)
+n=$(sed -n 's/^burst 300 //p' <<<"$out")
+check "a burst of 300 DNS queries is cut down by the limit (${n:-none} answered)" test "${n:-0}" -ge 1 -a "${n:-999}" -le 150
+
+# 6. other sandboxes: B listens; A cannot reach it
+sbout="$HUTCH_TEST_TMP/b.out"
+hrun --internet --timeout 40s -- python3 -c "$(py)
+import socket, time
+s = socket.socket(); s.bind(('0.0.0.0', 8080)); s.listen(8)
+print('listening', flush=True); s.settimeout(8)
+try:
+    c, _ = s.accept(); c.sendall(b'sandbox-b\n')
+except OSError:
+    pass
+" addr >"$sbout" 2>&1 &
+bpid=$!
+pids+=("$bpid")
+for _ in $(seq 100); do grep -q listening "$sbout" 2>/dev/null && break; sleep 0.1; done
+baddr=$(sed -n 's/^addr //p' "$sbout")
+out=$(probe --internet -- python3 -c "$(py)" "tcp:$baddr:8080")
+expect_match "another sandbox ($baddr) is unreachable" "tcp $baddr:8080 TIMEOUT" "$out"
+# while B runs: its host end has no IPv6 address, and B has none but ::1
+bif=$(ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | head -1)
+expect_eq "the host end of a veth carries no IPv6 address" "" "$(ip -6 -o addr show dev "${bif:-none}" 2>&1)"
+out=$(hrun --internet -- cat /proc/net/if_inet6)
+expect_no_match "a sandbox has no IPv6 address but loopback" "eth0" "$out"
+
+# 7. spoofing: root inside adds another address; traffic from it is dropped
+out=$(probe --internet -- bash -c "ip addr add 198.51.100.99/32 dev eth0 2>&1 || echo noip; python3 -c '
+import socket
+s = socket.socket(); s.settimeout(2); s.bind((\"198.51.100.99\", 0))
+try:
+    s.connect((\"198.51.100.10\", 8080)); print(\"spoof OK\")
+except OSError as e:
+    print(\"spoof BLOCKED\", e)
+'")
+expect_match "a spoofed source address is dropped" "spoof BLOCKED|noip" "$out"
+
+# 8. the operator's exception opens the internal service
+# (replies come back through the service's link, so it is an uplink too)
+out=$(HUTCH_NET_ALLOW=10.99.77.2/32 HUTCH_NET_UPLINK="$VI,$VS" probe --internet -- python3 -c "$(py)" tcp:10.99.77.2:8080 tcp:203.0.113.1:8081)
+expect_match "an operator exception makes the internal service reachable" "tcp 10.99.77.2:8080 OK internal" "$out"
+expect_match "the exception opens nothing else" "tcp 203.0.113.1:8081 TIMEOUT" "$out"
+# and an operator denial (a LAN on public addresses) holds against allowOut
+out=$(HUTCH_NET_DENY=198.51.100.0/28 probe --internet --allow-out 198.51.100.10 -- python3 -c "$(py)" \
+	tcp:198.51.100.10:8080 tcp:198.51.100.20:8080)
+expect_match "an operator denial holds against allowOut" "tcp 198.51.100.10:8080 TIMEOUT" "$out"
+expect_match "the operator denial covers only its range" "tcp 198.51.100.20:8080 OK" "$out"
+
+# 8b. the host's loopback: a loopback resolver is refused (its replies could
+# not be routed back), and root inside routing 127.0.0.77 through the
+# gateway reaches nothing (a listener the test opens there)
+out=$(HUTCH_NET_DNS=127.0.0.77 hrun --internet -- true 2>&1)
+expect_match "a loopback resolver is refused with a clear error" "loopback address cannot answer sandboxes" "$out"
+python3 "$HERE/net/world.py" tcp 127.0.0.77 8082 host-loopback >/dev/null 2>&1 &
+lopid=$!
+pids+=("$lopid")
+sleep 0.5
+out=$(probe --internet -- bash -c '
+echo 1 > /proc/sys/net/ipv4/conf/all/route_localnet 2>/dev/null; echo 1 > /proc/sys/net/ipv4/conf/eth0/route_localnet 2>/dev/null
+gw=$(python3 -c "$1" gw | cut -d" " -f2)
+ip route add 127.0.0.77/32 via "$gw" dev eth0 2>/dev/null || echo noroute
+python3 -c "$1" tcp:127.0.0.77:8082' _ "$(py)")
+kill "$lopid" 2>/dev/null
+wait "$lopid" 2>/dev/null
+expect_match "the host's loopback cannot be reached through the gateway" "tcp 127.0.0.77:8082 (TIMEOUT|REFUSED|ERR)|noroute" "$out"
+expect_no_match "no answer from the host's loopback listener" "host-loopback" "$out"
+
+# 9. teardown: after every run, nothing of any sandbox is left
+wait "$bpid" 2>/dev/null
+# (the pair goes when the kernel frees the dead sandbox's namespace: soon)
+links_left() {
+	local n
+	for _ in $(seq 50); do
+		n=$(ip -o link show | grep -c "$NAME-")
+		[ "$n" = 0 ] && break
+		sleep 0.1
+	done
+	echo "$n"
+}
+expect_eq "no sandbox interface is left" 0 "$(links_left)"
+rules=$(nft list table inet "$NAME" 2>&1)
+expect_no_match "no rule of any sandbox is left" "\"$NAME-[0-9]+\"" "$rules"
+expect_match "the host-wide table stays" "chain from_sbx" "$rules"
+
+# 10. a `hutch run` killed with SIGKILL leaves its sandbox's rules behind
+# (its init dies with it, and the veth with the namespace); the next run's
+# sweep removes them
+"$HUTCH" run --internet --deny-out 192.0.2.99 -- sleep 60 >/dev/null 2>&1 &
+runpid=$!
+has_rules() { nft list set inet "$NAME" udeny 2>/dev/null | grep -q "\"$NAME-[0-9]*\" . 192.0.2.99"; }
+for _ in $(seq 100); do has_rules && break; sleep 0.1; done
+check "a live sandbox's denyOut is in the shared set" has_rules
+id=$(ls "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null | head -1)
+kill -9 "$runpid"
+wait "$runpid" 2>/dev/null
+sleep 1
+check "the killed run's rules are still there before the sweep" has_rules
+touch -d '5 minutes ago' "$HUTCH_RUN_DIR/sandboxes/$id"
+hrun -- true
+rules=$(nft list table inet "$NAME" 2>&1)
+expect_no_match "the sweep removed the killed run's rules" "\"$NAME-[0-9]+\"" "$rules"
+expect_eq "and its interface is gone" 0 "$(links_left)"
+finish

@@ -1,0 +1,131 @@
+/* IPv4 prefixes, rule lists, network settings and per-slot addresses
+ * (src/runtime/netaddr.c). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "runtime/net.h"
+
+static void test_cidr_parse(void **state)
+{
+	struct hu_cidr4 c;
+	char buf[24];
+	hu_err err;
+
+	assert_int_equal(hu_cidr4_parse("198.51.100.7", &c, &err), 0);
+	assert_int_equal(c.addr, 0xc6336407u);
+	assert_int_equal(c.len, 32);
+	assert_int_equal(hu_cidr4_parse("10.1.2.3/8", &c, &err), 0);
+	assert_int_equal(c.addr, 0x0a000000u); /* masked to the prefix */
+	assert_int_equal(c.len, 8);
+	hu_cidr4_format(&c, buf, sizeof(buf));
+	assert_string_equal(buf, "10.0.0.0/8");
+	assert_int_equal(hu_cidr4_parse("0.0.0.0/0", &c, &err), 0);
+	assert_int_equal(c.addr, 0);
+	assert_int_equal(c.len, 0);
+	assert_int_equal(hu_cidr4_parse("255.255.255.255/32", &c, &err), 0);
+	assert_int_equal(c.addr, 0xffffffffu);
+}
+
+static void test_cidr_bad(void **state)
+{
+	const char *bad[] = {"", "1.2.3", "1.2.3.4.5", "256.1.1.1", "1.2.3.4/33", "1.2.3.4/", "01.2.3.4",
+			     "1.2.3.4/08", " 1.2.3.4", "1.2.3.4 ", "1..2.3", "1.2.3.4/-1", "1.2.3.-4", "1.2.3.4/1a",
+			     "1234.1.1.1", "1.2.3.4//8"};
+	struct hu_cidr4 c;
+	hu_err err;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(hu_cidr4_parse(bad[i], &c, &err), -1);
+		assert_int_equal(err.code, EINVAL);
+	}
+}
+
+static void test_rules(void **state)
+{
+	struct hu_net_rules r;
+	hu_err err;
+
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(hu_net_rules_add_list(&r, 'd', "0.0.0.0/0", &err), 0);
+	assert_int_equal(hu_net_rules_add_list(&r, 'a', "198.51.100.10, 203.0.113.0/24,,", &err), 0);
+	assert_int_equal(r.n_deny, 1);
+	assert_int_equal(r.n_allow, 2);
+	assert_int_equal(r.allow[1].len, 24);
+	/* domains and IPv6 are refused with a message saying so, and add nothing */
+	assert_int_equal(hu_net_rules_add(&r, 'a', "example.com", &err), -1);
+	assert_non_null(strstr(err.msg, "domain rules are not supported"));
+	assert_int_equal(hu_net_rules_add(&r, 'd', "::/0", &err), -1);
+	assert_non_null(strstr(err.msg, "IPv6"));
+	assert_int_equal(hu_net_rules_add(&r, 'd', "1.2.3.4/40", &err), -1);
+	assert_non_null(strstr(err.msg, "denyOut"));
+	assert_int_equal(r.n_allow, 2);
+	assert_int_equal(r.n_deny, 1);
+	/* bounded */
+	for (int i = 1; i < HU_NET_RULES_MAX; i++)
+		assert_int_equal(hu_net_rules_add(&r, 'd', "1.1.1.1", &err), 0);
+	assert_int_equal(hu_net_rules_add(&r, 'd', "1.1.1.1", &err), -1);
+	assert_int_equal(r.n_deny, HU_NET_RULES_MAX);
+}
+
+static void test_config(void **state)
+{
+	struct hu_net_config c;
+	hu_err err;
+
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "198.51.100.53", "eth1, eth2",
+					     "10.9.0.0/16", "", &err), 0);
+	assert_int_equal(c.mode, HU_NET_NAT);
+	assert_int_equal(c.resolver, 0xc6336435u);
+	assert_int_equal(c.n_uplinks, 2);
+	assert_string_equal(c.uplinks[1], "eth2");
+	assert_int_equal(c.op.n_allow, 1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "192.0.2.0/24", &err), 0);
+	assert_int_equal(c.op.n_deny, 1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "lan", &err), -1);
+	assert_non_null(strstr(err.msg, "network deny"));
+	assert_int_equal(hu_net_config_parse(&c, "bridge", "hutch", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "Hutch", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghij", "10.200.0.0/17", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/31", "", "", "", "", &err), -1);
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "10.0.0.0/8", "", "", "", &err), -1);
+	assert_non_null(strstr(err.msg, "resolver"));
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "127.0.0.53", "", "", "", &err), -1);
+	assert_non_null(strstr(err.msg, "loopback"));
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "", "a,b,c,d,e", "", "", &err), -1);
+}
+
+static void test_slot_addrs(void **state)
+{
+	struct hu_net_config c;
+	char name[IF_NAMESIZE];
+	uint32_t gw, addr;
+	hu_err err;
+
+	assert_int_equal(hu_net_config_parse(&c, "nat", "hutch", "10.200.0.0/17", "1.1.1.1", "", "", "", &err), 0);
+	assert_int_equal(hu_net_slot_addrs(&c, 0, &gw, &addr, &err), 0);
+	assert_int_equal(gw, 0x0ac80000u);
+	assert_int_equal(addr, 0x0ac80001u);
+	/* the last of 16384 slots still fits a /17; two slots never share */
+	assert_int_equal(hu_net_slot_addrs(&c, 16383, &gw, &addr, &err), 0);
+	assert_int_equal(addr, 0x0ac87fffu);
+	assert_int_equal(hu_net_slot_addrs(&c, 16384, &gw, &addr, &err), -1);
+	hu_net_ifname(&c, 16383, name);
+	assert_string_equal(name, "hutch-16383");
+	/* the longest name still leaves room for every slot number */
+	assert_int_equal(hu_net_config_parse(&c, "nat", "abcdefghi", "10.200.0.0/17", "1.1.1.1", "", "", "", &err), 0);
+	hu_net_ifname(&c, 16383, name);
+	assert_string_equal(name, "abcdefghi-16383");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cidr_parse), cmocka_unit_test(test_cidr_bad), cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_config),     cmocka_unit_test(test_slot_addrs),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
