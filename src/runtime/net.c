@@ -98,23 +98,37 @@ static void addr_text(uint32_t a, char *buf, size_t n)
 
 /* <sbdir>/disk/upper/etc/resolv.conf, owned by the sandbox's root: the
  * overlay shows it over the template's placeholder. */
+/* <upper>/etc/resolv.conf naming the gateway. The upper layer is the
+ * sandbox's own: at a restart over kept files (memory release) it holds
+ * whatever the sandbox put there, and its root may have made /etc or
+ * resolv.conf a symlink to a host path. So nothing is followed: each step
+ * works on a descriptor opened with O_NOFOLLOW, and an existing file is the
+ * sandbox's own (from its first boot, with the same gateway) and stays. */
 static int write_resolv_conf(const char *sbdir, uint32_t uid_base, uint32_t gw, hu_err *err)
 {
-	char dir[PATH_MAX], path[PATH_MAX], text[96], a[16];
+	char upper[PATH_MAX], text[96], a[16];
 
-	if ((size_t)snprintf(dir, sizeof(dir), "%s/disk/upper/etc", sbdir) >= sizeof(dir))
+	if ((size_t)snprintf(upper, sizeof(upper), "%s/disk/upper", sbdir) >= sizeof(upper))
 		return hu_err_set(err, ENAMETOOLONG, "path %s", sbdir);
-	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
-	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || chmod(dir, 0755) < 0 || chown(dir, uid_base, uid_base) < 0)
-		return hu_err_sys(err, "mkdir %s", dir); /* chmod: the umask must not hide /etc from the user */
+	_cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ufd < 0)
+		return hu_err_sys(err, "open %s", upper);
+	int made = mkdirat(ufd, "etc", 0755) == 0;
+	if (!made && errno != EEXIST)
+		return hu_err_sys(err, "mkdir %s/etc", upper);
+	_cleanup_close_ int efd = openat(ufd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (efd < 0)
+		return 0; /* the sandbox made /etc something else: its choice */
+	/* fchmod: the umask must not hide /etc from the user */
+	if (made && (fchmod(efd, 0755) < 0 || fchown(efd, uid_base, uid_base) < 0))
+		return hu_err_sys(err, "chown %s/etc", upper);
+	_cleanup_close_ int fd = openat(efd, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno == EEXIST ? 0 : hu_err_sys(err, "create %s/etc/resolv.conf", upper);
 	addr_text(gw, a, sizeof(a));
 	snprintf(text, sizeof(text), "# hutch: the sandbox's resolver\nnameserver %s\n", a);
-	/* the sandbox has not started yet, but its upper layer is its own:
-	 * create, never follow */
-	if (hu_write_file(path, text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0644, err) < 0)
-		return -1;
-	if (chmod(path, 0644) < 0 || chown(path, uid_base, uid_base) < 0)
-		return hu_err_sys(err, "chown %s", path);
+	if (hu_write_all(fd, text, strlen(text)) < 0 || fchmod(fd, 0644) < 0 || fchown(fd, uid_base, uid_base) < 0)
+		return hu_err_sys(err, "write %s/etc/resolv.conf", upper);
 	return 0;
 }
 

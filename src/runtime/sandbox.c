@@ -425,7 +425,10 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	hu_err e2;
 
 	hu_sbx_stop_processes(sb);
-	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, 0, err) < 0)
+	/* the veth goes with the namespace; an adopted sandbox's init is not
+	 * ours to reap, and the host's init may take seconds to, so its veth
+	 * is deleted here */
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, sb->adopted, err) < 0)
 		rc = -1;
 	if (sb->have_dir && hu_sbx_remove_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
 		rc = -1;

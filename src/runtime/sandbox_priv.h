@@ -17,6 +17,7 @@ struct hu_sandbox {
 	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
 	int have_slot, have_dir, have_net;
+	int adopted; /* not our child: its reaping (and so its namespaces' end) is up to the host's init */
 };
 
 /* Bind and listen on sb->sock (an old socket file is replaced); the fd. */

@@ -139,6 +139,7 @@ int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **
 	sb->rt = rt;
 	sb->pidfd = -1;
 	sb->sync_fd = -1;
+	sb->adopted = 1;
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	snprintf(sb->sbdir, sizeof(sb->sbdir), "%s/%s", rt->sandboxes_dir, id);
 	snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, id);
@@ -219,6 +220,7 @@ int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof(path), "%s/stopped", sb->sbdir);
 	unlink(path);
+	sb->adopted = 0; /* the new init is our child */
 	return 0;
 fail:
 	if (sb->sync_fd >= 0)

@@ -123,3 +123,52 @@ test('domain rules and IPv6 rules are refused at create with a clear error', { s
   await assert.rejects(Sandbox.create({ network: { denyOut: ['::/0'] } }), /IPv6 is not offered/)
   assert.equal(hostState().links.length, 0)
 })
+
+test('a memory release and a daemon restart keep a sandbox\'s network and rules', { skip }, async () => {
+  const sbx = await Sandbox.create({ network: { allowOut: ['198.51.100.10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
+  try {
+    assert.equal(await sbx.pause({ keepMemory: false }), true)
+    assert.equal(hostState().links.length, 0, 'a released sandbox has no veth')
+    assert.doesNotMatch(hostState().table, /198\.51\.100\.10/, 'and no rule element')
+    await Sandbox.connect(sbx.sandboxId)
+    let out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
+    assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/, 'the resumed sandbox has its network back')
+    assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/, 'and its rules')
+    // kill -9 the daemon: the next one adopts the sandbox, network and all
+    process.kill(d.pid, 'SIGKILL')
+    d = await d.restart()
+    const again = await Sandbox.connect(sbx.sandboxId)
+    out = await run(again, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
+    assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/)
+    assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/)
+    assert.deepEqual((await again.getInfo()).network?.allowOut ?? (await fetch(`${d.url}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-KEY': d.apiKey } }).then((r) => r.json())).network.allowOut, ['198.51.100.10/32'], 'the rules survived in the store')
+  } finally {
+    // through the restarted daemon (sbx still points at the first one)
+    await Sandbox.kill(sbx.sandboxId).catch(() => {})
+  }
+  // the veth goes with the namespace, which the kernel frees on its own
+  for (let t = 0; t < 30 && hostState().links.length; t++) await sleep(100)
+  assert.equal(hostState().links.length, 0, 'nothing left after the kill')
+})
+
+test('attack: symlinks planted in the writable layer are not followed when a resume rewrites /etc/resolv.conf', { skip }, async () => {
+  const { existsSync, rmSync } = await import('node:fs')
+  const victimFile = `/tmp/hutch-victim-file-${process.pid}`
+  const victimDir = `/tmp/hutch-victim-dir-${process.pid}`
+  rmSync(victimFile, { force: true })
+  rmSync(victimDir, { recursive: true, force: true })
+  for (const plant of [`rm -f /etc/resolv.conf && ln -s ${victimFile} /etc/resolv.conf`,
+    `cp -a /etc /etc.keep && rm -rf /etc && ln -s ${victimDir} /etc`]) {
+    const sbx = await Sandbox.create({ timeoutMs: 120_000 })
+    try {
+      await sbx.commands.run(plant, { user: 'root' })
+      assert.equal(await sbx.pause({ keepMemory: false }), true)
+      await Sandbox.connect(sbx.sandboxId) // a fresh init; its network set up again
+      assert.equal((await sbx.commands.run('echo alive', { user: 'root' })).stdout, 'alive\n')
+      assert.equal(existsSync(victimFile), false, `${plant}: no host file written through the symlink`)
+      assert.equal(existsSync(victimDir), false, `${plant}: no host directory made through the symlink`)
+    } finally {
+      await sbx.kill().catch(() => {})
+    }
+  }
+})
