@@ -109,7 +109,9 @@ check(f"overlay layer paths are relative ({','.join(opts)})",
       opts and all(not o.split("=", 1)[1].startswith("/") for o in opts), str(opts))
 for line in mi.splitlines():
     root_field = line.split()[3]
-    if root_field not in ("/",) and not root_field.startswith(("/usr", "/null", "/zero", "/full", "/random", "/urandom", "/tty")):
+    # /boot_id: the sandbox's own boot id, a file on its own disk bound over
+    # /proc/sys/kernel/random/boot_id (not a host path)
+    if root_field not in ("/", "/boot_id") and not root_field.startswith(("/usr", "/null", "/zero", "/full", "/random", "/urandom", "/tty")):
         not_ok(f"unexpected mount source path in mountinfo: {line}")
         break
 else:
