@@ -408,6 +408,12 @@ test('volumes survive a daemon killed with SIGKILL; after the restart the capped
     } finally {
       await again.kill()
     }
+    // the first sandbox outlived its daemon and was adopted: its volumes are
+    // still mounted there, so they cannot be deleted until it is gone
+    assert.equal((await api(d3, 'DELETE', '/volumes/keep')).status, 409)
+    const adopted = await Sandbox.connect(sbx.sandboxId)
+    assert.equal((await sh(adopted, 'cat /a/f /b/f')).stdout, 'plain\ncapped\n', 'the adopted sandbox still has its volumes')
+    await adopted.kill()
     assert.equal((await api(d3, 'DELETE', '/volumes/keep')).status, 204)
     assert.equal((await api(d3, 'DELETE', '/volumes/keepcap')).status, 204)
     assert.equal(stacked(), 0, 'the image is unmounted')
