@@ -17,7 +17,7 @@
 // workload, before and after their memory is released.
 // Not a test: it prints numbers (and JSON to build/bench/lifecycle_bench.json).
 import { spawn } from 'node:child_process'
-import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync } from 'node:fs'
+import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, rmSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
@@ -206,6 +206,7 @@ try {
   writeFileSync(resolve(here, '..', process.env.HUTCH_BUILD, 'bench', 'lifecycle_bench.json'), JSON.stringify(out, null, 2))
 } finally {
   hostProc.kill('SIGKILL')
+  rmSync(dirname(conf), { recursive: true, force: true })
   await sleep(100)
   try { rmdirSync(hostGroup) } catch {}
   await d.stop()

@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, execFileSync } from 'node:child_process'
+import { rmSync } from 'node:fs'
 import { Sandbox } from 'e2b'
 import { startDaemon, api, sleep, hutchBin, useDaemon } from './harness.mjs'
 
@@ -210,7 +211,8 @@ test('memory pressure releases paused sandboxes, least recently used first', asy
   const { tmpdir } = await import('node:os')
   const { join } = await import('node:path')
   // a threshold no host meets: the daemon sees pressure all the time
-  const conf = join(mkdtempSync(join(tmpdir(), 'hutch-conf-')), 'hutch.conf')
+  const confDir = mkdtempSync(join(tmpdir(), 'hutch-conf-'))
+  const conf = join(confDir, 'hutch.conf')
   writeFileSync(conf, 'pressure.min_available = 1000T\nadmission.refuse_under_pressure = false\n')
   const p = await startDaemon(['--config', conf])
   const o = { apiKey: p.apiKey, apiUrl: p.url, sandboxUrl: p.url }
@@ -239,6 +241,7 @@ test('memory pressure releases paused sandboxes, least recently used first', asy
   } finally {
     useDaemon(d)
     const st = await p.stop()
+    rmSync(confDir, { recursive: true, force: true })
     assert.equal(st.code, 0)
   }
 })
@@ -280,6 +283,7 @@ test('admission control: over the budget is 429 with Retry-After and builds noth
     assert.match(r.json.message, /memory pressure/)
   } finally {
     useDaemon(d)
+    rmSync(dir, { recursive: true, force: true })
     assert.equal((await p.stop()).code, 0)
   }
 })
