@@ -2,7 +2,7 @@
  * The store: SQLite in WAL mode in the data dir, the daemon's source of
  * truth. It holds teams and API keys (hashed), and every sandbox with its
  * metadata, env vars, lifecycle fields and deadline, so that a restarted
- * daemon (lifecycle issue) can adopt what is running.
+ * daemon can adopt what is running (adopt.c).
  */
 #ifndef HUTCH_DAEMON_STORE_H
 #define HUTCH_DAEMON_STORE_H
