@@ -117,7 +117,6 @@ enum stmt_id {
 	ST_SBX_PUT,
 	ST_SBX_DELETE,
 	ST_SBX_STATE,
-	ST_SBX_BY_IDEM,
 	ST_LOST_ADD,
 	ST_LOST_GET,
 	ST_LOST_PURGE,
@@ -141,7 +140,6 @@ static const char *const stmt_sql[ST_COUNT] = {
 		       " paused_at = ?18, released = ?19, reclaim_after = ?20, network = ?24",
 	[ST_SBX_DELETE] = "DELETE FROM sandboxes WHERE id = ?1",
 	[ST_SBX_STATE] = "UPDATE sandboxes SET state = ?2 WHERE id = ?1",
-	[ST_SBX_BY_IDEM] = "SELECT id FROM sandboxes WHERE team = ?1 AND idem_key = ?2",
 	[ST_LOST_ADD] = "INSERT OR REPLACE INTO lost_sandboxes (id, team, reason, at) VALUES (?1, ?2, ?3, ?4)",
 	[ST_LOST_GET] = "SELECT reason FROM lost_sandboxes WHERE id = ?1 AND team = ?2",
 	[ST_LOST_PURGE] = "DELETE FROM lost_sandboxes WHERE at < ?1",
@@ -475,24 +473,6 @@ int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err)
 	return 0;
 }
 
-int hu_store_sandbox_each_id(struct hu_store *st, void (*fn)(const char *id, void *arg), void *arg, hu_err *err)
-{
-	sqlite3_stmt *q;
-	int rc;
-
-	if (sqlite3_prepare_v2(st->db, "SELECT id FROM sandboxes", -1, &q, NULL) != SQLITE_OK)
-		return db_err(st, err, "list sandboxes");
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const unsigned char *id = sqlite3_column_text(q, 0);
-		if (id)
-			fn((const char *)id, arg);
-	}
-	sqlite3_finalize(q);
-	if (rc != SQLITE_DONE)
-		return db_err(st, err, "list sandboxes");
-	return 0;
-}
-
 int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err)
 {
 	sqlite3_stmt *s = stmt(st, ST_SBX_STATE);
@@ -503,25 +483,6 @@ int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_
 		return -1;
 	}
 	return 0;
-}
-
-int hu_store_sandbox_by_idem(struct hu_store *st, const char *team, const char *key, char *id_out, size_t n,
-			     hu_err *err)
-{
-	sqlite3_stmt *s = stmt(st, ST_SBX_BY_IDEM);
-	int rc;
-
-	sqlite3_bind_text(s, 1, team, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		snprintf(id_out, n, "%s", (const char *)sqlite3_column_text(s, 0));
-		rc = 1;
-	} else {
-		rc = rc == SQLITE_DONE ? 0 : db_err(st, err, "look up idempotency key");
-	}
-	sqlite3_reset(s);
-	return rc;
 }
 
 static json_t *column_json(sqlite3_stmt *q, int i)

@@ -34,17 +34,11 @@ int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);
 /* Sandboxes: insert on create, update on any change, delete on kill. */
 int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err);
 int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err);
-/* Call fn with the id of every stored sandbox (start-up reconciliation). */
-int hu_store_sandbox_each_id(struct hu_store *st, void (*fn)(const char *id, void *arg), void *arg, hu_err *err);
 /* Call fn with every stored sandbox as a new hu_sbx that fn owns (no
  * runtime handle, no timers): a restarted daemon adopts them. */
 int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void *arg), void *arg, hu_err *err);
 /* Only the state (KILLING is written before the runtime destroys). */
 int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err);
-/* The sandbox of `team` created with Idempotency-Key `key`: 1 and its id,
- * 0 when there is none, -1 on error. */
-int hu_store_sandbox_by_idem(struct hu_store *st, const char *team, const char *key, char *id_out, size_t n,
-			     hu_err *err);
 
 /* Sandboxes found dead at start (their init died while no daemon ran):
  * remembered for a week so that the API can say what became of them. */

@@ -142,8 +142,6 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
  * runs (*alive = 1). A sandbox without init (stopped by a memory release,
  * or dead) can be restarted or destroyed through the handle. */
 int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **out, int *alive, hu_err *err);
-/* Whether the handle has a live hutch-init (not after hu_sandbox_stop). */
-int hu_sandbox_has_init(const struct hu_sandbox *sb);
 /* Memory release: end every process of the sandbox (its memory is freed)
  * and keep its files, uid slot and cgroup, for hu_sandbox_restart. */
 int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err);

@@ -158,11 +158,6 @@ fail:
 	return -1;
 }
 
-int hu_sandbox_has_init(const struct hu_sandbox *sb)
-{
-	return sb->pidfd >= 0;
-}
-
 int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err)
 {
 	char path[PATH_MAX + 8];
