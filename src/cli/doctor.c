@@ -42,6 +42,7 @@
 #include "util/cleanup.h"
 #include "util/err.h"
 #include "util/fileutil.h"
+#include "util/meminfo.h"
 
 /* Debian 12's headers know Landlock ABI 2 at most; the version query itself
  * is ABI 1, so these are all the doctor needs. */
@@ -1230,13 +1231,10 @@ static void check_memory(const struct ctx *cx, struct result *r)
 
 static uint64_t mem_available_kib(void)
 {
-	char buf[8192];
+	uint64_t total, avail;
 	hu_err err;
-	bool ok;
 
-	if (hu_read_file("/proc/meminfo", buf, sizeof(buf), &err) < 0)
-		return 0;
-	return meminfo_kib(buf, "MemAvailable:", &ok);
+	return hu_meminfo(&total, &avail, &err) == 0 ? avail / 1024 : 0;
 }
 
 /* Measured, not assumed (design.md: verify the floor yourself): start

@@ -9,33 +9,12 @@
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
 #include "util/fileutil.h"
+#include "util/meminfo.h"
 #include "util/parse.h"
 
 #define MIB (1024ull * 1024ull)
 #define MIN_RESERVE (512 * MIB)
 #define PIDS_RESERVE 4096 /* pids left to the host whatever the sandboxes' limits say */
-
-static int read_meminfo(uint64_t *total, uint64_t *avail, hu_err *err)
-{
-	char line[256];
-	int found = 0;
-	FILE *f = fopen("/proc/meminfo", "re");
-
-	if (!f)
-		return hu_err_sys(err, "open /proc/meminfo");
-	while (found < 2 && fgets(line, sizeof(line), f)) {
-		unsigned long long kb;
-		if (sscanf(line, "MemTotal: %llu kB", &kb) == 1) {
-			*total = kb * 1024;
-			found++;
-		} else if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-			*avail = kb * 1024;
-			found++;
-		}
-	}
-	fclose(f);
-	return found == 2 ? 0 : hu_err_set(err, EIO, "/proc/meminfo lacks MemTotal or MemAvailable");
-}
 
 static uint64_t pid_max(void)
 {
@@ -71,7 +50,7 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	memset(cap, 0, sizeof(*cap));
-	if (read_meminfo(&cap->mem_total, &cap->mem_available, err) < 0)
+	if (hu_meminfo(&cap->mem_total, &cap->mem_available, err) < 0)
 		return -1;
 	cap->mem_reserve = cfg->admission_reserve ? cfg->admission_reserve : cap->mem_total / 10;
 	if (cap->mem_reserve < MIN_RESERVE && !cfg->admission_reserve)

@@ -9,6 +9,7 @@
 #include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/clock.h"
+#include "util/meminfo.h"
 
 #define TICK_MS 1000
 #define PRESSURE_RELEASES_PER_TICK 4 /* at most: each costs a kill and a wait */
@@ -57,28 +58,6 @@ int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s)
 
 /* ---- memory pressure ------------------------------------------------------ */
 
-static int meminfo(uint64_t *total_kb, uint64_t *avail_kb)
-{
-	char line[256];
-	int found = 0;
-	FILE *f = fopen("/proc/meminfo", "re");
-
-	if (!f)
-		return -1;
-	while (found < 2 && fgets(line, sizeof(line), f)) {
-		unsigned long long v;
-		if (sscanf(line, "MemTotal: %llu kB", &v) == 1) {
-			*total_kb = v;
-			found++;
-		} else if (sscanf(line, "MemAvailable: %llu kB", &v) == 1) {
-			*avail_kb = v;
-			found++;
-		}
-	}
-	fclose(f);
-	return found == 2 ? 0 : -1;
-}
-
 /* "some avg10=…" of the memory PSI (the share of time some task stalled on
  * memory over 10 s), or -1 where PSI is off. */
 static double psi_some_avg10(void)
@@ -99,12 +78,13 @@ int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n
 {
 	uint64_t total = 0, avail = 0;
 	double psi = psi_some_avg10();
+	hu_err ignored;
 
-	if (meminfo(&total, &avail) == 0) {
-		uint64_t min = cfg->pressure_min_available ? cfg->pressure_min_available / 1024 : total / 20;
+	if (hu_meminfo(&total, &avail, &ignored) == 0) {
+		uint64_t min = cfg->pressure_min_available ? cfg->pressure_min_available : total / 20;
 		if (avail < min) {
-			snprintf(why, n, "MemAvailable %llu MiB is below %llu MiB", (unsigned long long)(avail / 1024),
-				 (unsigned long long)(min / 1024));
+			snprintf(why, n, "MemAvailable %llu MiB is below %llu MiB", (unsigned long long)(avail >> 20),
+				 (unsigned long long)(min >> 20));
 			return 1;
 		}
 	}
