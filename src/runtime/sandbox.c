@@ -448,6 +448,26 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	return rc;
 }
 
+int hu_sbx_handle_new(struct hu_runtime *rt, const char *id, struct hu_sandbox **out, hu_err *err)
+{
+	struct hu_sandbox *sb = calloc(1, sizeof(*sb));
+
+	*out = NULL;
+	if (!sb)
+		return hu_err_set(err, ENOMEM, "sandbox");
+	sb->rt = rt;
+	sb->pidfd = -1;
+	sb->sync_fd = -1;
+	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	if (sub_path(sb->sbdir, sizeof(sb->sbdir), rt->sandboxes_dir, id, err) < 0 ||
+	    (size_t)snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, id) >= sizeof(sb->sock)) {
+		free(sb);
+		return hu_err_set(err, ENAMETOOLONG, "paths of sandbox %s", id);
+	}
+	*out = sb;
+	return 0;
+}
+
 int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
 			    hu_err *err)
 {
@@ -455,18 +475,8 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 	hu_err ignore;
 	int listen_fd = -1;
 
-	if (validate_spec(spec, err) < 0)
+	if (validate_spec(spec, err) < 0 || hu_sbx_handle_new(rt, spec->id, &sb, err) < 0)
 		return -1;
-	sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return hu_err_set(err, ENOMEM, "sandbox");
-	sb->rt = rt;
-	sb->pidfd = -1;
-	sb->sync_fd = -1;
-	snprintf(sb->id, sizeof(sb->id), "%s", spec->id);
-	if (sub_path(sb->sbdir, sizeof(sb->sbdir), rt->sandboxes_dir, spec->id, err) < 0 ||
-	    (size_t)snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, spec->id) >= sizeof(sb->sock))
-		goto fail;
 	if (access(sb->sbdir, F_OK) == 0) {
 		hu_err_set(err, EEXIST, "sandbox %s exists", spec->id);
 		free(sb);

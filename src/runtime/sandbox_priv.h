@@ -20,6 +20,9 @@ struct hu_sandbox {
 	int adopted; /* not our child: its reaping (and so its namespaces' end) is up to the host's init */
 };
 
+/* A handle for sandbox `id`: its directory and socket paths, nothing
+ * opened or created (create and adopt fill in the rest). */
+int hu_sbx_handle_new(struct hu_runtime *rt, const char *id, struct hu_sandbox **out, hu_err *err);
 /* Bind and listen on sb->sock (an old socket file is replaced); the fd. */
 int hu_sbx_bind_init_socket(struct hu_sandbox *sb, hu_err *err);
 /* Clone the child into fresh namespaces, put it in sb->cg, map its ids,

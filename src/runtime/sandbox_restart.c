@@ -133,16 +133,9 @@ int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **
 	*alive = 0;
 	if (!hu_sandbox_id_valid(id))
 		return hu_err_set(err, EINVAL, "invalid sandbox id '%s'", id);
-	sb = calloc(1, sizeof(*sb));
-	if (!sb)
-		return hu_err_set(err, ENOMEM, "sandbox");
-	sb->rt = rt;
-	sb->pidfd = -1;
-	sb->sync_fd = -1;
+	if (hu_sbx_handle_new(rt, id, &sb, err) < 0)
+		return -1;
 	sb->adopted = 1;
-	snprintf(sb->id, sizeof(sb->id), "%s", id);
-	snprintf(sb->sbdir, sizeof(sb->sbdir), "%s/%s", rt->sandboxes_dir, id);
-	snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, id);
 	if (find_slot(sb, err) < 0 || hu_cgroup_open(&rt->cg, id, &sb->cg, err) < 0)
 		goto fail;
 	sb->have_dir = 1;
