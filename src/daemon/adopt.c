@@ -15,26 +15,17 @@
 #include "daemon/store.h"
 
 struct loaded {
-	struct hu_sbx **v;
-	size_t n, cap;
+	struct hu_sbx_list rows;
 	int oom;
 };
 
 static void collect(struct hu_sbx *s, void *arg)
 {
 	struct loaded *l = arg;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		void *grown = realloc(l->v, cap * sizeof(*l->v));
-		if (!grown) {
-			l->oom = 1;
-			hu_sbx_free(s);
-			return;
-		}
-		l->v = grown;
-		l->cap = cap;
+	if (hu_sbx_list_add(&l->rows, s) < 0) {
+		l->oom = 1;
+		hu_sbx_free(s);
 	}
-	l->v[l->n++] = s;
 }
 
 /* Remove what is left of s on the host and its row. */
@@ -120,13 +111,13 @@ int hu_lifecycle_adopt(struct hu_daemon *d, hu_err *err)
 	struct loaded l = {0};
 
 	if (hu_store_sandbox_load(d->store, collect, &l, err) < 0 || l.oom) {
-		for (size_t i = 0; i < l.n; i++)
-			hu_sbx_free(l.v[i]);
-		free(l.v);
+		for (size_t i = 0; i < l.rows.n; i++)
+			hu_sbx_free(l.rows.v[i]);
+		free(l.rows.v);
 		return l.oom ? hu_err_set(err, ENOMEM, "adopt sandboxes") : -1;
 	}
-	for (size_t i = 0; i < l.n; i++)
-		adopt_one(d, l.v[i]);
-	free(l.v);
+	for (size_t i = 0; i < l.rows.n; i++)
+		adopt_one(d, l.rows.v[i]);
+	free(l.rows.v);
 	return 0;
 }

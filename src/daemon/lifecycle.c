@@ -97,18 +97,13 @@ int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n
 
 /* ---- the tick ------------------------------------------------------------- */
 
-struct sbx_list {
-	struct hu_sbx **v;
-	size_t n, cap;
-};
-
-static int list_add(struct sbx_list *l, struct hu_sbx *s)
+int hu_sbx_list_add(struct hu_sbx_list *l, struct hu_sbx *s)
 {
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? l->cap * 2 : 16;
 		void *grown = realloc(l->v, cap * sizeof(*l->v));
 		if (!grown)
-			return -1; /* the next tick gets it */
+			return -1;
 		l->v = grown;
 		l->cap = cap;
 	}
@@ -119,7 +114,7 @@ static int list_add(struct sbx_list *l, struct hu_sbx *s)
 struct tick_work {
 	struct hu_daemon *d;
 	int64_t now;
-	struct sbx_list save, reclaim, release, holding; /* holding: paused, memory kept */
+	struct hu_sbx_list save, reclaim, release, holding; /* holding: paused, memory kept */
 };
 
 static int classify(struct hu_sbx *s, void *arg)
@@ -127,18 +122,19 @@ static int classify(struct hu_sbx *s, void *arg)
 	struct tick_work *w = arg;
 	const struct hu_config *cfg = &w->d->cfg;
 
+	/* a list that cannot grow misses a sandbox: the next tick gets it */
 	if (s->dirty)
-		list_add(&w->save, s);
+		hu_sbx_list_add(&w->save, s);
 	if (s->state != HU_SBX_PAUSED)
 		return 0;
 	int64_t reclaim_at = hu_lifecycle_end_at(w->d, s);
 	if (reclaim_at != HU_NEVER_MS && w->now >= reclaim_at)
-		list_add(&w->reclaim, s);
+		hu_sbx_list_add(&w->reclaim, s);
 	else if (!s->released && cfg->release_after_s &&
 		 w->now - s->paused_at_ms >= (int64_t)cfg->release_after_s * 1000)
-		list_add(&w->release, s);
+		hu_sbx_list_add(&w->release, s);
 	else if (!s->released)
-		list_add(&w->holding, s);
+		hu_sbx_list_add(&w->holding, s);
 	return 0;
 }
 
@@ -149,7 +145,7 @@ static int by_last_active(const void *a, const void *b)
 }
 
 /* Deadlines moved by activity reach the store in one transaction. */
-static void save_moved(struct hu_daemon *d, struct sbx_list *l)
+static void save_moved(struct hu_daemon *d, struct hu_sbx_list *l)
 {
 	hu_err err;
 
@@ -223,13 +219,13 @@ int hu_lifecycle_start(struct hu_daemon *d, hu_err *err)
 static int collect_dirty(struct hu_sbx *s, void *arg)
 {
 	if (s->dirty)
-		list_add(arg, s);
+		hu_sbx_list_add(arg, s);
 	return 0;
 }
 
 void hu_lifecycle_stop(struct hu_daemon *d)
 {
-	struct sbx_list dirty = {0};
+	struct hu_sbx_list dirty = {0};
 
 	if (d->lifecycle_tick)
 		event_free(d->lifecycle_tick);

@@ -28,6 +28,14 @@ void hu_lifecycle_stop(struct hu_daemon *d);
  * sandbox, the reclaim time of a paused one (HU_NEVER_MS: none). */
 int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s);
 
+/* A growing list of sandboxes (the tick's work lists, adoption's rows). */
+struct hu_sbx_list {
+	struct hu_sbx **v;
+	size_t n, cap;
+};
+/* Append s; -1 (and s not added) when the list cannot grow. */
+int hu_sbx_list_add(struct hu_sbx_list *l, struct hu_sbx *s);
+
 /* Host memory pressure, as the settings define it: 1 and why, or 0. */
 int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n);
 
