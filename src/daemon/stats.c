@@ -36,14 +36,45 @@ void hu_stat_observe(enum hu_hist which, double seconds)
 	g_stats.hist[which].sum += seconds;
 }
 
-static void counter(struct evbuffer *o, const char *name, const char *label, enum hu_stat which)
-{
-	evbuffer_add_printf(o, "%s%s %llu\n", name, label ? label : "", (unsigned long long)g_stats.counter[which]);
-}
-
 static void header(struct evbuffer *o, const char *name, const char *type, const char *help)
 {
 	evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Every counter, by enum hu_stat: series name, label set, and the help of
+ * the first series of each name. */
+static const struct {
+	const char *name, *labels, *help;
+} counter_info[HU_STAT_COUNT] = {
+	[HU_STAT_CREATES] = {"hutch_sandbox_creates_total", "", "Sandboxes created."},
+	[HU_STAT_CREATE_FAIL_TEMPLATE] = {"hutch_sandbox_create_failures_total", "{reason=\"template\"}",
+					  "Creates refused or failed, by reason."},
+	[HU_STAT_CREATE_FAIL_CAPACITY] = {"hutch_sandbox_create_failures_total", "{reason=\"capacity\"}", NULL},
+	[HU_STAT_CREATE_FAIL_PRESSURE] = {"hutch_sandbox_create_failures_total", "{reason=\"pressure\"}", NULL},
+	[HU_STAT_CREATE_FAIL_BAD_REQUEST] = {"hutch_sandbox_create_failures_total", "{reason=\"bad_request\"}", NULL},
+	[HU_STAT_CREATE_FAIL_RUNTIME] = {"hutch_sandbox_create_failures_total", "{reason=\"runtime\"}", NULL},
+	[HU_STAT_IDEMPOTENT_HITS] = {"hutch_sandbox_idempotent_hits_total", "",
+				     "Creates answered with the sandbox an Idempotency-Key made."},
+	[HU_STAT_PAUSES] = {"hutch_sandbox_lifecycle_total", "{event=\"pause\"}", "Lifecycle transitions."},
+	[HU_STAT_RESUMES] = {"hutch_sandbox_lifecycle_total", "{event=\"resume\"}", NULL},
+	[HU_STAT_AUTO_RESUMES] = {"hutch_sandbox_lifecycle_total", "{event=\"auto_resume\"}", NULL},
+	[HU_STAT_RELEASES] = {"hutch_sandbox_lifecycle_total", "{event=\"memory_release\"}", NULL},
+	[HU_STAT_RECLAIMS] = {"hutch_sandbox_lifecycle_total", "{event=\"reclaim\"}", NULL},
+	[HU_STAT_KILLS] = {"hutch_sandbox_lifecycle_total", "{event=\"kill\"}", NULL},
+	[HU_STAT_LOST] = {"hutch_sandbox_lifecycle_total", "{event=\"lost\"}", NULL},
+	[HU_STAT_DATA_BYTES_IN] = {"hutch_dataplane_bytes_total", "{direction=\"in\"}",
+				   "Data-plane bytes (request bodies in; replies and streams out)."},
+	[HU_STAT_DATA_BYTES_OUT] = {"hutch_dataplane_bytes_total", "{direction=\"out\"}", NULL},
+};
+
+static void counters(struct evbuffer *o)
+{
+	for (int i = 0; i < HU_STAT_COUNT; i++) {
+		if (counter_info[i].help)
+			header(o, counter_info[i].name, "counter", counter_info[i].help);
+		evbuffer_add_printf(o, "%s%s %llu\n", counter_info[i].name, counter_info[i].labels,
+				    (unsigned long long)g_stats.counter[i]);
+	}
 }
 
 static void histogram(struct evbuffer *o, const char *name, const char *help, enum hu_hist which)
@@ -89,32 +120,11 @@ int hu_stats_render(struct hu_daemon *d, struct evbuffer *o)
 			       "hutch_sandboxes{state=\"paused_released\"} %u\nhutch_sandboxes{state=\"creating\"} %u\n",
 			    b.running, b.paused, b.released, d->n_creating);
 
-	header(o, "hutch_sandbox_creates_total", "counter", "Sandboxes created.");
-	counter(o, "hutch_sandbox_creates_total", NULL, HU_STAT_CREATES);
-	header(o, "hutch_sandbox_create_failures_total", "counter", "Creates refused or failed, by reason.");
-	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"template\"}", HU_STAT_CREATE_FAIL_TEMPLATE);
-	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"capacity\"}", HU_STAT_CREATE_FAIL_CAPACITY);
-	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"pressure\"}", HU_STAT_CREATE_FAIL_PRESSURE);
-	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"bad_request\"}",
-		HU_STAT_CREATE_FAIL_BAD_REQUEST);
-	counter(o, "hutch_sandbox_create_failures_total", "{reason=\"runtime\"}", HU_STAT_CREATE_FAIL_RUNTIME);
-	header(o, "hutch_sandbox_idempotent_hits_total", "counter", "Creates answered with the sandbox an Idempotency-Key made.");
-	counter(o, "hutch_sandbox_idempotent_hits_total", NULL, HU_STAT_IDEMPOTENT_HITS);
-	header(o, "hutch_sandbox_lifecycle_total", "counter", "Lifecycle transitions.");
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"pause\"}", HU_STAT_PAUSES);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"resume\"}", HU_STAT_RESUMES);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"auto_resume\"}", HU_STAT_AUTO_RESUMES);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"memory_release\"}", HU_STAT_RELEASES);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"reclaim\"}", HU_STAT_RECLAIMS);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"kill\"}", HU_STAT_KILLS);
-	counter(o, "hutch_sandbox_lifecycle_total", "{event=\"lost\"}", HU_STAT_LOST);
+	counters(o);
 	histogram(o, "hutch_create_duration_seconds", "From create request to a running sandbox.", HU_HIST_CREATE);
 	histogram(o, "hutch_resume_duration_seconds", "Resume of a paused sandbox (thaw, or a fresh init after a memory release).",
 		  HU_HIST_RESUME);
 	histogram(o, "hutch_exec_start_duration_seconds", "From process.Start to the process running.", HU_HIST_EXEC);
-	header(o, "hutch_dataplane_bytes_total", "counter", "Data-plane bytes (request bodies in; replies and streams out).");
-	counter(o, "hutch_dataplane_bytes_total", "{direction=\"in\"}", HU_STAT_DATA_BYTES_IN);
-	counter(o, "hutch_dataplane_bytes_total", "{direction=\"out\"}", HU_STAT_DATA_BYTES_OUT);
 
 	if (hu_capacity_read(d, &cap, &err) == 0) {
 		header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (limits), admission budget, host total and available.");
