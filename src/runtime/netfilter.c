@@ -272,6 +272,14 @@ static int put_current_deletes(struct nft_ctx *ctx, const struct hu_net_config *
 	return 0;
 }
 
+/* A sandbox's allowOut and denyOut as set elements keyed by its interface. */
+static void put_sandbox_rules(FILE *f, const struct hu_net_config *cfg, const char *ifname,
+			      const struct hu_net_rules *rules)
+{
+	put_rules(f, cfg->name, "uallow", ifname, rules->allow, rules->n_allow);
+	put_rules(f, cfg->name, "udeny", ifname, rules->deny, rules->n_deny);
+}
+
 int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
 		       const struct hu_net_rules *rules, hu_err *err)
 {
@@ -281,9 +289,24 @@ int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 		return 0; /* the shared rules are all it needs */
 	if (batch_open(&b, err) < 0)
 		return -1;
-	put_rules(b.f, cfg->name, "uallow", ifname, rules->allow, rules->n_allow);
-	put_rules(b.f, cfg->name, "udeny", ifname, rules->deny, rules->n_deny);
+	put_sandbox_rules(b.f, cfg, ifname, rules);
 	return batch_run(ctx, &b, "add sandbox rules", err);
+}
+
+/* A batch that starts by removing every rule the sandbox has now. */
+static int open_with_deletes(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
+			     struct batch *b, hu_err *err)
+{
+	hu_err ignore;
+
+	if (batch_open(b, err) < 0)
+		return -1;
+	if (put_current_deletes(ctx, cfg, ifname, b->f, err) < 0) {
+		if (batch_close(b, &ignore) == 0)
+			free(b->buf);
+		return -1;
+	}
+	return 0;
 }
 
 int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
@@ -291,17 +314,10 @@ int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, c
 {
 	struct batch b;
 
-	if (batch_open(&b, err) < 0)
-		return -1;
 	/* the old rules out and the new ones in, in one transaction */
-	if (put_current_deletes(ctx, cfg, ifname, b.f, err) < 0) {
-		hu_err ignore;
-		if (batch_close(&b, &ignore) == 0)
-			free(b.buf);
+	if (open_with_deletes(ctx, cfg, ifname, &b, err) < 0)
 		return -1;
-	}
-	put_rules(b.f, cfg->name, "uallow", ifname, rules->allow, rules->n_allow);
-	put_rules(b.f, cfg->name, "udeny", ifname, rules->deny, rules->n_deny);
+	put_sandbox_rules(b.f, cfg, ifname, rules);
 	return batch_run(ctx, &b, "update sandbox rules", err);
 }
 
@@ -309,13 +325,7 @@ int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 {
 	struct batch b;
 
-	if (batch_open(&b, err) < 0)
+	if (open_with_deletes(ctx, cfg, ifname, &b, err) < 0)
 		return -1;
-	if (put_current_deletes(ctx, cfg, ifname, b.f, err) < 0) {
-		hu_err ignore;
-		if (batch_close(&b, &ignore) == 0)
-			free(b.buf);
-		return -1;
-	}
 	return batch_run(ctx, &b, "remove sandbox rules", err);
 }
