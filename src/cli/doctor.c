@@ -1167,8 +1167,13 @@ static void check_seccomp(const struct ctx *cx, struct result *r)
 static void check_landlock(const struct ctx *cx, struct result *r)
 {
 	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	if (abi >= 1) {
-		found(r, "ABI version %ld", abi);
+	if (abi >= 2) {
+		found(r, "ABI version %ld: every sandbox is confined to its own tree", abi);
+		return;
+	}
+	if (abi == 1) {
+		found(r, "ABI version 1 cannot allow renames between directories");
+		verdict(r, ST_WARN, "sandboxes run without their Landlock layer (ABI 2 or newer is needed)");
 		return;
 	}
 	hu_err err;
@@ -1178,7 +1183,8 @@ static void check_landlock(const struct ctx *cx, struct result *r)
 	      e == ENOSYS ? ": kernel built without Landlock"
 	      : e == EOPNOTSUPP ? ": Landlock is not enabled (add it to lsm= on the kernel command line)"
 				: "");
-	verdict(r, ST_WARN, "nothing yet (hutch does not use Landlock); future file-system confinement");
+	verdict(r, ST_WARN, "sandboxes run without their Landlock layer (confinement of every sandbox process to "
+			    "the sandbox's own tree; ABI 2 or newer is needed)");
 }
 
 /* -------------------------------------------------------- check: memory */

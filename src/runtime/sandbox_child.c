@@ -32,6 +32,7 @@
 
 #include "runtime/mountapi.h"
 #include "runtime/sandbox_internal.h"
+#include "runtime/landlock.h"
 #include "runtime/seccomp.h"
 #include <linux/filter.h>
 #include "util/fdpass.h"
@@ -279,6 +280,10 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "no_new_privs");
 		report(sync_fd, &err);
 	}
+	/* Landlock before seccomp: the filter never has to allow its calls for
+	 * init's sake. Every process of the sandbox inherits the domain. */
+	if (hu_landlock_confine_to_root(&err) < 0)
+		report(sync_fd, &err);
 	if (hu_seccomp_install(&prog, &err) < 0)
 		report(sync_fd, &err);
 	/* the ambient capabilities that carried setup across the first exec

@@ -22,10 +22,12 @@ export HUTCH_TEST_TMP
 BIN="$HUTCH_TEST_TMP/bin"
 HOSTPID=
 WATCHED=
+FDSERVER=
 
 cleanup() {
 	[ -n "$HOSTPID" ] && kill "$HOSTPID" 2>/dev/null
 	[ -n "$WATCHED" ] && kill "$WATCHED" 2>/dev/null
+	[ -n "$FDSERVER" ] && kill "$FDSERVER" 2>/dev/null
 	wait 2>/dev/null
 	cleanup_test_dirs
 }
@@ -198,6 +200,19 @@ run_attack volume_links root plant "$HUTCH_TEST_TMP"
 run_attack volume_links user plant "$HUTCH_TEST_TMP"
 run_attack volume_links user follow "$HUTCH_TEST_TMP"
 run_attack volume_links root follow "$HUTCH_TEST_TMP"
+# a host directory fd handed to the sandbox through a socket in the volume
+# (host_fd.py): Landlock keeps every path walk from it at EACCES
+python3 "$HERE/fd_server.py" "$VOL/fdpass.sock" "$HUTCH_TEST_TMP" &
+FDSERVER=$!
+for _ in $(seq 50); do [ -S "$VOL/fdpass.sock" ] && break; sleep 0.1; done
+run_attack host_fd root /vol/fdpass.sock
+run_attack host_fd user /vol/fdpass.sock
+kill "$FDSERVER" 2>/dev/null
+wait "$FDSERVER" 2>/dev/null
+FDSERVER=
+rm -f "$VOL/fdpass.sock"
+check "host_fd: nothing was created in the host's writable directory" \
+	test "$(ls -A "$HUTCH_TEST_TMP/open" 2>/dev/null)" == host-file
 SRUN_EXTRA=()
 check "volume: the host secret next to the volume is unchanged" test "$(sha256sum <"$HUTCH_TEST_TMP/vol-secret")" == "$SECRET_SUM"
 check "volume: files are stored with canonical ids on the host (root 0, user 1000)" \
