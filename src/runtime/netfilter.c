@@ -337,7 +337,7 @@ int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 {
 	struct batch b;
 
-	if (rules->n_allow == 0 && rules->n_deny == 0)
+	if (rules->n_allow == 0 && rules->n_deny == 0 && rules->n_allow_dom == 0)
 		return 0; /* the shared rules are all it needs */
 	if (batch_open(&b, err) < 0)
 		return -1;
