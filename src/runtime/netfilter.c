@@ -135,8 +135,10 @@ static void put_proxy_rules(FILE *f, const struct hu_net_config *cfg, const char
 		return;
 	fprintf(f,
 		"add rule inet %s pre iifname @dnsproxy fib daddr type local udp dport 53 redirect to :%u\n", t, port);
+	/* every datagram counts, not only new flows: the proxy runs on the
+	 * daemon's loop, which one flow's flood must not keep busy */
 	fprintf(f,
-		"add rule inet %s from_sbx iifname @dnsproxy ct state new ct status dnat fib daddr type local "
+		"add rule inet %s from_sbx iifname @dnsproxy ct status dnat fib daddr type local "
 		"udp dport %u update @dnsrate { iifname limit rate over 20/second burst 40 packets } drop\n",
 		t, port);
 	fprintf(f, "add rule inet %s from_sbx iifname @dnsproxy ct status dnat fib daddr type local udp dport %u accept\n",

@@ -83,6 +83,9 @@ test('allowOut names + denyOut all: the names resolve and their addresses open, 
     assert.match(out2, new RegExp(`^tcp ${gw}:53 TIMEOUT$`, 'm'), 'DNS over TCP is dropped for an allowlist')
     assert.match(out2, new RegExp(`^tcp ${gw}:${port} TIMEOUT$`, 'm'))
     assert.match(out2, new RegExp(`^udpdns ${gw} ANSWER$`, 'm'), 'DNS for an allowed name works on the gateway')
+    // the proxy path is rate-limited per sandbox like the direct one
+    const n = Number((await run(sbx, 'burst:200')).match(/^burst 200 (\d+)$/m)?.[1])
+    assert.ok(n >= 1 && n <= 100, `a burst of 200 queries is cut down by the limit (${n} answered)`)
   } finally {
     await sbx.kill()
   }
