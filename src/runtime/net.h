@@ -35,6 +35,7 @@ struct hu_cidr4 {
 
 /* Domain rules (netdomain.c): names in allowOut, as E2B takes them. */
 #define HU_NET_DOMAINS_MAX 64
+#define HU_NET_DOMAINS_TEXT 4096 /* their text together, NULs included */
 #define HU_DOMAIN_MAX 253 /* a name's text, without the trailing dot */
 
 /* A sandbox's own egress rules (E2B's network.allowOut / denyOut). */
@@ -45,10 +46,20 @@ struct hu_net_rules {
 	/* allowOut's domain names, lower case without a trailing dot; a
 	 * leading "*." matches every name below it (not the name itself).
 	 * The daemon's DNS proxy turns what they resolve to into allow
-	 * elements (dns_proxy.c). */
+	 * elements (dns_proxy.c). Packed (name i at allow_dom_text +
+	 * allow_dom_at[i]): every sandbox carries this struct, and 64 names
+	 * of 253 characters each are not what rules look like. */
 	unsigned n_allow_dom;
-	char allow_dom[HU_NET_DOMAINS_MAX][HU_DOMAIN_MAX + 1];
+	uint16_t allow_dom_at[HU_NET_DOMAINS_MAX];
+	uint16_t allow_dom_used;
+	char allow_dom_text[HU_NET_DOMAINS_TEXT];
 };
+
+/* The i-th domain name of rules' allowOut. */
+static inline const char *hu_net_rules_domain(const struct hu_net_rules *rules, unsigned i)
+{
+	return rules->allow_dom_text + rules->allow_dom_at[i];
+}
 
 /* What a sandbox asks for at create time. */
 struct hu_net_spec {

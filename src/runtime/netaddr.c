@@ -86,13 +86,18 @@ int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, 
 		if (which != 'a')
 			return hu_err_set(err, -EINVAL, "%s: '%.64s': domain names are supported in allowOut only, "
 							"use IPs or CIDRs", name, entry);
-		if (rules->n_allow_dom >= HU_NET_DOMAINS_MAX)
-			return hu_err_set(err, -EINVAL, "%s: more than %d domain names", name, HU_NET_DOMAINS_MAX);
-		if (hu_domain_rule_parse(entry, rules->allow_dom[rules->n_allow_dom], err) < 0) {
+		char dom[HU_DOMAIN_MAX + 1];
+		if (hu_domain_rule_parse(entry, dom, err) < 0) {
 			hu_err_prefix(err, "%s", name);
 			return -1;
 		}
-		rules->n_allow_dom++;
+		size_t len = strlen(dom) + 1;
+		if (rules->n_allow_dom >= HU_NET_DOMAINS_MAX || rules->allow_dom_used + len > HU_NET_DOMAINS_TEXT)
+			return hu_err_set(err, -EINVAL, "%s: more than %d domain names or %d characters of them", name,
+					  HU_NET_DOMAINS_MAX, HU_NET_DOMAINS_TEXT);
+		rules->allow_dom_at[rules->n_allow_dom++] = rules->allow_dom_used;
+		memcpy(rules->allow_dom_text + rules->allow_dom_used, dom, len);
+		rules->allow_dom_used = (uint16_t)(rules->allow_dom_used + len);
 		return 0;
 	}
 	if (hu_cidr4_parse(entry, &c, err) < 0) {

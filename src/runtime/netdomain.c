@@ -101,7 +101,7 @@ int hu_domain_match(const char *rule, const char *name)
 int hu_net_rules_match_name(const struct hu_net_rules *rules, const char *name)
 {
 	for (unsigned i = 0; i < rules->n_allow_dom; i++)
-		if (hu_domain_match(rules->allow_dom[i], name))
+		if (hu_domain_match(hu_net_rules_domain(rules, i), name))
 			return 1;
 	return 0;
 }

@@ -93,7 +93,7 @@ test('allowOut names + denyOut all: the names resolve and their addresses open, 
   assert.doesNotMatch(table(), new RegExp(`"${name}-[0-9]+"`), 'no element keyed by the sandbox\'s interface after kill')
 })
 
-test('a wildcard matches the names below it, not the name itself; an IP-only allowlist resolves nothing', { skip }, async () => {
+test('a wildcard matches the names below it, not the name itself; a CNAME chain opens its end; an IP-only allowlist resolves nothing', { skip }, async () => {
   const sbx = await Sandbox.create({ network: { allowOut: ['*.wild.test'], denyOut: ALL }, timeoutMs: 120_000 })
   const ips = await Sandbox.create({ network: { allowOut: ['198.51.100.10'], denyOut: ALL }, timeoutMs: 120_000 })
   try {
@@ -104,6 +104,11 @@ test('a wildcard matches the names below it, not the name itself; an IP-only all
     assert.match(out, /^name b\.a\.wild\.test 198\.51\.100\.20$/m, 'any depth below')
     assert.match(out, /^name wild\.test FAIL$/m, '*.wild.test does not match wild.test')
     assert.match(out, /^tcp 198\.51\.100\.10:8080 TIMEOUT$/m)
+    await sbx.updateNetwork({ allowOut: ['alias.test'], denyOut: ALL })
+    const o3 = await run(sbx, 'name:alias.test', 'tcp:alias.test:8080', 'name:denied.test')
+    assert.match(o3, /^name alias\.test 198\.51\.100\.20$/m, 'the queried name is what is matched')
+    assert.match(o3, /^tcp alias\.test:8080 OK internet-denied$/m, 'and the chain\'s A record is opened')
+    assert.match(o3, /^name denied\.test FAIL$/m, 'the CNAME target itself is not allowed by name')
     const o2 = await run(ips, 'name:allowed.test', 'tcp:198.51.100.10:8080')
     assert.match(o2, /^name allowed\.test FAIL$/m, 'an allowlist without names resolves nothing')
     assert.match(o2, /^tcp 198\.51\.100\.10:8080 OK/m)

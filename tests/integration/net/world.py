@@ -54,11 +54,23 @@ def qname(msg, off):
     return b".".join(labels).lower(), off + 1
 
 
+CNAMES = {b"alias.test": b"denied.test"}  # answered as a CNAME chain ending in the target's A record
+
+
+def wire(name):
+    return b"".join(bytes([len(label)]) + label for label in name.split(b".")) + b"\0"
+
+
 def answer(q):
     tid, flags, qd = struct.unpack("!HHH", q[:6])
     name, end = qname(q, 12)
     qtype = struct.unpack("!H", q[end:end + 2])[0]
     question = q[12:end + 4]
+    if name in CNAMES and qtype == 1:
+        target = CNAMES[name]
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", 5, 1, 5, len(wire(target))) + wire(target)
+        rr += wire(target) + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(NAMES[target])
+        return struct.pack("!HHHHHH", tid, 0x8180, 1, 2, 0, 0) + question + rr
     addr = NAMES.get(name)
     if addr is None or qtype != 1:
         rcode = 3 if addr is None else 0
