@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/dns_proxy.h"
 #include "daemon/fault.h"
 #include "daemon/lifecycle.h"
 #include "daemon/registry.h"
@@ -95,6 +96,9 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
 	hu_daemon_net_config(&d->cfg, &rc);
+	/* the DNS proxy's port goes into the runtime's nftables rules */
+	if (!strcmp(rc.net_mode, "nat") && hu_dns_proxy_bind(&d->dns, &rc.net_dns_proxy_port, err) < 0)
+		return -1;
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
 	return hu_template_ensure_base(d->rt, err);
@@ -126,6 +130,8 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return hu_err_set(err, ENOMEM, "create the event loop");
 	/* what a previous daemon left is taken over before the first request */
 	if (hu_http_init(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
+		return -1;
+	if (d->dns && hu_dns_proxy_start(d->dns, d, err) < 0)
 		return -1;
 	unsigned swept = 0;
 	hu_err e;
@@ -172,6 +178,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* Sandboxes keep running (paused ones stay paused): the next start
 	 * adopts them. Deadlines moved since the last tick are saved first. */
 	hu_lifecycle_stop(d);
+	hu_dns_proxy_free(d->dns);
 	if (d->reg)
 		hu_registry_free(d->reg);
 	hu_http_free(d);

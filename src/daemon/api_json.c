@@ -227,7 +227,13 @@ int hu_api_decode_network(const json_t *net, struct hu_net_rules *rules, hu_err 
 		return BAD(err, "network.egressProxy is not supported by this server");
 	if (rl && (!json_is_object(rl) || json_object_size(rl) > 0))
 		return BAD(err, "network.rules (per-host transforms) are not supported by this server");
-	return rule_list(net, "allowOut", rules, err) < 0 || rule_list(net, "denyOut", rules, err) < 0 ? -1 : 0;
+	if (rule_list(net, "allowOut", rules, err) < 0 || rule_list(net, "denyOut", rules, err) < 0)
+		return -1;
+	if (hu_net_rules_check(rules, err) < 0) {
+		hu_err_prefix(err, "network");
+		return -1;
+	}
+	return 0;
 }
 
 int hu_api_decode_network_update(const json_t *body, struct hu_net_rules *rules, int *allow_internet, hu_err *err)

@@ -87,6 +87,7 @@ struct hu_daemon {
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 	struct event *lifecycle_tick; /* lifecycle.c */
 	uint64_t lifecycle_ticks;
+	struct hu_dns_proxy *dns; /* dns_proxy.c (network nat only) */
 };
 
 /* Which credentials a route needs. */

@@ -43,7 +43,14 @@ json_t *hu_sbx_json_network(const struct hu_sbx *s)
 {
 	if (!s->has_network)
 		return NULL;
-	return json_pack("{s:o?, s:o?}", "allowOut", cidr_array(s->net_rules.allow, s->net_rules.n_allow), "denyOut",
+	json_t *allow = cidr_array(s->net_rules.allow, s->net_rules.n_allow);
+	/* then the domain names, in their canonical form */
+	for (unsigned i = 0; allow && i < s->net_rules.n_allow_dom; i++)
+		if (json_array_append_new(allow, json_string(hu_net_rules_domain(&s->net_rules, i))) < 0) {
+			json_decref(allow);
+			return NULL;
+		}
+	return json_pack("{s:o?, s:o?}", "allowOut", allow, "denyOut",
 			 cidr_array(s->net_rules.deny, s->net_rules.n_deny));
 }
 

@@ -52,6 +52,9 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 	if (hu_net_config_parse(&rt->net, c->net_mode, c->net_name, c->net_pool, c->net_dns, c->net_uplinks,
 				c->net_allow, c->net_deny, err) < 0)
 		return -1;
+	if (c->net_dns_proxy_port > 65535)
+		return hu_err_set(err, EINVAL, "network: DNS proxy port %u", c->net_dns_proxy_port);
+	rt->net.dns_proxy_port = (uint16_t)c->net_dns_proxy_port;
 	if (rt->net.mode == HU_NET_NONE)
 		return 0;
 	rt->host_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
@@ -280,6 +283,11 @@ enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt)
 	return rt->net.mode;
 }
 
+uint32_t hu_net_resolver(const struct hu_runtime *rt)
+{
+	return rt->net.mode == HU_NET_NAT ? rt->net.resolver : 0;
+}
+
 int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 {
 	uint32_t slot;
@@ -290,4 +298,32 @@ int hu_net_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 	if (hu_slot_find_id(rt, id, &slot, &ignore) < 0)
 		return 0; /* no slot: nothing can be keyed by its interface */
 	return hu_net_detach(rt, id, slot, 1, err);
+}
+
+int hu_net_addr_owner(struct hu_runtime *rt, uint32_t addr, char *id, size_t cap, hu_err *err)
+{
+	char path[PATH_MAX];
+	uint32_t off = addr - rt->net.pool.addr;
+	uint64_t size = 1ull << (32 - rt->net.pool.len);
+
+	/* a sandbox end: inside the pool, odd */
+	if (rt->net.mode != HU_NET_NAT || (addr & ~(uint32_t)(size - 1)) != rt->net.pool.addr || !(off & 1))
+		return hu_err_set(err, ENOENT, "not a sandbox address");
+	snprintf(path, sizeof(path), "%s/%u", rt->slots_dir, off / 2);
+	if (hu_read_file(path, id, cap, err) < 0 || !hu_sandbox_id_valid(id))
+		return hu_err_set(err, ENOENT, "no sandbox on slot %u", off / 2);
+	return 0;
+}
+
+int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs, unsigned n, unsigned ttl,
+		 hu_err *err)
+{
+	char ifname[IF_NAMESIZE];
+
+	if (rt->net.mode != HU_NET_NAT)
+		return hu_err_set(err, EPERM, "this host gives sandboxes no network (mode none)");
+	if (n == 0)
+		return 0;
+	hu_net_ifname(&rt->net, (sbx_addr - rt->net.pool.addr) / 2, ifname);
+	return hu_nft_learn(rt->nft, &rt->net, ifname, addrs, n, ttl, err);
 }

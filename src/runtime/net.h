@@ -33,12 +33,33 @@ struct hu_cidr4 {
 	uint8_t len;
 };
 
+/* Domain rules (netdomain.c): names in allowOut, as E2B takes them. */
+#define HU_NET_DOMAINS_MAX 64
+#define HU_NET_DOMAINS_TEXT 4096 /* their text together, NULs included */
+#define HU_DOMAIN_MAX 253 /* a name's text, without the trailing dot */
+
 /* A sandbox's own egress rules (E2B's network.allowOut / denyOut). */
 struct hu_net_rules {
 	unsigned n_allow, n_deny;
 	struct hu_cidr4 allow[HU_NET_RULES_MAX];
 	struct hu_cidr4 deny[HU_NET_RULES_MAX];
+	/* allowOut's domain names, lower case without a trailing dot; a
+	 * leading "*." matches every name below it (not the name itself).
+	 * The daemon's DNS proxy turns what they resolve to into allow
+	 * elements (dns_proxy.c). Packed (name i at allow_dom_text +
+	 * allow_dom_at[i]): every sandbox carries this struct, and 64 names
+	 * of 253 characters each are not what rules look like. */
+	unsigned n_allow_dom;
+	uint16_t allow_dom_at[HU_NET_DOMAINS_MAX];
+	uint16_t allow_dom_used;
+	char allow_dom_text[HU_NET_DOMAINS_TEXT];
 };
+
+/* The i-th domain name of rules' allowOut. */
+static inline const char *hu_net_rules_domain(const struct hu_net_rules *rules, unsigned i)
+{
+	return rules->allow_dom_text + rules->allow_dom_at[i];
+}
 
 /* What a sandbox asks for at create time. */
 struct hu_net_spec {
@@ -56,6 +77,7 @@ struct hu_net_config {
 	char uplinks[4][IF_NAMESIZE];   /* interfaces whose forwarding is turned on */
 	unsigned n_uplinks;
 	struct hu_net_rules op;         /* allow: exceptions to the built-in denials; deny: more of them */
+	uint16_t dns_proxy_port;        /* the daemon's DNS proxy (host port), 0 = none (hutch run) */
 };
 
 /* Parse "a.b.c.d" or "a.b.c.d/len" (no leading zeros, no spaces). The
@@ -67,6 +89,22 @@ int hu_net_rules_add_list(struct hu_net_rules *rules, char which, const char *li
 /* Append one entry (E2B rule text) to a list; domain names and IPv6 are
  * refused with a message saying so. */
 int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, hu_err *err);
+/* Whether a sandbox's denyOut covers every IPv4 address (0.0.0.0/0): its
+ * allowOut is then an allowlist, and its DNS goes through the daemon's
+ * proxy, which answers only names its allowOut lists. */
+int hu_net_rules_allowlist(const struct hu_net_rules *rules);
+/* E2B's rule: domain names in allowOut need denyOut to cover everything
+ * (without it they would allow nothing that is not allowed already). */
+int hu_net_rules_check(const struct hu_net_rules *rules, hu_err *err);
+/* Validate a domain rule ("example.com", "*.example.com"; a trailing dot
+ * and upper case are accepted) and write its canonical form into out
+ * (HU_DOMAIN_MAX + 1 bytes). */
+int hu_domain_rule_parse(const char *s, char *out, hu_err *err);
+/* Whether name (a DNS name as text, any case, trailing dot allowed)
+ * matches the canonical rule. */
+int hu_domain_match(const char *rule, const char *name);
+/* Whether one of rules' domain rules matches name. */
+int hu_net_rules_match_name(const struct hu_net_rules *rules, const char *name);
 /* "a.b.c.d/len" into buf (at least 19 bytes). */
 void hu_cidr4_format(const struct hu_cidr4 *c, char *buf, size_t n);
 
@@ -80,9 +118,21 @@ struct hu_runtime;
 /* The runtime's network mode (the daemon decides from it what
  * allow_internet_access gives). */
 enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt);
+/* The sandboxes' resolver (host order; 0 = none). */
+uint32_t hu_net_resolver(const struct hu_runtime *rt);
 /* Replace the allowOut/denyOut rules of a live sandbox that has internet
  * access (one nftables transaction). */
 int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rules *rules, hu_err *err);
+
+/* The daemon's DNS proxy (dns_proxy.c) asks the runtime: which sandbox
+ * sent from `addr` (a sandbox end of the pool; its slot file names it),
+ * into id (HU_ID_MAX + 1 bytes). ENOENT when none. */
+int hu_net_addr_owner(struct hu_runtime *rt, uint32_t addr, char *id, size_t cap, hu_err *err);
+/* Allow the sandbox at sbx_addr (one hu_net_addr_owner accepted) to reach
+ * addrs (host order) for ttl seconds: elements of the shared set dallow
+ * that time out on their own. */
+int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs, unsigned n, unsigned ttl,
+		 hu_err *err);
 
 /* The addresses of slot `slot`: gateway (host end) and sandbox end. */
 int hu_net_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint32_t *gw, uint32_t *addr, hu_err *err);

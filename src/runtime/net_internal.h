@@ -22,6 +22,10 @@ int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, c
 /* Remove every set element keyed by the sandbox's interface. */
 int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, hu_err *err);
 
+/* Allow ifname to reach addrs for ttl seconds (set dallow, fresh timeouts). */
+int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, const uint32_t *addrs,
+		 unsigned n, unsigned ttl, hu_err *err);
+
 /* net.c: called by runtime.c and sandbox.c */
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);
 void hu_net_runtime_close(struct hu_runtime *rt);

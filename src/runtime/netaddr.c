@@ -80,9 +80,26 @@ int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, 
 
 	if (strchr(entry, ':'))
 		return hu_err_set(err, -EINVAL, "%s: '%.64s': IPv6 is not offered to sandboxes", name, entry);
-	if (looks_like_domain(entry) && !strchr(entry, '/'))
-		return hu_err_set(err, -EINVAL, "%s: '%.64s': domain rules are not supported, use IPs or CIDRs", name,
-				  entry);
+	if (looks_like_domain(entry) && !strchr(entry, '/')) {
+		/* as in E2B: names only in allowOut (a name in denyOut could be
+		 * dodged by any other name for the same address) */
+		if (which != 'a')
+			return hu_err_set(err, -EINVAL, "%s: '%.64s': domain names are supported in allowOut only, "
+							"use IPs or CIDRs", name, entry);
+		char dom[HU_DOMAIN_MAX + 1];
+		if (hu_domain_rule_parse(entry, dom, err) < 0) {
+			hu_err_prefix(err, "%s", name);
+			return -1;
+		}
+		size_t len = strlen(dom) + 1;
+		if (rules->n_allow_dom >= HU_NET_DOMAINS_MAX || rules->allow_dom_used + len > HU_NET_DOMAINS_TEXT)
+			return hu_err_set(err, -EINVAL, "%s: more than %d domain names or %d characters of them", name,
+					  HU_NET_DOMAINS_MAX, HU_NET_DOMAINS_TEXT);
+		rules->allow_dom_at[rules->n_allow_dom++] = rules->allow_dom_used;
+		memcpy(rules->allow_dom_text + rules->allow_dom_used, dom, len);
+		rules->allow_dom_used = (uint16_t)(rules->allow_dom_used + len);
+		return 0;
+	}
 	if (hu_cidr4_parse(entry, &c, err) < 0) {
 		hu_err_prefix(err, "%s", name);
 		return -1;
@@ -215,6 +232,8 @@ int hu_net_config_parse(struct hu_net_config *cfg, const char *mode, const char 
 		hu_err_prefix(err, "network deny");
 		return -1;
 	}
+	if (cfg->op.n_allow_dom)
+		return hu_err_set(err, -EINVAL, "network allow: the operator's exceptions are IPs or CIDRs, not names");
 	return 0;
 }
 

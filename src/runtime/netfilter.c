@@ -28,6 +28,15 @@
  *   post (nat): masquerade what leaves the pool through a non-sandbox link.
  * A sandbox's own rules are the elements of uallow/udeny keyed by its
  * interface name; teardown removes them (and its dnsrate entry).
+ *
+ * Domain rules and allowlists (the daemon's DNS proxy, daemon/dns_proxy.c):
+ *   dnsproxy (ifname): the sandboxes whose denyOut covers everything. Their
+ *     DNS (UDP) is redirected to the proxy's port on their gateway, never
+ *     to the resolver (a runtime without the proxy leaves them no DNS:
+ *     closed, not open); TCP DNS is dropped.
+ *   dallow (ifname . address, timeout): what their allowed names resolved
+ *     to, put there by the proxy before it hands the answer over, gone
+ *     when the record's TTL (clamped) ends. Accepted like uallow.
  */
 #include <jansson.h>
 #include <nftables/libnftables.h>
@@ -46,7 +55,7 @@ static const char op_deny_v4[] = "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.
 				 "192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4";
 
 /* The sets whose elements carry a sandbox's interface name. */
-static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate"};
+static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy"};
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
@@ -114,6 +123,31 @@ static void ipv4_text(uint32_t a, char *buf, size_t n)
 	snprintf(buf, n, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
 
+/* The allowlisted sandboxes' DNS: to the daemon's proxy, rate-limited like
+ * the direct path, and never to the resolver itself. */
+static void put_proxy_rules(FILE *f, const struct hu_net_config *cfg, const char *res)
+{
+	const char *t = cfg->name;
+	unsigned port = cfg->dns_proxy_port;
+
+	fprintf(f, "add rule inet %s from_sbx iifname @dnsproxy ct status dnat ip daddr %s drop\n", t, res);
+	if (!port)
+		return;
+	fprintf(f,
+		"add rule inet %s pre iifname @dnsproxy fib daddr type local udp dport 53 redirect to :%u\n", t, port);
+	/* every datagram counts, not only new flows: the proxy runs on the
+	 * daemon's loop, which one flow's flood must not keep busy */
+	fprintf(f,
+		"add rule inet %s from_sbx iifname @dnsproxy ct status dnat fib daddr type local "
+		"udp dport %u update @dnsrate { iifname limit rate over 20/second burst 40 packets } drop\n",
+		t, port);
+	fprintf(f, "add rule inet %s from_sbx iifname @dnsproxy ct status dnat fib daddr type local udp dport %u accept\n",
+		t, port);
+	/* the proxy's socket listens on every host address: only sandboxes
+	 * reach it */
+	fprintf(f, "add rule inet %s input iifname != \"%s-*\" udp dport %u drop\n", t, t, port);
+}
+
 int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_err *err)
 {
 	const char *t = cfg->name;
@@ -136,6 +170,8 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "add set inet %s uallow { type ifname . ipv4_addr; flags interval; }\n", t);
 	fprintf(f, "add set inet %s udeny { type ifname . ipv4_addr; flags interval; }\n", t);
 	fprintf(f, "add set inet %s dnsrate { type ifname; flags dynamic,timeout; timeout 60s; }\n", t);
+	fprintf(f, "add set inet %s dallow { type ifname . ipv4_addr; flags timeout; }\n", t);
+	fprintf(f, "add set inet %s dnsproxy { type ifname; }\n", t);
 	/* idempotent: a second runtime (hutch run beside the daemon) rewrites
 	 * the same rules in one transaction, never leaving a gap */
 	fprintf(f, "flush chain inet %s forward\nflush chain inet %s input\nflush chain inet %s pre\n", t, t, t);
@@ -163,6 +199,7 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	 * destination also stops the connections already open to it. */
 	if (cfg->resolver) {
 		ipv4_text(cfg->resolver, res, sizeof(res));
+		put_proxy_rules(f, cfg, res);
 		fprintf(f,
 			"add rule inet %s from_sbx ct state new ct status dnat ip daddr %s meta l4proto { tcp, udp } "
 			"th dport 53 update @dnsrate { iifname limit rate over 20/second burst 40 packets } drop\n",
@@ -178,6 +215,7 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "add rule inet %s from_sbx fib daddr type local ip daddr != @opallow drop\n", t);
 	fprintf(f, "add rule inet %s from_sbx ip daddr @opdeny ip daddr != @opallow drop\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @uallow accept\n", t);
+	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @dallow accept\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @udeny drop\n", t);
 	fprintf(f, "add rule inet %s from_sbx accept\n", t);
 	fprintf(f, "add rule inet %s post ip saddr %s oifname != \"%s-*\" masquerade\n", t, pool, t);
@@ -272,12 +310,28 @@ static int put_current_deletes(struct nft_ctx *ctx, const struct hu_net_config *
 	return 0;
 }
 
-/* A sandbox's allowOut and denyOut as set elements keyed by its interface. */
-static void put_sandbox_rules(FILE *f, const struct hu_net_config *cfg, const char *ifname,
-			      const struct hu_net_rules *rules)
+/* A sandbox's allowOut and denyOut as set elements keyed by its interface
+ * (an allowlist also joins dnsproxy). Domain rules need the proxy. */
+static int put_sandbox_rules(FILE *f, const struct hu_net_config *cfg, const char *ifname,
+			     const struct hu_net_rules *rules, hu_err *err)
 {
+	int proxy = cfg->dns_proxy_port && cfg->resolver;
+
+	if (rules->n_allow_dom && !proxy)
+		return hu_err_set(err, -EINVAL, "domain rules need the daemon's DNS proxy (and a resolver)");
 	put_rules(f, cfg->name, "uallow", ifname, rules->allow, rules->n_allow);
 	put_rules(f, cfg->name, "udeny", ifname, rules->deny, rules->n_deny);
+	if (proxy && hu_net_rules_allowlist(rules))
+		fprintf(f, "add element inet %s dnsproxy { \"%s\" }\n", cfg->name, ifname);
+	return 0;
+}
+
+/* Drop a batch that will not run. */
+static void batch_drop(struct batch *b)
+{
+	hu_err ignore;
+	if (batch_close(b, &ignore) == 0)
+		free(b->buf);
 }
 
 int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
@@ -285,11 +339,14 @@ int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 {
 	struct batch b;
 
-	if (rules->n_allow == 0 && rules->n_deny == 0)
+	if (rules->n_allow == 0 && rules->n_deny == 0 && rules->n_allow_dom == 0)
 		return 0; /* the shared rules are all it needs */
 	if (batch_open(&b, err) < 0)
 		return -1;
-	put_sandbox_rules(b.f, cfg, ifname, rules);
+	if (put_sandbox_rules(b.f, cfg, ifname, rules, err) < 0) {
+		batch_drop(&b);
+		return -1;
+	}
 	return batch_run(ctx, &b, "add sandbox rules", err);
 }
 
@@ -297,13 +354,10 @@ int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 static int open_with_deletes(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
 			     struct batch *b, hu_err *err)
 {
-	hu_err ignore;
-
 	if (batch_open(b, err) < 0)
 		return -1;
 	if (put_current_deletes(ctx, cfg, ifname, b->f, err) < 0) {
-		if (batch_close(b, &ignore) == 0)
-			free(b->buf);
+		batch_drop(b);
 		return -1;
 	}
 	return 0;
@@ -317,7 +371,10 @@ int hu_nft_sandbox_rules(struct nft_ctx *ctx, const struct hu_net_config *cfg, c
 	/* the old rules out and the new ones in, in one transaction */
 	if (open_with_deletes(ctx, cfg, ifname, &b, err) < 0)
 		return -1;
-	put_sandbox_rules(b.f, cfg, ifname, rules);
+	if (put_sandbox_rules(b.f, cfg, ifname, rules, err) < 0) {
+		batch_drop(&b);
+		return -1;
+	}
 	return batch_run(ctx, &b, "update sandbox rules", err);
 }
 
@@ -328,4 +385,24 @@ int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 	if (open_with_deletes(ctx, cfg, ifname, &b, err) < 0)
 		return -1;
 	return batch_run(ctx, &b, "remove sandbox rules", err);
+}
+
+int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, const uint32_t *addrs,
+		 unsigned n, unsigned ttl, hu_err *err)
+{
+	struct batch b;
+	char a[16];
+
+	if (batch_open(&b, err) < 0)
+		return -1;
+	/* add (so that it exists), delete, add again: one transaction that
+	 * leaves the element with a fresh timeout whether it was there or not
+	 * (a plain add keeps an existing element's old expiry) */
+	for (unsigned i = 0; i < n; i++) {
+		ipv4_text(addrs[i], a, sizeof(a));
+		fprintf(b.f, "add element inet %s dallow { \"%s\" . %s timeout %us }\n", cfg->name, ifname, a, ttl);
+		fprintf(b.f, "delete element inet %s dallow { \"%s\" . %s }\n", cfg->name, ifname, a);
+		fprintf(b.f, "add element inet %s dallow { \"%s\" . %s timeout %us }\n", cfg->name, ifname, a, ttl);
+	}
+	return batch_run(ctx, &b, "allow resolved addresses", err);
 }

@@ -36,6 +36,7 @@ struct hu_runtime_config {
 	char net_uplinks[80];     /* interfaces replies return through ("" = the default route's) */
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
 	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
+	unsigned net_dns_proxy_port; /* the daemon's DNS proxy port on the host; 0 = none */
 };
 
 struct hu_runtime;

@@ -1,6 +1,6 @@
 // The network boundary through the unmodified e2b SDK: network.allowOut /
 // denyOut on create, updateNetwork on a live sandbox, allowInternetAccess
-// false, refused domain rules, and a kill that leaves no interface or rule.
+// false, refused rules, and a kill that leaves no interface or rule.
 // The test builds its own world (tests/integration/net/world.sh: a stand-in
 // internet in a namespace of its own) and sends traffic nowhere else.
 import { test, before, after } from 'node:test'
@@ -58,7 +58,8 @@ test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo
     let out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080', 'name:allowed.test', 'tcp:169.254.169.254:80')
     assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/)
     assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/)
-    assert.match(out, /name allowed\.test 198\.51\.100\.10/)
+    // an allowlist resolves only the names it lists (network_dns.test.mjs)
+    assert.match(out, /name allowed\.test FAIL/)
     assert.match(out, /tcp 169\.254\.169\.254:80 TIMEOUT/)
     const info = await sbx.getInfo()
     assert.deepEqual(info.network?.allowOut, ['198.51.100.10/32'])
@@ -91,7 +92,7 @@ test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo
     assert.match(out, /tcp 198\.51\.100\.10:8080 TIMEOUT/)
     assert.deepEqual((await sbx.getInfo()).network?.allowOut, ['198.51.100.20/32'])
 
-    await assert.rejects(sbx.updateNetwork({ allowOut: ['example.com'] }), /domain rules are not supported/)
+    await assert.rejects(sbx.updateNetwork({ allowOut: ['example.com'] }), /domain names need denyOut/)
     await assert.rejects(sbx.updateNetwork({ allowInternetAccess: false }), /cannot be changed/)
     const st = hostState()
     assert.equal(st.links.length, 1, 'one veth while one sandbox lives')
@@ -118,8 +119,8 @@ test('allowInternetAccess false: loopback only', { skip }, async () => {
   }
 })
 
-test('domain rules and IPv6 rules are refused at create with a clear error', { skip }, async () => {
-  await assert.rejects(Sandbox.create({ network: { allowOut: ['api.example.com'] } }), /domain rules are not supported/)
+test('domain rules without denyOut all and IPv6 rules are refused at create with a clear error', { skip }, async () => {
+  await assert.rejects(Sandbox.create({ network: { allowOut: ['api.example.com'] } }), /domain names need denyOut/)
   await assert.rejects(Sandbox.create({ network: { denyOut: ['::/0'] } }), /IPv6 is not offered/)
   assert.equal(hostState().links.length, 0)
 })

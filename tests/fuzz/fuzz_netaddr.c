@@ -1,9 +1,11 @@
-// fuzz-sources: src/runtime/netaddr.c
+// fuzz-sources: src/runtime/netaddr.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the network settings' parsers (src/runtime/netaddr.c):
  * the input, cut at newlines, is tried as a CIDR, as allowOut/denyOut lists
- * and as the operator's settings. What is accepted must be canonical: a
- * prefix re-formats and re-parses to itself, and lists stay bounded.
+ * and as the operator's settings, and as a domain rule. What is accepted
+ * must be canonical: a prefix re-formats and re-parses to itself, a domain
+ * rule re-parses to itself and matches accordingly, and lists stay
+ * bounded.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,10 +34,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (hu_cidr4_parse(buf, &c2, &err) < 0 || c2.addr != c.addr || c2.len != c.len)
 			abort();
 	}
+	char dom[HU_DOMAIN_MAX + 1], dom2[HU_DOMAIN_MAX + 1];
+	if (hu_domain_rule_parse(text, dom, &err) == 0) {
+		if (hu_domain_rule_parse(dom, dom2, &err) < 0 || strcmp(dom, dom2))
+			abort();
+		/* a plain rule matches itself; a wildcard matches a name below
+		 * it and not its base */
+		if (dom[0] != '*' && !hu_domain_match(dom, dom))
+			abort();
+		if (dom[0] == '*' && (hu_domain_match(dom, dom + 2) || !hu_domain_match(dom, dom)))
+			abort();
+	}
 	memset(&rules, 0, sizeof(rules));
 	hu_net_rules_add_list(&rules, 'a', text, &err);
 	hu_net_rules_add_list(&rules, 'd', text, &err);
-	if (rules.n_allow > HU_NET_RULES_MAX || rules.n_deny > HU_NET_RULES_MAX)
+	if (rules.n_allow > HU_NET_RULES_MAX || rules.n_deny > HU_NET_RULES_MAX || rules.n_allow_dom > HU_NET_DOMAINS_MAX)
 		abort();
 	for (char *s = text; s && n < 7; n++) {
 		f[n] = s;

@@ -89,7 +89,7 @@ expect_match "allowlist: DNS straight to the resolver's address is blocked" "udp
 out=$(probe --internet --allow-out 10.99.77.2 -- python3 -c "$(py)" tcp:10.99.77.2:8080)
 expect_match "allowOut cannot open the operator's denials" "tcp 10.99.77.2:8080 TIMEOUT" "$out"
 out=$(hrun --internet --allow-out example.com -- true 2>&1)
-expect_match "domain rules are refused with a clear error" "domain rules are not supported" "$out"
+expect_match "domain rules are refused by hutch run (they need the daemon's DNS proxy)" "domain rules need the daemon" "$out"
 out=$(hrun --internet --deny-out ::/0 -- true 2>&1)
 expect_match "IPv6 rules are refused with a clear error" "IPv6 is not offered" "$out"
 out=$(hrun --deny-out 1.2.3.4 -- true 2>&1)

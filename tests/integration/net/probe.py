@@ -2,6 +2,7 @@
 #   tcp:HOST:PORT   -> "tcp HOST:PORT OK <banner>" | "... REFUSED" | "... TIMEOUT" | "... ERR <why>"
 #   name:NAME       -> "name NAME <address>" | "name NAME FAIL"
 #   udpdns:HOST     -> "udpdns HOST ANSWER" | "... NOANSWER" (a query for allowed.test sent straight to HOST)
+#   udp:HOST:PORT   -> "udp HOST:PORT ANSWER" | "... NOANSWER" (a datagram that is not DNS)
 #   burst:N         -> "burst N <answers>" (N queries to the configured resolver at once)
 #   gw              -> "gw <the default gateway>" ; addr -> "addr <eth0's address>"
 # "GW" in a probe stands for this sandbox's gateway (the host end of its veth).
@@ -62,6 +63,16 @@ for p in sys.argv[1:]:
             print("udpdns %s ANSWER" % rest)
         except OSError:
             print("udpdns %s NOANSWER" % rest)
+    elif kind == "udp":
+        host, port = rest.rsplit(":", 1)
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.settimeout(2)
+        try:
+            u.sendto(b"GET / HTTP/1.0\r\n\r\n", (host, int(port)))
+            u.recv(512)
+            print("udp %s ANSWER" % rest)
+        except OSError:
+            print("udp %s NOANSWER" % rest)
     elif kind == "burst":
         n = int(rest)
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Servers of the network test's stand-in world (run inside the test's own
 network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
-`echo HOST PORT` echoes what each connection sends, `dns HOST` answers A queries for allowed.test and denied.test (anything else:
-NXDOMAIN), `ready` exits 0 when every server of world.sh answers (probed from
+`echo HOST PORT` echoes what each connection sends, `dns HOST [LOG]` answers A queries for the names in NAMES (anything
+else: NXDOMAIN) and appends every queried name to LOG, `ready` exits 0 when every server of world.sh answers (probed from
 the host, into the test's own namespaces)."""
 import socket
 import struct
 import sys
 import threading
 
-NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20"}
+NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20", b"wild.test": "198.51.100.10",
+         b"a.wild.test": "198.51.100.20", b"b.a.wild.test": "198.51.100.20"}
 
 
 def tcp(host, port, text):
@@ -53,11 +54,23 @@ def qname(msg, off):
     return b".".join(labels).lower(), off + 1
 
 
+CNAMES = {b"alias.test": b"denied.test"}  # answered as a CNAME chain ending in the target's A record
+
+
+def wire(name):
+    return b"".join(bytes([len(label)]) + label for label in name.split(b".")) + b"\0"
+
+
 def answer(q):
     tid, flags, qd = struct.unpack("!HHH", q[:6])
     name, end = qname(q, 12)
     qtype = struct.unpack("!H", q[end:end + 2])[0]
     question = q[12:end + 4]
+    if name in CNAMES and qtype == 1:
+        target = CNAMES[name]
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", 5, 1, 5, len(wire(target))) + wire(target)
+        rr += wire(target) + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(NAMES[target])
+        return struct.pack("!HHHHHH", tid, 0x8180, 1, 2, 0, 0) + question + rr
     addr = NAMES.get(name)
     if addr is None or qtype != 1:
         rcode = 3 if addr is None else 0
@@ -66,12 +79,15 @@ def answer(q):
     return struct.pack("!HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + rr
 
 
-def dns(host):
+def dns(host, log=None):
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.bind((host, 53))
     while True:
         q, peer = u.recvfrom(512)
         try:
+            if log:
+                with open(log, "ab") as f:
+                    f.write(qname(q, 12)[0] + b"\n")
             u.sendto(answer(q), peer)
         except Exception:
             pass
@@ -96,4 +112,4 @@ if __name__ == "__main__":
     elif sys.argv[1] == "echo":
         echo(*sys.argv[2:4])
     elif sys.argv[1] == "dns":
-        dns(sys.argv[2])
+        dns(*sys.argv[2:4])

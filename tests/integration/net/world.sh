@@ -10,7 +10,9 @@
 #     203.0.113.1/24, far end 203.0.113.2): TCP servers on 198.51.100.10:8080
 #     ("internet-allowed"), 198.51.100.20:8080 ("internet-denied") and a fake
 #     metadata service 169.254.169.254:80, an echo server on 198.51.100.10:7; a DNS server on 198.51.100.53
-#     (allowed.test -> .10, denied.test -> .20). The host reaches them through
+#     (allowed.test -> .10, denied.test -> .20, wild.test -> .10,
+#     a.wild.test -> .20, alias.test -> CNAME denied.test; every queried name is appended to
+#     /tmp/hutnet-TAG/dns.log). The host reaches them through
 #     routes to 198.51.100.0/24 and 169.254.169.254/32 via 203.0.113.2 (the
 #     host's default route is not touched);
 #   namespace hutnet-svc-TAG, an "internal service" on 10.99.77.2:8080
@@ -67,7 +69,7 @@ up() {
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 198.51.100.20 8080 internet-denied
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 169.254.169.254 80 metadata
 	bg ip netns exec "$INET" python3 "$here/world.py" echo 198.51.100.10 7
-	bg ip netns exec "$INET" python3 "$here/world.py" dns 198.51.100.53
+	bg ip netns exec "$INET" python3 "$here/world.py" dns 198.51.100.53 "$state/dns.log"
 	bg ip netns exec "$SVC" python3 "$here/world.py" tcp 10.99.77.2 8080 internal
 	bg python3 "$here/world.py" tcp 203.0.113.1 8081 host-listener
 	for _ in $(seq 150); do

@@ -117,7 +117,10 @@ static void test_new_sandbox_network(void **state)
 
 	new_bad("{\"network\":{\"allowOut\":\"1.2.3.4\"}}", "network.allowOut must be an array");
 	new_bad("{\"network\":{\"denyOut\":[5]}}", "network.denyOut[0] must be a string");
-	new_bad("{\"network\":{\"allowOut\":[\"example.com\"]}}", "domain rules are not supported");
+	new_bad("{\"network\":{\"allowOut\":[\"example.com\"]}}", "domain names need denyOut");
+	new_bad("{\"network\":{\"allowOut\":[\"example.com\"],\"denyOut\":[\"1.2.3.4\"]}}", "denyOut to deny all");
+	new_bad("{\"network\":{\"denyOut\":[\"example.com\"]}}", "allowOut only");
+	new_bad("{\"network\":{\"allowOut\":[\"*.com\"],\"denyOut\":[\"0.0.0.0/0\"]}}", "wildcard");
 	new_bad("{\"network\":{\"denyOut\":[\"::/0\"]}}", "IPv6");
 	new_bad("{\"network\":{\"denyOut\":[\"1.2.3.4/99\"]}}", "prefix length");
 	new_bad("{\"network\":{\"egressProxy\":{\"address\":\"p:1080\"}}}", "egressProxy");

@@ -55,9 +55,15 @@ static void test_rules(void **state)
 	assert_int_equal(r.n_deny, 1);
 	assert_int_equal(r.n_allow, 2);
 	assert_int_equal(r.allow[1].len, 24);
-	/* domains and IPv6 are refused with a message saying so, and add nothing */
-	assert_int_equal(hu_net_rules_add(&r, 'a', "example.com", &err), -1);
-	assert_non_null(strstr(err.msg, "domain rules are not supported"));
+	/* domain names: allowOut only; IPv6 is refused with a message saying
+	 * so; refused entries add nothing */
+	assert_int_equal(hu_net_rules_add(&r, 'd', "example.com", &err), -1);
+	assert_non_null(strstr(err.msg, "allowOut only"));
+	assert_int_equal(hu_net_rules_add(&r, 'a', "a..com", &err), -1);
+	assert_int_equal(r.n_allow_dom, 0);
+	assert_int_equal(hu_net_rules_add(&r, 'a', "Example.COM.", &err), 0);
+	assert_int_equal(r.n_allow_dom, 1);
+	assert_string_equal(hu_net_rules_domain(&r, 0), "example.com");
 	assert_int_equal(hu_net_rules_add(&r, 'd', "::/0", &err), -1);
 	assert_non_null(strstr(err.msg, "IPv6"));
 	assert_int_equal(hu_net_rules_add(&r, 'd', "1.2.3.4/40", &err), -1);
@@ -69,6 +75,24 @@ static void test_rules(void **state)
 		assert_int_equal(hu_net_rules_add(&r, 'd', "1.1.1.1", &err), 0);
 	assert_int_equal(hu_net_rules_add(&r, 'd', "1.1.1.1", &err), -1);
 	assert_int_equal(r.n_deny, HU_NET_RULES_MAX);
+	r.n_allow_dom = r.allow_dom_used = 0;
+	for (int i = 0; i < HU_NET_DOMAINS_MAX; i++)
+		assert_int_equal(hu_net_rules_add(&r, 'a', "a.test", &err), 0);
+	assert_int_equal(hu_net_rules_add(&r, 'a', "a.test", &err), -1);
+	assert_non_null(strstr(err.msg, "domain names"));
+	assert_int_equal(r.n_allow_dom, HU_NET_DOMAINS_MAX);
+	assert_string_equal(hu_net_rules_domain(&r, HU_NET_DOMAINS_MAX - 1), "a.test");
+	/* the names' text is bounded too: 17 names of 250 characters fill it */
+	char lng[251];
+	memset(lng, 'a', 250);
+	lng[250] = '\0';
+	for (int i = 1; i < 250; i += 62)
+		lng[i] = '.';
+	r.n_allow_dom = r.allow_dom_used = 0;
+	for (int i = 0; i < HU_NET_DOMAINS_TEXT / 251; i++)
+		assert_int_equal(hu_net_rules_add(&r, 'a', lng, &err), 0);
+	assert_int_equal(hu_net_rules_add(&r, 'a', lng, &err), -1);
+	assert_true(r.allow_dom_used <= HU_NET_DOMAINS_TEXT);
 }
 
 static void test_config(void **state)
