@@ -1,17 +1,18 @@
 // Density: --count idle sandboxes alive at once through a real `hutch serve`,
 // each with a shell waiting, and what they cost the host.
-//   node bench/density_bench.mjs [--count 1000] [--build build] [--concurrency 4] [--probes 200]
+//   node bench/density_bench.mjs [--count 1000] [--build build] [--concurrency 4] [--probes 400]
 //                                [--hold S] [--nofile N]
-// Phases (one invocation; the "empty" figures are the same probes with no sandbox
-// alive, the baseline of the loaded ones):
+// Phases (one invocation; the "empty" figures, the same probes with one sandbox alive,
+// are the baseline of the loaded ones):
 //   empty     /health latency and a command round trip (envd process.Start of `true`,
 //             waiting for its end) in one sandbox, with only that sandbox alive
 //   fill      --count sandboxes: POST /v2/sandboxes, then envd process.Start of `bash`
 //             with stdin kept open (an idle shell waiting for input; the stream is
 //             dropped after the start event, the shell stays)
 //   loaded    memory (below), the daemon's RSS, fds and CPU over an idle 10 s (the
-//             lifecycle tick over every sandbox), /health latency and a command round
-//             trip in a random sandbox while all are alive
+//             lifecycle tick and the metrics sampler over every sandbox), /health latency
+//             (probes 25 ms apart) and a command round trip in a random sandbox while all
+//             are alive
 //   drain     DELETE every sandbox; then nothing of them may be left: no cgroup under
 //             the parent in any hierarchy, no mount under the run dir, no sandbox
 //             directory, no process in their cgroups
@@ -41,7 +42,7 @@ const arg = (name, def) => {
 }
 const count = Number(arg('count', 1000))
 const concurrency = Number(arg('concurrency', 4))
-const probes = Number(arg('probes', 200))
+const probes = Number(arg('probes', 400))
 const nofile = arg('nofile', null)
 const hold = Number(arg('hold', 0))
 process.env.HUTCH_BUILD = arg('build', 'build')
@@ -139,9 +140,13 @@ async function startShell(s) {
   if (!pid) throw new Error(`start bash: no pid in ${seen}`)
   return pid
 }
+// spaced out (GAP_MS apart, 10 s at the default 400 probes) so that the probes cover
+// every periodic task of the daemon (the lifecycle tick each second, the metrics sampler)
+const GAP_MS = 25
 async function healthProbe(n) {
   const xs = []
   for (let i = 0; i < n; i++) {
+    await sleep(GAP_MS)
     const t = now()
     const r = await fetch(`${d.url}/health`)
     await r.arrayBuffer()
@@ -153,6 +158,7 @@ async function healthProbe(n) {
 async function roundTrips(pick, n) {
   const xs = []
   for (let i = 0; i < n; i++) {
+    await sleep(4 * GAP_MS)
     const s = pick()
     const t = now()
     await run(s, ['/bin/true'])
