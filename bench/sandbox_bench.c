@@ -7,11 +7,15 @@
  *   group "true"    lifecycle     in-process create + connect + spawn /bin/true
  *                                 + wait for EXIT + destroy
  *                   bwrap_true    fork/exec of bwrap (equivalent namespaces) /bin/true
+ *                   crun_true     fork/exec of `crun run` of a prepared OCI bundle
+ *                                 (same namespaces, user namespace, /usr read-only,
+ *                                 memory and pids limits) whose process is /bin/true
  *                   host_true     fork/exec of /bin/true on the host (the floor)
  *                   cli_true      fork/exec of `hutch run -- true`
  *   group "python"  python_hutch  lifecycle with `python3 -c pass`
  *                   python_host   fork/exec of `python3 -c pass` on the host
  *                   python_bwrap  bwrap ... python3 -c pass
+ *                   python_crun   crun run of a bundle whose process is python3 -c pass
  *                   cli_python    `hutch run -- python3 -c pass`
  *   group "split"   create, exec_first (connect + spawn /bin/true + EXIT in the
  *                   fresh sandbox), destroy: one sandbox per sample
@@ -44,6 +48,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -167,8 +174,8 @@ static void now(struct timespec *ts)
 /* ---- figures -------------------------------------------------------------- */
 
 enum fig {
-	F_LIFECYCLE, F_BWRAP_TRUE, F_HOST_TRUE, F_CLI_TRUE,
-	F_PY_HUTCH, F_PY_HOST, F_PY_BWRAP, F_CLI_PY,
+	F_LIFECYCLE, F_BWRAP_TRUE, F_CRUN_TRUE, F_HOST_TRUE, F_CLI_TRUE,
+	F_PY_HUTCH, F_PY_HOST, F_PY_BWRAP, F_PY_CRUN, F_CLI_PY,
 	F_CREATE, F_EXEC_FIRST, F_DESTROY,
 	F_EXEC,
 	F_NET_LO, F_NET_NAT, F_NET_RULES, F_NET_DESTROY_LO, F_NET_DESTROY_NAT, F_NET_DESTROY_RULES,
@@ -192,11 +199,11 @@ struct figure {
 };
 
 struct opts {
-	unsigned rounds, iterations, warmup;
+	unsigned rounds, iterations, warmup, alive;
 	const char *json_path;
-	const char *hutch, *bwrap, *python;
+	const char *hutch, *bwrap, *crun, *python;
 	bool groups[G_COUNT];
-	bool cli, use_bwrap;
+	bool cli, use_bwrap, use_crun;
 };
 
 struct bench {
@@ -205,11 +212,17 @@ struct bench {
 	struct hu_runtime *rt;
 	struct hu_sandbox *live; /* the sandbox of the sample under way, if any */
 	struct hu_sandbox *warm; /* the sandbox of the exec group's round */
+	struct hu_sandbox **idle; /* --alive: sandboxes kept for the whole run */
+	unsigned n_idle;
 	int warm_fd;
 	uint32_t req;
 	unsigned seq;
 	unsigned rounds_done;
 	char tmpdir[64]; /* a private data/run dir we made (removed at exit) */
+	char crundir[64]; /* the OCI bundles and crun's state dir (removed at exit) */
+	char crun_cgparent[128]; /* the crun containers' parent cgroup (removed at exit) */
+	char crun_root[PATH_MAX], crun_bundle_true[PATH_MAX], crun_bundle_py[PATH_MAX];
+	char crun_id_true[64], crun_id_py[64];
 	struct figure fig[F_COUNT];
 };
 
@@ -444,6 +457,149 @@ static int warm_close(struct bench *b, hu_err *err)
 	return bench_destroy(&b->warm, err);
 }
 
+/* ---- the crun baseline: OCI bundles prepared once -------------------------- */
+
+/* crun 1.8 refuses any container on a hybrid cgroup host whose cgroup2 mount
+ * offers a controller ("cgroups in hybrid mode not supported", even with
+ * --cgroup-manager=disabled); this guest's offers hugetlb, which neither hutch
+ * nor the bundles use. So the benchmark enters a mount namespace of its own
+ * (a slave of the host's: nothing mounted here leaks back) and covers that
+ * file with an empty one there; crun then keeps its limits in the v1
+ * hierarchies, as hutch does. The host is untouched. */
+static int crun_hide_v2_controllers(const char *dir, hu_err *err)
+{
+	const char *ctl = "/sys/fs/cgroup/unified/cgroup.controllers";
+	char buf[256], empty[PATH_MAX];
+	hu_err ignored;
+
+	if (hu_read_file(ctl, buf, sizeof(buf), &ignored) <= 0)
+		return 0; /* not hybrid, or no controller there: nothing to hide */
+	snprintf(empty, sizeof(empty), "%s/empty", dir);
+	if (hu_write_file(empty, "", 0, O_CREAT | O_TRUNC, 0644, err) < 0)
+		return -1;
+	if (unshare(CLONE_NEWNS) < 0)
+		return hu_err_sys(err, "unshare(CLONE_NEWNS) for crun");
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return hu_err_sys(err, "make / a slave for crun");
+	if (mount(empty, ctl, NULL, MS_BIND, NULL) < 0)
+		return hu_err_sys(err, "cover %s for crun", ctl);
+	fprintf(stderr, "crun: %s lists controllers (hybrid host); covered with an empty file in the benchmark's "
+			"own mount namespace\n", ctl);
+	return 0;
+}
+
+/* A bundle doing what hutch's sandbox does as far as an OCI runtime can:
+ * user (container root = an unprivileged host range), pid, ipc, uts, mount,
+ * network (loopback only) and cgroup namespaces; the host's /usr read-only
+ * over an otherwise empty read-only root; /proc, a /dev, tmpfs /tmp and
+ * /home; no capabilities, no_new_privs; memory and pids limits (hutch's
+ * defaults: 512 MiB, 512 pids) in a cgroup of its own. No seccomp filter
+ * (bwrap has none either); hutch's is a ready BPF program, ~0.4 ms to load. */
+static int crun_bundle(const char *dir, const char *rootfs, const char *cgpath, const char *const *cmd, hu_err *err)
+{
+	json_t *args = json_array(), *ns = json_array();
+	const char *const types[] = {"user", "pid", "ipc", "uts", "mount", "network", "cgroup"};
+	char path[PATH_MAX];
+
+	for (size_t i = 0; cmd[i]; i++)
+		json_array_append_new(args, json_string(cmd[i]));
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		json_array_append_new(ns, json_pack("{s:s}", "type", types[i]));
+	json_t *cfg = json_pack(
+		"{s:s, s:{s:b, s:{s:i, s:i}, s:o, s:[s], s:s, s:{s:[], s:[], s:[]}, s:b}, s:{s:s, s:b}, s:s,"
+		" s:[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s, s, s]}, {s:s, s:s, s:s, s:[s, s, s, s]},"
+		"    {s:s, s:s, s:s, s:[s, s]}, {s:s, s:s, s:s, s:[s, s]}],"
+		" s:{s:o, s:[{s:i, s:i, s:i}], s:[{s:i, s:i, s:i}], s:{s:{s:I}, s:{s:I}}, s:s}}",
+		"ociVersion", "1.0.0",
+		"process", "terminal", 0, "user", "uid", 0, "gid", 0, "args", args, "env",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "cwd", "/", "capabilities",
+		"bounding", "effective", "permitted", "noNewPrivileges", 1,
+		"root", "path", rootfs, "readonly", 1,
+		"hostname", "sandbox",
+		"mounts",
+		"destination", "/proc", "type", "proc", "source", "proc",
+		"destination", "/dev", "type", "tmpfs", "source", "tmpfs", "options", "nosuid", "mode=755", "size=65536k",
+		"destination", "/usr", "type", "bind", "source", "/usr", "options", "rbind", "ro", "nosuid", "nodev",
+		"destination", "/tmp", "type", "tmpfs", "source", "tmpfs", "options", "nosuid", "nodev",
+		"destination", "/home", "type", "tmpfs", "source", "tmpfs", "options", "nosuid", "nodev",
+		"linux", "namespaces", ns, "uidMappings", "containerID", 0, "hostID", 1600000, "size", 65536,
+		"gidMappings", "containerID", 0, "hostID", 1600000, "size", 65536, "resources", "memory", "limit",
+		(json_int_t)512 << 20, "pids", "limit", (json_int_t)512, "cgroupsPath", cgpath);
+	if (!cfg)
+		return hu_err_set(err, EINVAL, "crun config.json");
+	int rc = hu_mkdir_p(dir, 0755, err);
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	if (rc == 0 && json_dump_file(cfg, path, JSON_INDENT(1)) < 0)
+		rc = hu_err_set(err, EIO, "write %s", path);
+	json_decref(cfg);
+	return rc;
+}
+
+/* Two bundles (/bin/true, python) over one root: mount points and the
+ * usrmerge symlinks only; everything runs from the bind-mounted /usr. */
+static int setup_crun(struct bench *b, hu_err *err)
+{
+	const char *const bin_true[] = {"/bin/true", NULL};
+	const char *const py[] = {b->o.python, "-c", "pass", NULL};
+	const char *const dirs[] = {"usr", "proc", "dev", "tmp", "home"};
+	const char *const links[][2] = {{"usr/bin", "bin"}, {"usr/lib", "lib"}, {"usr/lib64", "lib64"}, {"usr/sbin", "sbin"}};
+	char rootfs[PATH_MAX], p[PATH_MAX], cg[PATH_MAX];
+
+	snprintf(b->crundir, sizeof(b->crundir), "/tmp/hutch-bench-crun.XXXXXX");
+	if (!mkdtemp(b->crundir)) {
+		b->crundir[0] = '\0';
+		return hu_err_sys(err, "mkdtemp");
+	}
+	chmod(b->crundir, 0755); /* the container's root (an unprivileged host uid) walks through it */
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", b->crundir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", rootfs, dirs[i]);
+		if (hu_mkdir_p(p, 0755, err) < 0)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		snprintf(p, sizeof(p), "%s/%s", rootfs, links[i][1]);
+		if (symlink(links[i][0], p) < 0)
+			return hu_err_sys(err, "symlink %s", p);
+	}
+	snprintf(b->crun_cgparent, sizeof(b->crun_cgparent), "%s-crun", b->cfg.cgroup_parent);
+	snprintf(b->crun_root, sizeof(b->crun_root), "%s/state", b->crundir);
+	snprintf(b->crun_bundle_true, sizeof(b->crun_bundle_true), "%s/true", b->crundir);
+	snprintf(b->crun_bundle_py, sizeof(b->crun_bundle_py), "%s/python", b->crundir);
+	/* `crun run` deletes its container when the process exits: the ids
+	 * (and cgroups) are reused by the next sample */
+	snprintf(b->crun_id_true, sizeof(b->crun_id_true), "bench-true-%d", (int)getpid());
+	snprintf(b->crun_id_py, sizeof(b->crun_id_py), "bench-python-%d", (int)getpid());
+	snprintf(cg, sizeof(cg), "/%s/%s", b->crun_cgparent, b->crun_id_true);
+	if (crun_bundle(b->crun_bundle_true, rootfs, cg, bin_true, err) < 0)
+		return -1;
+	snprintf(cg, sizeof(cg), "/%s/%s", b->crun_cgparent, b->crun_id_py);
+	if (crun_bundle(b->crun_bundle_py, rootfs, cg, py, err) < 0)
+		return -1;
+	return crun_hide_v2_controllers(b->crundir, err);
+}
+
+/* The crun containers' parent cgroup in every hierarchy (crun removes the
+ * containers' own groups, not the parent it was given). */
+static void remove_crun_cgroups(const struct bench *b)
+{
+	DIR *d = opendir("/sys/fs/cgroup");
+	struct dirent *e;
+	char p[PATH_MAX];
+
+	if (!b->crun_cgparent[0] || !d)
+		goto out;
+	snprintf(p, sizeof(p), "/sys/fs/cgroup/%s", b->crun_cgparent);
+	rmdir(p); /* a unified (v2-only) host */
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' && snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/%s", e->d_name, b->crun_cgparent) <
+						   (int)sizeof(p))
+			rmdir(p);
+out:
+	if (d)
+		closedir(d);
+}
+
 /* ---- figure table --------------------------------------------------------- */
 
 static const char *const bwrap_opts[] = {
@@ -483,16 +639,22 @@ static void define_figures(struct bench *b)
 	const char *const py[] = {o->python, "-c", "pass", NULL};
 	const char *const bwrap[] = {o->bwrap, NULL};
 	const char *const cli[] = {o->hutch, "run", "--", NULL};
+	const char *const crun_true[] = {o->crun, "--root", b->crun_root, "run", "--bundle", b->crun_bundle_true,
+					 b->crun_id_true, NULL};
+	const char *const crun_py[] = {o->crun, "--root", b->crun_root, "run", "--bundle", b->crun_bundle_py,
+				       b->crun_id_py, NULL};
 	const char *bwrap_prefix[MAX_ARGV];
 
 	argv_join(bwrap_prefix, bwrap, bwrap_opts);
 	define(b, F_LIFECYCLE, "lifecycle", G_TRUE, sample_lifecycle, NULL, bin_true);
 	define(b, F_BWRAP_TRUE, "bwrap_true", G_TRUE, sample_host, bwrap_prefix, bin_true);
+	define(b, F_CRUN_TRUE, "crun_true", G_TRUE, sample_host, NULL, crun_true);
 	define(b, F_HOST_TRUE, "host_true", G_TRUE, sample_host, NULL, bin_true);
 	define(b, F_CLI_TRUE, "cli_true", G_TRUE, sample_host, cli, cli_true);
 	define(b, F_PY_HUTCH, "python_hutch", G_PYTHON, sample_lifecycle, NULL, py);
 	define(b, F_PY_HOST, "python_host", G_PYTHON, sample_host, NULL, py);
 	define(b, F_PY_BWRAP, "python_bwrap", G_PYTHON, sample_host, bwrap_prefix, py);
+	define(b, F_PY_CRUN, "python_crun", G_PYTHON, sample_host, NULL, crun_py);
 	define(b, F_CLI_PY, "cli_python", G_PYTHON, sample_host, cli, py);
 	define(b, F_CREATE, "create", G_SPLIT, NULL, NULL, bin_true);
 	define(b, F_EXEC_FIRST, "exec_first", G_SPLIT, NULL, NULL, bin_true);
@@ -509,6 +671,8 @@ static void define_figures(struct bench *b)
 		b->fig[F_CLI_TRUE].enabled = b->fig[F_CLI_PY].enabled = false;
 	if (!o->use_bwrap)
 		b->fig[F_BWRAP_TRUE].enabled = b->fig[F_PY_BWRAP].enabled = false;
+	if (!o->use_crun)
+		b->fig[F_CRUN_TRUE].enabled = b->fig[F_PY_CRUN].enabled = false;
 }
 
 /* ---- the rounds ----------------------------------------------------------- */
@@ -600,10 +764,16 @@ struct ratio {
 
 static const struct ratio ratios[] = {
 	{"lifecycle / bwrap_true", F_LIFECYCLE, F_BWRAP_TRUE},
+	{"lifecycle / crun_true", F_LIFECYCLE, F_CRUN_TRUE},
+	{"crun_true / bwrap_true", F_CRUN_TRUE, F_BWRAP_TRUE},
 	{"cli_true / bwrap_true", F_CLI_TRUE, F_BWRAP_TRUE},
+	{"cli_true / crun_true", F_CLI_TRUE, F_CRUN_TRUE},
 	{"python_hutch / python_host", F_PY_HUTCH, F_PY_HOST},
 	{"python_hutch / python_bwrap", F_PY_HUTCH, F_PY_BWRAP},
+	{"python_hutch / python_crun", F_PY_HUTCH, F_PY_CRUN},
+	{"python_crun / python_host", F_PY_CRUN, F_PY_HOST},
 	{"cli_python / python_bwrap", F_CLI_PY, F_PY_BWRAP},
+	{"cli_python / python_crun", F_CLI_PY, F_PY_CRUN},
 	{"cli_python / python_host", F_CLI_PY, F_PY_HOST},
 	{"python_bwrap / python_host", F_PY_BWRAP, F_PY_HOST},
 	{"create_nat / create_lo", F_NET_NAT, F_NET_LO},
@@ -689,11 +859,13 @@ static json_t *json_meta(const struct bench *b)
 
 	uname(&u);
 	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
-	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:s}", "date", date, "kernel",
+	json_t *m = json_pack("{s:s, s:s, s:s, s:I, s:s, s:I, s:I, s:I, s:I, s:s, s:s, s:s}", "date", date, "kernel",
 			 u.release, "machine", u.machine, "cpus", (json_int_t)sysconf(_SC_NPROCESSORS_ONLN), "cgroup_mode",
 			 hu_cgroup_mode_name(hu_runtime_cgroup_env(b->rt)->mode), "rounds", (json_int_t)b->o.rounds,
 			 "rounds_done", (json_int_t)b->rounds_done, "iterations", (json_int_t)b->o.iterations, "warmup", (json_int_t)b->o.warmup, "python",
 			 b->o.python, "bwrap", b->o.bwrap, "hutch", b->o.hutch);
+	json_object_set_new(m, "crun", json_string(b->o.use_crun ? b->o.crun : "(skipped)"));
+	return m;
 }
 
 static json_t *json_figure(const struct figure *x, const struct stats *st)
@@ -751,11 +923,15 @@ static void usage(FILE *f)
 		   "  --only LIST      groups to run, comma separated: true,python,split,exec,net\n"
 		   "                   (default all but net, which needs HUTCH_NET=nat)\n"
 		   "  --no-cli         skip the `hutch run` fork/exec figures\n"
-		   "  --no-bwrap       skip the bubblewrap figures\n"
+		   "  --no-bwrap       skip the bubblewrap figures (skipped anyway when bwrap is missing)\n"
+		   "  --no-crun        skip the crun figures (skipped anyway when crun is missing)\n"
 		   "  --hutch PATH     the hutch binary for the cli figures (default build/hutch)\n"
 		   "  --bwrap PATH     bubblewrap (default /usr/bin/bwrap)\n"
+		   "  --crun PATH      crun (default /usr/bin/crun)\n"
 		   "  --python PATH    python (default /usr/bin/python3)\n"
-		   "  --json FILE      also write every figure and sample as JSON\n\n"
+		   "  --json FILE      also write every figure and sample as JSON\n"
+		   "  --alive N        keep N idle sandboxes alive during the run (what create costs\n"
+		   "                   with N others alive)\n\n"
 		   "HUTCH_DATA_DIR, HUTCH_RUN_DIR, HUTCH_CGROUP_PARENT and HUTCH_INIT choose the runtime's\n"
 		   "directories, cgroup parent and init; without the two dirs a private temporary dir is\n"
 		   "used and removed; the cgroup parent defaults to hutch-bench.\n");
@@ -794,14 +970,17 @@ static int parse_args(int argc, char **argv, struct opts *o, hu_err *err)
 		{"rounds", required_argument, NULL, 'r'}, {"iterations", required_argument, NULL, 'i'},
 		{"warmup", required_argument, NULL, 'w'}, {"only", required_argument, NULL, 'o'},
 		{"no-cli", no_argument, NULL, 'C'},       {"no-bwrap", no_argument, NULL, 'B'},
+		{"no-crun", no_argument, NULL, 'N'},      {"crun", required_argument, NULL, 'c'},
 		{"hutch", required_argument, NULL, 'H'},  {"bwrap", required_argument, NULL, 'b'},
 		{"python", required_argument, NULL, 'p'}, {"json", required_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+		{"alive", required_argument, NULL, 'a'},  {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c, rc = 0;
 
 	*o = (struct opts){.rounds = 5, .iterations = 200, .warmup = 5, .hutch = "build/hutch",
-			   .bwrap = "/usr/bin/bwrap", .python = "/usr/bin/python3", .cli = true, .use_bwrap = true};
+			   .bwrap = "/usr/bin/bwrap", .crun = "/usr/bin/crun", .python = "/usr/bin/python3", .cli = true,
+			   .use_bwrap = true, .use_crun = true};
 	for (int g = 0; g < G_COUNT; g++)
 		o->groups[g] = g != G_NET;
 	opterr = 0;
@@ -813,10 +992,13 @@ static int parse_args(int argc, char **argv, struct opts *o, hu_err *err)
 		case 'o': rc = parse_groups(optarg, o->groups, err); break;
 		case 'C': o->cli = false; break;
 		case 'B': o->use_bwrap = false; break;
+		case 'N': o->use_crun = false; break;
+		case 'c': o->crun = optarg; break;
 		case 'H': o->hutch = optarg; break;
 		case 'b': o->bwrap = optarg; break;
 		case 'p': o->python = optarg; break;
 		case 'j': o->json_path = optarg; break;
+		case 'a': rc = parse_uint(optarg, &o->alive, err); break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return hu_err_set(err, EINVAL, "bad option '%s'", argv[optind - 1]);
 		}
@@ -847,9 +1029,21 @@ static int setup_config(struct bench *b, hu_err *err)
 	return 0;
 }
 
-static int check_tools(const struct bench *b, hu_err *err)
+/* The baselines are skipped, with a message, when their tool is missing;
+ * python and the cli's hutch are needed. */
+static int check_tools(struct bench *b, hu_err *err)
 {
-	const char *tools[] = {b->o.python, b->o.use_bwrap ? b->o.bwrap : NULL, b->o.cli ? b->o.hutch : NULL};
+	if (b->o.use_bwrap && access(b->o.bwrap, X_OK) < 0) {
+		fprintf(stderr, "sandbox_bench: %s: %s: skipping the bubblewrap figures (apt install bubblewrap)\n",
+			b->o.bwrap, strerror(errno));
+		b->o.use_bwrap = false;
+	}
+	if (b->o.use_crun && access(b->o.crun, X_OK) < 0) {
+		fprintf(stderr, "sandbox_bench: %s: %s: skipping the crun figures (apt install crun)\n", b->o.crun,
+			strerror(errno));
+		b->o.use_crun = false;
+	}
+	const char *tools[] = {b->o.python, b->o.cli ? b->o.hutch : NULL};
 	for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++)
 		if (tools[i] && access(tools[i], X_OK) < 0)
 			return hu_err_sys(err, "%s (see --no-cli, --no-bwrap, --hutch, --bwrap, --python)", tools[i]);
@@ -862,6 +1056,9 @@ static int setup(struct bench *b, int argc, char **argv, hu_err *err)
 
 	b->warm_fd = -1;
 	if (parse_args(argc, argv, &b->o, err) < 0 || check_tools(b, err) < 0 || setup_config(b, err) < 0)
+		return -1;
+	bool crun_wanted = b->o.groups[G_TRUE] || b->o.groups[G_PYTHON];
+	if (b->o.use_crun && crun_wanted && setup_crun(b, err) < 0)
 		return -1;
 	define_figures(b);
 	sigaction(SIGINT, &sa, NULL);
@@ -877,6 +1074,15 @@ static int setup(struct bench *b, int argc, char **argv, hu_err *err)
 		return -1;
 	fprintf(stderr, "runtime: data %s, run %s, cgroup parent %s (%s)\n", b->cfg.data_dir, b->cfg.run_dir,
 		b->cfg.cgroup_parent, hu_cgroup_mode_name(hu_runtime_cgroup_env(b->rt)->mode));
+	if (b->o.alive && !(b->idle = calloc(b->o.alive, sizeof(*b->idle))))
+		return hu_err_set(err, ENOMEM, "idle sandboxes");
+	for (; b->n_idle < b->o.alive; b->n_idle++)
+		if (check_interrupt(err) < 0 || bench_create(b, &b->idle[b->n_idle], err) < 0) {
+			hu_err_prefix(err, "idle sandbox %u of %u", b->n_idle + 1, b->o.alive);
+			return -1;
+		}
+	if (b->o.alive)
+		fprintf(stderr, "%u idle sandboxes alive\n", b->n_idle);
 	return 0;
 }
 
@@ -909,9 +1115,20 @@ static int teardown(struct bench *b)
 		fprintf(stderr, "sandbox_bench: cleanup: %s\n", err.msg);
 		rc = -1;
 	}
+	for (unsigned i = 0; i < b->n_idle; i++)
+		if (bench_destroy(&b->idle[i], &err) < 0) {
+			fprintf(stderr, "sandbox_bench: cleanup: %s\n", err.msg);
+			rc = -1;
+		}
+	free(b->idle);
 	if (b->rt) {
 		remove_cgroup_parents(b);
 		hu_runtime_close(b->rt);
+	}
+	remove_crun_cgroups(b);
+	if (b->crundir[0] && hu_rm_rf(b->crundir, &err) < 0) {
+		fprintf(stderr, "sandbox_bench: remove %s: %s\n", b->crundir, err.msg);
+		rc = -1;
 	}
 	if (b->tmpdir[0] && hu_rm_rf(b->tmpdir, &err) < 0) {
 		fprintf(stderr, "sandbox_bench: remove %s: %s\n", b->tmpdir, err.msg);
