@@ -15,26 +15,10 @@
 #include "daemon/sbx_mounts.h"
 #include "daemon/sbx_network.h"
 #include "daemon/store.h"
+#include "daemon/templates.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
 #define TOKEN_BYTES 32     /* access token: 64 hex chars */
-
-/* E2B template names hutch answers to, and the runtime template behind
- * each. Anything else is a 404, as E2B does for unknown templates. */
-static const struct {
-	const char *e2b;
-	const char *runtime;
-} templates[] = {
-	{"base", "base"},
-};
-
-const char *hu_template_resolve(const char *template_id)
-{
-	for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
-		if (!strcmp(template_id, templates[i].e2b))
-			return templates[i].runtime;
-	return NULL;
-}
 
 static int fill_random(void *buf, size_t n, hu_err *err)
 {
@@ -133,11 +117,10 @@ int hu_sbx_new_timer(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 
 void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, struct hu_sandbox_spec *spec)
 {
-	const char *tpl = hu_template_resolve(s->template_id);
-
 	hu_sandbox_spec_defaults(spec);
 	snprintf(spec->id, sizeof(spec->id), "%s", s->id);
-	snprintf(spec->template_name, sizeof(spec->template_name), "%s", tpl ? tpl : "base");
+	/* a template's id is its runtime name (templates.h) */
+	snprintf(spec->template_name, sizeof(spec->template_name), "%s", s->template_id);
 	spec->limits.memory_bytes = s->memory_bytes;
 	spec->limits.cpu_millis = s->cpu_millis;
 	if (d->cfg.default_pids)
@@ -320,37 +303,48 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
 			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err)
 {
-	const char *tpl = hu_template_resolve(req->template_id);
+	struct hu_tpl_meta tpl;
 	struct hu_sandbox_spec spec;
 	struct hu_pending_create *pc = NULL;
 	struct hu_sbx *s;
 	hu_err ignored;
 	int stored = 0;
 
-	if (!tpl)
-		return hu_err_set(err, -ENOENT, "template '%s' not found (this server provides: base)",
-				  req->template_id);
+	if (hu_template_lookup(d, team, req->template_id, &tpl, err) < 0)
+		return -1;
 	if (idem_key && *idem_key) {
 		int rc = create_by_key(d, team, idem_key, done, arg, err);
-		if (rc != 0)
+		if (rc != 0) {
+			hu_tpl_meta_free(&tpl);
 			return rc < 0 ? -1 : 0;
+		}
 	}
-	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes)
+	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes) {
+		hu_tpl_meta_free(&tpl);
 		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
+	}
 	/* before anything is built: a refused create leaves nothing behind */
 	hu_sandbox_spec_defaults(&spec);
-	if (hu_admission_check(d, d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes,
-			       d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis, err) < 0)
+	uint64_t want_mem = tpl.memory_bytes ? tpl.memory_bytes
+			    : d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes;
+	uint64_t want_cpu = tpl.cpu_millis ? tpl.cpu_millis
+			    : d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis;
+	if (hu_admission_check(d, want_mem, want_cpu, err) < 0) {
+		hu_tpl_meta_free(&tpl);
 		return -1;
+	}
 	s = calloc(1, sizeof(*s));
 	pc = calloc(1, sizeof(*pc));
 	if (!s || !pc) {
 		free(pc);
 		free(s);
+		hu_tpl_meta_free(&tpl);
 		return hu_err_set(err, ENOMEM, "new sandbox");
 	}
 	struct hu_sbx_rt_mounts rm;
-	if (sbx_init(d, team, req, idem_key, s, err) < 0 || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
+	int inited = sbx_init(d, team, req, idem_key, s, err) == 0 && hu_template_apply(&tpl, s, err) == 0;
+	hu_tpl_meta_free(&tpl);
+	if (!inited || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */
