@@ -114,4 +114,5 @@ void hu_api_templates_register(struct hu_daemon *d)
 	hu_route(d, EVHTTP_REQ_GET, "/templates/{id}", HU_AUTH_API_KEY, get_template);
 	hu_route(d, EVHTTP_REQ_DELETE, "/templates/{id}", HU_AUTH_API_KEY, delete_template);
 	hu_route(d, EVHTTP_REQ_GET, "/templates/aliases/{id}", HU_AUTH_API_KEY, get_alias);
+	hu_api_templates_build_register(d);
 }

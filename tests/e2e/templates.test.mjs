@@ -312,3 +312,39 @@ test('restart and memory release: a template sandbox is re-adopted and restarts 
   assert.equal((await sh(resumed, 'ls /usr/bin/python3')).exitCode, 2, 'still its own /usr')
   await resumed.kill()
 })
+
+test('POST /templates builds a team template from an uploaded tar; a hostile upload is a 400 and leaves nothing', async () => {
+  const tgz = join(work, 'upload.tar.gz')
+  execFileSync('tar', ['-C', join(work, 'root'), '-czf', tgz, '.'])
+  const post = (query, body) => fetch(`${d.url}/templates?${query}`, {
+    method: 'POST', headers: { 'X-API-KEY': d.apiKey, 'Content-Type': 'application/octet-stream' }, body,
+  })
+  const res = await post('name=uploaded&memoryMB=300&cwd=/home/user', readFileSync(tgz))
+  const body = await res.json()
+  assert.equal(res.status, 201, JSON.stringify(body))
+  assert.equal(body.templateID, 'uploaded')
+  assert.equal(body.public, false)
+  assert.equal(body.memoryMB, 300)
+  assert.ok(existsSync(join(tplDir(), 'uploaded', 'rootfs', 'opt', 'hutch', 'bin', 'sudo')), 'the daemon installed its sudo shim')
+  const sbx = await Sandbox.create('uploaded')
+  assert.equal((await sh(sbx, 'cat /marker; pwd')).stdout, 'from the dir\n/home/user\n')
+  await sbx.kill()
+  assert.equal((await post('name=uploaded', readFileSync(tgz))).status, 409)
+  assert.equal((await post('name=Bad_Name', readFileSync(tgz))).status, 400)
+  assert.equal((await post('name=empty', '')).status, 400)
+  const evil = py(`
+import tarfile, io, sys
+b = io.BytesIO()
+with tarfile.open(fileobj=b, mode='w') as t:
+    i = tarfile.TarInfo(sys.argv[1] + '/pwned-upload'); data = b'x'; i.size = 1; t.addfile(i, io.BytesIO(data))
+sys.stdout.write(b.getvalue().hex())
+`, outside)
+  const bad = await post('name=evil-upload', Buffer.from(evil, 'hex'))
+  const badBody = await bad.json()
+  assert.equal(bad.status, 400, JSON.stringify(badBody))
+  assert.match(badBody.message, /absolute/)
+  assert.equal(existsSync(join(tplDir(), 'evil-upload')), false)
+  assert.deepEqual(readdirSync(outside), ['canary'])
+  noLeftovers()
+  assert.equal((await api(d, 'DELETE', '/templates/uploaded')).status, 204)
+})
