@@ -40,6 +40,9 @@ static void usage(FILE *f)
 		   "  --env K=V         default environment variable (repeatable)\n"
 		   "  --cwd PATH        default working directory of commands\n"
 		   "  --user NAME       default user of commands (default: user)\n"
+		   "  --start-cmd CMD   run (sh -c) in the background when a sandbox starts\n"
+		   "  --ready-cmd CMD   a create answers once this (sh -c) exits 0, polled every 200 ms\n"
+		   "  --ready-timeout S how long a create waits for --ready-cmd (default 60)\n"
 		   "  --max-size MB     refuse a source larger than this (default 4096)\n"
 		   "  --max-files N     refuse a source with more entries (default 500000)\n");
 }
@@ -98,7 +101,9 @@ static int build(int argc, char **argv)
 		{"memory", required_argument, NULL, 'm'}, {"disk", required_argument, NULL, 'd'},
 		{"env", required_argument, NULL, 'e'}, {"cwd", required_argument, NULL, 'w'},
 		{"user", required_argument, NULL, 'u'}, {"max-size", required_argument, NULL, 'S'},
-		{"max-files", required_argument, NULL, 'F'}, {"help", no_argument, NULL, 'h'}, {0},
+		{"max-files", required_argument, NULL, 'F'}, {"start-cmd", required_argument, NULL, 's'},
+		{"ready-cmd", required_argument, NULL, 'r'}, {"ready-timeout", required_argument, NULL, 'R'},
+		{"help", no_argument, NULL, 'h'}, {0},
 	};
 	struct hu_tpl_build b = {.init_fd = -1};
 	const char *data_dir = NULL;
@@ -159,6 +164,25 @@ static int build(int argc, char **argv)
 			}
 			snprintf(b.meta.user, sizeof(b.meta.user), "%s", optarg);
 			break;
+		case 's':
+		case 'r': {
+			char *dst = c == 's' ? b.meta.start_cmd : b.meta.ready_cmd;
+			if (!*optarg || strlen(optarg) >= HU_TPL_CMD_MAX) {
+				cli_error("--%s: 1 to %d bytes", c == 's' ? "start-cmd" : "ready-cmd", HU_TPL_CMD_MAX - 1);
+				goto out;
+			}
+			snprintf(dst, HU_TPL_CMD_MAX, "%s", optarg);
+			break;
+		}
+		case 'R': {
+			uint64_t n;
+			if (hu_parse_u64(optarg, &n, &err) < 0 || n == 0 || n > 3600) {
+				cli_error("--ready-timeout: 1 to 3600 seconds");
+				goto out;
+			}
+			b.meta.ready_timeout_s = (uint32_t)n;
+			break;
+		}
 		case 'h': usage(stdout); rc = 0; goto out;
 		default: usage(stderr); rc = 2; goto out;
 		}

@@ -91,7 +91,7 @@ static int query_mib(struct hu_req *r, const char *key, uint64_t *out, hu_err *e
 }
 
 /* The build's settings from the query: name, cpuCount, memoryMB,
- * diskSizeMB, cwd, user. */
+ * diskSizeMB, cwd, user, startCmd, readyCmd, readyTimeout. */
 static int decode(struct hu_req *r, struct hu_tpl_build *b, hu_err *err)
 {
 	const char *name = hu_req_query(r, "name"), *cwd = hu_req_query(r, "cwd"), *user = hu_req_query(r, "user");
@@ -116,6 +116,17 @@ static int decode(struct hu_req *r, struct hu_tpl_build *b, hu_err *err)
 		return hu_err_set(err, -EINVAL, "user must be a user name");
 	snprintf(b->meta.cwd, sizeof(b->meta.cwd), "%s", cwd ? cwd : "");
 	snprintf(b->meta.user, sizeof(b->meta.user), "%s", user ? user : "");
+	const char *start = hu_req_query(r, "startCmd"), *ready = hu_req_query(r, "readyCmd");
+	const char *rt = hu_req_query(r, "readyTimeout");
+	if ((start && strlen(start) >= sizeof(b->meta.start_cmd)) || (ready && strlen(ready) >= sizeof(b->meta.ready_cmd)))
+		return hu_err_set(err, -EINVAL, "startCmd and readyCmd: at most %d bytes", HU_TPL_CMD_MAX - 1);
+	snprintf(b->meta.start_cmd, sizeof(b->meta.start_cmd), "%s", start ? start : "");
+	snprintf(b->meta.ready_cmd, sizeof(b->meta.ready_cmd), "%s", ready ? ready : "");
+	if (rt) {
+		if (hu_parse_u64(rt, &n, err) < 0 || n == 0 || n > 3600)
+			return hu_err_set(err, -EINVAL, "readyTimeout must be 1 to 3600 seconds");
+		b->meta.ready_timeout_s = (uint32_t)n;
+	}
 	return 0;
 }
 

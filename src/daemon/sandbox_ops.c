@@ -16,6 +16,7 @@
 #include "daemon/sbx_network.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
+#include "daemon/tpl_start.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
 #define TOKEN_BYTES 32     /* access token: 64 hex chars */
@@ -213,6 +214,71 @@ static void pending_done(struct hu_pending_create *pc, struct hu_sbx *s, const h
 	free(pc);
 }
 
+static void created(struct hu_pending_create *pc, struct hu_sbx *s)
+{
+	hu_stat_add(HU_STAT_CREATES, 1);
+	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
+	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
+	       s->timeout_s);
+	pending_done(pc, s, NULL);
+}
+
+/* A create waiting for its template's readiness check (tpl_start.h). The
+ * sandbox is registered meanwhile and may die: it is found again by id. */
+struct template_wait {
+	struct hu_pending_create *pc;
+	char id[HU_ID_MAX];
+};
+
+static void template_ready(void *arg, const hu_err *why)
+{
+	struct template_wait *w = arg;
+	struct hu_pending_create *pc = w->pc;
+	struct hu_sbx *s = hu_registry_get(pc->d->reg, w->id);
+	hu_err err, ignored;
+
+	free(w);
+	if (!why && s) {
+		created(pc, s);
+		return;
+	}
+	if (why)
+		err = *why;
+	else
+		hu_err_set(&err, -EIO, "the sandbox ended before it was ready");
+	if (s)
+		hu_sbx_kill(pc->d, s, "template readiness check failed", &ignored);
+	hu_err_prefix(&err, "create sandbox");
+	pending_done(pc, NULL, &err);
+}
+
+/* 0: nothing to wait for; 1: template_ready answers later; -1 (err set):
+ * could not start. */
+static int template_start(struct hu_pending_create *pc, hu_err *err)
+{
+	struct hu_tpl_meta m;
+	hu_err ignore;
+	int rc = 0;
+
+	hu_err_clear(err);
+	if (hu_template_lookup(pc->d, NULL, pc->s->template_id, &m, &ignore) < 0)
+		return 0;
+	if (m.start_cmd[0] || m.ready_cmd[0]) {
+		struct template_wait *w = calloc(1, sizeof(*w));
+		if (!w) {
+			rc = hu_err_set(err, ENOMEM, "template start");
+		} else {
+			w->pc = pc;
+			snprintf(w->id, sizeof(w->id), "%s", pc->s->id);
+			rc = hu_tpl_start(pc->d, pc->s, &m, template_ready, w, err) < 0 ? -1 : 1;
+			if (rc < 0)
+				free(w);
+		}
+	}
+	hu_tpl_meta_free(&m);
+	return rc;
+}
+
 /* The sandbox built its root (or failed, or timed out): store it as
  * running, register it, arm its deadline, answer. */
 static void on_create_ready(evutil_socket_t fd, short what, void *arg)
@@ -234,11 +300,18 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 	if (hu_registry_add(d->reg, s, &err) < 0)
 		goto fail_rt;
 	hu_sbx_arm_deadline(s);
-	hu_stat_add(HU_STAT_CREATES, 1);
-	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
-	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
-	       s->timeout_s);
-	pending_done(pc, s, NULL);
+	/* a template with a start command or a readiness check: answered
+	 * when it is ready (template_ready) */
+	if (template_start(pc, &err) != 0) {
+		if (err.code) {
+			hu_err ignored_kill;
+			hu_sbx_kill(d, s, "template start failed", &ignored_kill);
+			hu_err_prefix(&err, "create sandbox");
+			pending_done(pc, NULL, &err);
+		}
+		return;
+	}
+	created(pc, s);
 	return;
 fail_rt:
 	hu_sandbox_destroy(s->rt, &ignored);

@@ -28,6 +28,8 @@
 #define HU_TPL_CWD_MAX 256
 #define HU_TPL_USER_MAX 32
 #define HU_TPL_TEAM_MAX 64
+#define HU_TPL_CMD_MAX 1024
+#define HU_TPL_READY_TIMEOUT_S 60
 #define HU_TPL_META_FILE "template.json"
 #define HU_TPL_OWN_USR_FILE "own-usr"
 
@@ -145,6 +147,9 @@ struct hu_tpl_meta {
 	json_t *envs;               /* object str -> str (owned), never NULL after read */
 	char cwd[HU_TPL_CWD_MAX];   /* default working directory of commands ("" = user's home) */
 	char user[HU_TPL_USER_MAX]; /* default user of commands ("" = user) */
+	char start_cmd[HU_TPL_CMD_MAX]; /* run (sh -c) in the background when a sandbox starts, or "" */
+	char ready_cmd[HU_TPL_CMD_MAX]; /* create answers once this (sh -c) exits 0, or "" */
+	uint32_t ready_timeout_s;   /* how long create waits for it (0 = HU_TPL_READY_TIMEOUT_S) */
 	char source[8];             /* dir | tar | oci | host */
 	uint64_t size_bytes, files;
 };

@@ -47,6 +47,10 @@ json_t *hu_tpl_meta_json(const struct hu_tpl_meta *m)
 			      "buildStatus", "ready", "envdVersion", "0.6.3", "envs", m->envs ? m->envs : json_object(),
 			      "cwd", m->cwd, "user", m->user, "source", m->source, "sizeBytes", (json_int_t)m->size_bytes,
 			      "files", (json_int_t)m->files, "spawnCount", 0, "buildCount", 1);
+	if (o && m->start_cmd[0])
+		json_object_set_new(o, "startCmd", json_string(m->start_cmd));
+	if (o && m->ready_cmd[0])
+		json_object_set_new(o, "readyCmd", json_string(m->ready_cmd));
 	if (o && !m->envs)
 		json_object_set_new(o, "envs", json_object());
 	if (o && m->team[0])
@@ -61,22 +65,24 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 {
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je);
-	const char *id = NULL, *team = "", *cwd = "", *user = "", *source = "";
-	json_int_t created = 0, cpu = 0, mem = 0, disk = 0, size = 0, files = 0;
+	const char *id = NULL, *team = "", *cwd = "", *user = "", *source = "", *start = "", *ready = "";
+	json_int_t created = 0, cpu = 0, mem = 0, disk = 0, size = 0, files = 0, ready_timeout = 0;
 	int pub = 0;
 	json_t *envs = NULL;
 
 	hu_tpl_meta_init(m);
-	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I}", "id",
-				    &id, "team", &team, "public", &pub, "createdAt", &created, "cpuMillis", &cpu,
+	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I, s?s, s?s, s?I}",
+				    "id", &id, "team", &team, "public", &pub, "createdAt", &created, "cpuMillis", &cpu,
 				    "memoryBytes", &mem, "diskBytes", &disk, "envs", &envs, "cwd", &cwd, "user", &user,
-				    "source", &source, "sizeBytes", &size, "files", &files) < 0) {
+				    "source", &source, "sizeBytes", &size, "files", &files, "startCmd", &start, "readyCmd",
+				    &ready, "readyTimeout", &ready_timeout) < 0) {
 		json_decref(root);
 		return hu_err_set(err, -EINVAL, "template description: %s", je.text);
 	}
 	int bad = !hu_sandbox_id_valid(id) || strlen(team) >= sizeof(m->team) || strlen(cwd) >= sizeof(m->cwd) ||
 		  strlen(user) >= sizeof(m->user) || cpu < 0 || cpu > 1000000 || mem < 0 || disk < 0 ||
-		  (envs && !json_is_object(envs));
+		  (envs && !json_is_object(envs)) || strlen(start) >= sizeof(m->start_cmd) ||
+		  strlen(ready) >= sizeof(m->ready_cmd) || ready_timeout < 0 || ready_timeout > 3600;
 	const char *k;
 	json_t *v;
 	json_object_foreach(envs, k, v)
@@ -90,6 +96,9 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 	snprintf(m->cwd, sizeof(m->cwd), "%s", cwd);
 	snprintf(m->user, sizeof(m->user), "%s", user);
 	snprintf(m->source, sizeof(m->source), "%s", source);
+	snprintf(m->start_cmd, sizeof(m->start_cmd), "%s", start);
+	snprintf(m->ready_cmd, sizeof(m->ready_cmd), "%s", ready);
+	m->ready_timeout_s = (uint32_t)ready_timeout;
 	m->is_public = pub;
 	m->created_ms = created;
 	m->cpu_millis = (uint32_t)cpu;
@@ -104,11 +113,12 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 
 json_t *hu_tpl_meta_stored(const struct hu_tpl_meta *m)
 {
-	return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:O, s:s, s:s, s:s, s:I, s:I}", "id", m->id, "team",
-			 m->team, "public", m->is_public, "createdAt", (json_int_t)m->created_ms, "cpuMillis",
-			 (json_int_t)m->cpu_millis, "memoryBytes", (json_int_t)m->memory_bytes, "diskBytes",
+	return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:O, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I}", "id",
+			 m->id, "team", m->team, "public", m->is_public, "createdAt", (json_int_t)m->created_ms,
+			 "cpuMillis", (json_int_t)m->cpu_millis, "memoryBytes", (json_int_t)m->memory_bytes, "diskBytes",
 			 (json_int_t)m->disk_bytes, "envs", m->envs, "cwd", m->cwd, "user", m->user, "source", m->source,
-			 "sizeBytes", (json_int_t)m->size_bytes, "files", (json_int_t)m->files);
+			 "sizeBytes", (json_int_t)m->size_bytes, "files", (json_int_t)m->files, "startCmd", m->start_cmd,
+			 "readyCmd", m->ready_cmd, "readyTimeout", (json_int_t)m->ready_timeout_s);
 }
 
 static void base_meta(struct hu_tpl_meta *m)

@@ -348,3 +348,26 @@ sys.stdout.write(b.getvalue().hex())
   noLeftovers()
   assert.equal((await api(d, 'DELETE', '/templates/uploaded')).status, 204)
 })
+
+test('a start command runs at sandbox start and create answers only after the readiness check passes; a failing check fails the create and leaves no sandbox', async () => {
+  mustBuild('startable', ['--from', join(work, 'root'), '--env', 'GREETING=hi',
+    '--start-cmd', 'sleep 1; echo "$GREETING from $(id -un)" > /tmp/ready-flag; exec sleep 600',
+    '--ready-cmd', 'cat /tmp/ready-flag'])
+  const t0 = Date.now()
+  const sbx = await Sandbox.create('startable')
+  try {
+    assert.ok(Date.now() - t0 >= 900, 'create waited for the readiness check')
+    assert.equal((await sh(sbx, 'cat /tmp/ready-flag')).stdout, 'hi from user\n')
+    const procs = await sbx.commands.list()
+    assert.ok(procs.find((p) => p.tag === 'template-start'), JSON.stringify(procs))
+  } finally {
+    await sbx.kill()
+  }
+  const before = (await api(d, 'GET', '/v2/sandboxes')).json.length
+  mustBuild('never-ready', ['--from', join(work, 'root'), '--ready-cmd', 'exit 1', '--ready-timeout', '2'])
+  await assert.rejects(Sandbox.create('never-ready'), /readiness check: did not pass within 2 s/)
+  assert.equal((await api(d, 'GET', '/v2/sandboxes')).json.length, before, 'nothing half-created')
+  mustBuild('bad-start', ['--from', join(work, 'root'), '--start-cmd', 'true', '--user', 'nosuchuser'])
+  await assert.rejects(Sandbox.create('bad-start'), /start command/)
+  assert.equal((await api(d, 'GET', '/v2/sandboxes')).json.length, before)
+})

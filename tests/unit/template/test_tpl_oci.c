@@ -97,6 +97,9 @@ static void test_meta_roundtrip(void **state)
 	m.memory_bytes = 256ULL << 20;
 	m.cpu_millis = 1500;
 	m.envs = json_pack("{s:s}", "K", "V");
+	snprintf(m.start_cmd, sizeof(m.start_cmd), "server --port 8080");
+	snprintf(m.ready_cmd, sizeof(m.ready_cmd), "curl -sf localhost:8080");
+	m.ready_timeout_s = 30;
 	json_t *j = hu_tpl_meta_stored(&m);
 	char *text = json_dumps(j, 0);
 	assert_int_equal(hu_tpl_meta_parse(text, strlen(text), &back, &err), 0);
@@ -106,6 +109,9 @@ static void test_meta_roundtrip(void **state)
 	assert_int_equal(back.memory_bytes, 256ULL << 20);
 	assert_int_equal(back.cpu_millis, 1500);
 	assert_string_equal(json_string_value(json_object_get(back.envs, "K")), "V");
+	assert_string_equal(back.start_cmd, "server --port 8080");
+	assert_string_equal(back.ready_cmd, "curl -sf localhost:8080");
+	assert_int_equal(back.ready_timeout_s, 30);
 	json_t *view = hu_tpl_meta_json(&back);
 	assert_int_equal(json_integer_value(json_object_get(view, "memoryMB")), 256);
 	assert_int_equal(json_integer_value(json_object_get(view, "cpuCount")), 2);
@@ -115,7 +121,8 @@ static void test_meta_roundtrip(void **state)
 	hu_tpl_meta_free(&back);
 	hu_tpl_meta_free(&m);
 	static const char *const bad[] = {"{}", "{\"id\":\"Bad/Id\"}", "{\"id\":\"x\",\"envs\":{\"a\":1}}",
-					  "{\"id\":\"x\",\"cpuMillis\":-1}", "not json"};
+					  "{\"id\":\"x\",\"cpuMillis\":-1}", "not json",
+					  "{\"id\":\"x\",\"readyTimeout\":99999}"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(hu_tpl_meta_parse(bad[i], strlen(bad[i]), &back, &err), -1);
 }
