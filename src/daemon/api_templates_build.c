@@ -134,6 +134,7 @@ static int decode(struct hu_req *r, struct hu_tpl_build *b, hu_err *err)
 static int save_body(struct hu_req *r, const char *path, hu_err *err)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->ev);
+	unlink(path); /* left by a daemon killed during an earlier build */
 	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return hu_err_sys(err, "create %s", path);
