@@ -47,6 +47,13 @@ json_t *hu_tpl_meta_json(const struct hu_tpl_meta *m)
 			      "buildStatus", "ready", "envdVersion", "0.6.3", "envs", m->envs ? m->envs : json_object(),
 			      "cwd", m->cwd, "user", m->user, "source", m->source, "sizeBytes", (json_int_t)m->size_bytes,
 			      "files", (json_int_t)m->files, "spawnCount", 0, "buildCount", 1);
+	/* E2B's Template also has these; a template here has one build, named
+	 * like the template, and no spawn bookkeeping */
+	if (o) {
+		json_object_set_new(o, "buildID", json_string(m->id));
+		json_object_set_new(o, "createdBy", json_null());
+		json_object_set_new(o, "lastSpawnedAt", json_null());
+	}
 	if (o && m->start_cmd[0])
 		json_object_set_new(o, "startCmd", json_string(m->start_cmd));
 	if (o && m->ready_cmd[0])
