@@ -21,10 +21,10 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "daemon/templates.h"
 #include "daemon/connect.h"
 #include "daemon/envd_process.h"
 #include "daemon/stats.h"
+#include "daemon/templates.h"
 #include "util/clock.h"
 #include "daemon/initconn.h"
 #include "daemon/registry.h"

@@ -265,7 +265,8 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "sethostname");
 		report(sync_fd, &err);
 	}
-	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, (go.flags & HU_SETUP_OWN_USR) != 0, mounts, go.n_mounts, &err) < 0)
+	int own_usr = (go.flags & HU_SETUP_OWN_USR) != 0;
+	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, own_usr, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);
