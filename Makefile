@@ -1,7 +1,7 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
-PKGS      := libevent jansson sqlite3 libseccomp zlib libcrypto libnftables
+PKGS      := libevent jansson sqlite3 libseccomp zlib libcrypto libnftables libarchive
 CC        ?= cc
 SAN       ?= 0
 PREFIX    ?= /usr/local
@@ -29,7 +29,8 @@ RUNTIME_SRC := $(wildcard src/runtime/*.c)
 INIT_SRC    := $(wildcard src/init/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
 DAEMON_SRC  := $(wildcard src/daemon/*.c)
-LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC) $(DAEMON_SRC)
+TEMPLATE_SRC:= $(wildcard src/template/*.c)
+LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC) $(DAEMON_SRC) $(TEMPLATE_SRC)
 
 obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 

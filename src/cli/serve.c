@@ -25,6 +25,7 @@
 #include "daemon/sbx_network.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/store.h"
+#include "daemon/templates.h"
 #include "util/fileutil.h"
 
 #define EXIT_USAGE 2
@@ -101,7 +102,9 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 		return -1;
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
-	return hu_template_ensure_base(d->rt, err);
+	if (hu_template_ensure_base(d->rt, err) < 0)
+		return -1;
+	return hu_templates_refresh_all(d, err);
 }
 
 /* The sweep skips what the daemon owns (registered at adoption). */

@@ -24,6 +24,7 @@
 #include "daemon/connect.h"
 #include "daemon/envd_process.h"
 #include "daemon/stats.h"
+#include "daemon/templates.h"
 #include "util/clock.h"
 #include "daemon/initconn.h"
 #include "daemon/registry.h"
@@ -323,7 +324,14 @@ static int build_request(struct hu_req *r, const json_t *msg, bool start, struct
 		struct hu_spawn_req req;
 		if (hu_envd_decode_start(msg, r->sbx->env_vars, &st, err) < 0)
 			return -1;
-		hu_envd_start_spawn_req(&st, r->user ? r->user : "user", &req);
+		/* a command naming no user or cwd gets its template's */
+		const char *user, *cwd;
+		char user_buf[HU_TPL_USER_MAX], cwd_buf[HU_TPL_CWD_MAX];
+		hu_template_process_defaults(r->d, r->sbx, &user, &cwd, user_buf, sizeof(user_buf), cwd_buf,
+					     sizeof(cwd_buf));
+		hu_envd_start_spawn_req(&st, r->user ? r->user : user, &req);
+		if (!req.cwd)
+			req.cwd = cwd;
 		int rc = hu_init_build_spawn(b, 1, &req, err);
 		hu_envd_start_clear(&st);
 		if (rc < 0 && err->code == E2BIG)

@@ -15,26 +15,11 @@
 #include "daemon/sbx_mounts.h"
 #include "daemon/sbx_network.h"
 #include "daemon/store.h"
+#include "daemon/templates.h"
+#include "daemon/tpl_start.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
 #define TOKEN_BYTES 32     /* access token: 64 hex chars */
-
-/* E2B template names hutch answers to, and the runtime template behind
- * each. Anything else is a 404, as E2B does for unknown templates. */
-static const struct {
-	const char *e2b;
-	const char *runtime;
-} templates[] = {
-	{"base", "base"},
-};
-
-const char *hu_template_resolve(const char *template_id)
-{
-	for (size_t i = 0; i < sizeof(templates) / sizeof(templates[0]); i++)
-		if (!strcmp(template_id, templates[i].e2b))
-			return templates[i].runtime;
-	return NULL;
-}
 
 static int fill_random(void *buf, size_t n, hu_err *err)
 {
@@ -133,11 +118,10 @@ int hu_sbx_new_timer(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 
 void hu_sbx_runtime_spec(const struct hu_daemon *d, const struct hu_sbx *s, struct hu_sandbox_spec *spec)
 {
-	const char *tpl = hu_template_resolve(s->template_id);
-
 	hu_sandbox_spec_defaults(spec);
 	snprintf(spec->id, sizeof(spec->id), "%s", s->id);
-	snprintf(spec->template_name, sizeof(spec->template_name), "%s", tpl ? tpl : "base");
+	/* a template's id is its runtime name (templates.h) */
+	snprintf(spec->template_name, sizeof(spec->template_name), "%s", s->template_id);
 	spec->limits.memory_bytes = s->memory_bytes;
 	spec->limits.cpu_millis = s->cpu_millis;
 	if (d->cfg.default_pids)
@@ -230,6 +214,71 @@ static void pending_done(struct hu_pending_create *pc, struct hu_sbx *s, const h
 	free(pc);
 }
 
+static void created(struct hu_pending_create *pc, struct hu_sbx *s)
+{
+	hu_stat_add(HU_STAT_CREATES, 1);
+	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
+	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
+	       s->timeout_s);
+	pending_done(pc, s, NULL);
+}
+
+/* A create waiting for its template's readiness check (tpl_start.h). The
+ * sandbox is registered meanwhile and may die: it is found again by id. */
+struct template_wait {
+	struct hu_pending_create *pc;
+	char id[HU_ID_MAX];
+};
+
+static void template_ready(void *arg, const hu_err *why)
+{
+	struct template_wait *w = arg;
+	struct hu_pending_create *pc = w->pc;
+	struct hu_sbx *s = hu_registry_get(pc->d->reg, w->id);
+	hu_err err, ignored;
+
+	free(w);
+	if (!why && s) {
+		created(pc, s);
+		return;
+	}
+	if (why)
+		err = *why;
+	else
+		hu_err_set(&err, -EIO, "the sandbox ended before it was ready");
+	if (s)
+		hu_sbx_kill(pc->d, s, "template readiness check failed", &ignored);
+	hu_err_prefix(&err, "create sandbox");
+	pending_done(pc, NULL, &err);
+}
+
+/* 0: nothing to wait for; 1: template_ready answers later; -1 (err set):
+ * could not start. */
+static int template_start(struct hu_pending_create *pc, hu_err *err)
+{
+	struct hu_tpl_meta m;
+	hu_err ignore;
+	int rc = 0;
+
+	hu_err_clear(err);
+	if (hu_template_lookup(pc->d, NULL, pc->s->template_id, &m, &ignore) < 0)
+		return 0;
+	if (m.start_cmd[0] || m.ready_cmd[0]) {
+		struct template_wait *w = calloc(1, sizeof(*w));
+		if (!w) {
+			rc = hu_err_set(err, ENOMEM, "template start");
+		} else {
+			w->pc = pc;
+			snprintf(w->id, sizeof(w->id), "%s", pc->s->id);
+			rc = hu_tpl_start(pc->d, pc->s, &m, template_ready, w, err) < 0 ? -1 : 1;
+			if (rc < 0)
+				free(w);
+		}
+	}
+	hu_tpl_meta_free(&m);
+	return rc;
+}
+
 /* The sandbox built its root (or failed, or timed out): store it as
  * running, register it, arm its deadline, answer. */
 static void on_create_ready(evutil_socket_t fd, short what, void *arg)
@@ -251,11 +300,18 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 	if (hu_registry_add(d->reg, s, &err) < 0)
 		goto fail_rt;
 	hu_sbx_arm_deadline(s);
-	hu_stat_add(HU_STAT_CREATES, 1);
-	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
-	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
-	       s->timeout_s);
-	pending_done(pc, s, NULL);
+	/* a template with a start command or a readiness check: answered
+	 * when it is ready (template_ready) */
+	if (template_start(pc, &err) != 0) {
+		if (err.code) {
+			hu_err ignored_kill;
+			hu_sbx_kill(d, s, "template start failed", &ignored_kill);
+			hu_err_prefix(&err, "create sandbox");
+			pending_done(pc, NULL, &err);
+		}
+		return;
+	}
+	created(pc, s);
 	return;
 fail_rt:
 	hu_sandbox_destroy(s->rt, &ignored);
@@ -320,37 +376,48 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
 			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err)
 {
-	const char *tpl = hu_template_resolve(req->template_id);
+	struct hu_tpl_meta tpl;
 	struct hu_sandbox_spec spec;
 	struct hu_pending_create *pc = NULL;
 	struct hu_sbx *s;
 	hu_err ignored;
 	int stored = 0;
 
-	if (!tpl)
-		return hu_err_set(err, -ENOENT, "template '%s' not found (this server provides: base)",
-				  req->template_id);
+	if (hu_template_lookup(d, team, req->template_id, &tpl, err) < 0)
+		return -1;
 	if (idem_key && *idem_key) {
 		int rc = create_by_key(d, team, idem_key, done, arg, err);
-		if (rc != 0)
+		if (rc != 0) {
+			hu_tpl_meta_free(&tpl);
 			return rc < 0 ? -1 : 0;
+		}
 	}
-	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes)
+	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes) {
+		hu_tpl_meta_free(&tpl);
 		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
+	}
 	/* before anything is built: a refused create leaves nothing behind */
 	hu_sandbox_spec_defaults(&spec);
-	if (hu_admission_check(d, d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes,
-			       d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis, err) < 0)
+	uint64_t want_mem = tpl.memory_bytes ? tpl.memory_bytes
+			    : d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes;
+	uint64_t want_cpu = tpl.cpu_millis ? tpl.cpu_millis
+			    : d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis;
+	if (hu_admission_check(d, want_mem, want_cpu, err) < 0) {
+		hu_tpl_meta_free(&tpl);
 		return -1;
+	}
 	s = calloc(1, sizeof(*s));
 	pc = calloc(1, sizeof(*pc));
 	if (!s || !pc) {
 		free(pc);
 		free(s);
+		hu_tpl_meta_free(&tpl);
 		return hu_err_set(err, ENOMEM, "new sandbox");
 	}
 	struct hu_sbx_rt_mounts rm;
-	if (sbx_init(d, team, req, idem_key, s, err) < 0 || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
+	int inited = sbx_init(d, team, req, idem_key, s, err) == 0 && hu_template_apply(&tpl, s, err) == 0;
+	hu_tpl_meta_free(&tpl);
+	if (!inited || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */

@@ -14,9 +14,6 @@
 #include "daemon/daemon.h"
 #include "daemon/registry.h"
 
-/* The runtime template an E2B templateID names, or NULL if none (404). */
-const char *hu_template_resolve(const char *template_id);
-
 /* Create, start, store and register a sandbox for `team`; its deadline
  * timer is armed. The runtime's slow part (the sandbox building its root)
  * runs while the loop serves others: `done` is called from the loop with the

@@ -41,5 +41,7 @@ int hu_slot_find_id(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_er
 
 /* The path of a template's root directory. */
 int hu_template_rootfs(const struct hu_runtime *rt, const char *name, char *buf, size_t n, hu_err *err);
+/* Does the template bring its own /usr (a built one: <name>/own-usr)? */
+int hu_template_own_usr(const struct hu_runtime *rt, const char *name);
 
 #endif

@@ -264,7 +264,8 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, h
 
 /* The "go" message: the setup header, the compiled seccomp program and the
  * targets of the extra mounts; fds are the fixed ones, then the mounts'. */
-static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, hu_err *err)
+static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, int own_usr,
+		   hu_err *err)
 {
 	const struct hu_seccomp_prog *prog = &sb->rt->seccomp;
 	size_t bpf_len = prog->len * sizeof(struct sock_filter);
@@ -274,7 +275,7 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
 		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
-		.flags = spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0,
+		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | (own_usr ? HU_SETUP_OWN_USR : 0),
 		.n_mounts = (uint32_t)spec->n_mounts,
 	};
 
@@ -359,13 +360,18 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	fds[HU_CHILD_FD_TEMPLATE] = idmapped_tree(tpl, userns, 0, err);
 	if (fds[HU_CHILD_FD_TEMPLATE] < 0)
 		goto out;
-	fds[HU_CHILD_FD_USR] = idmapped_tree("/usr", userns, 1, err);
+	/* a built template brings its own /usr (template.h): the slot then
+	 * carries /dev/null, which the child closes unused */
+	int own_usr = hu_template_own_usr(sb->rt, spec->template_name);
+	fds[HU_CHILD_FD_USR] = own_usr ? open("/dev/null", O_RDONLY | O_CLOEXEC) : idmapped_tree("/usr", userns, 1, err);
+	if (own_usr && fds[HU_CHILD_FD_USR] < 0)
+		hu_err_sys(err, "open /dev/null");
 	if (fds[HU_CHILD_FD_USR] < 0)
 		goto out;
 	if (hu_mounts_open(spec, userns, fds + HU_CHILD_NFDS, err) < 0)
 		goto out;
 	have_mounts = 1;
-	rc = send_go(sb, spec, parent_end, fds, err);
+	rc = send_go(sb, spec, parent_end, fds, own_usr, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		if (fds[i] >= 0)

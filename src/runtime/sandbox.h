@@ -100,6 +100,9 @@ const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt);
 /* Build the built-in template `base` from the host if it is missing or was
  * built by an older layout version. Safe to call concurrently. */
 int hu_template_ensure_base(struct hu_runtime *rt, hu_err *err);
+/* Bring a built template (src/template/) up to this runtime: its
+ * /opt/hutch/bin/sudo is this hutch-init (rewritten only when it differs). */
+int hu_template_refresh(struct hu_runtime *rt, const char *name, hu_err *err);
 
 /* Create a sandbox in two steps, for callers with an event loop: start does
  * the host-side work and hands the child its mounts; the child then builds

@@ -153,8 +153,8 @@ static int own_boot_id(hu_err *err)
 /* Everything below runs relative to the sandbox's disk (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
-static int setup_rootfs(const int *fds, uint64_t shm_bytes, const struct hu_setup_mount *mounts, size_t n_mounts,
-			hu_err *err)
+static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const struct hu_setup_mount *mounts,
+			size_t n_mounts, hu_err *err)
 {
 	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
 		return hu_err_sys(err, "enter the sandbox directory");
@@ -166,7 +166,7 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, const struct hu_setu
 	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
 		     "lowerdir=lower,upperdir=upper,workdir=work,userxattr", err) < 0)
 		return -1;
-	if (hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+	if (!own_usr && hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach /usr");
 	if (do_mount("proc", "rootfs/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
@@ -266,7 +266,8 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "sethostname");
 		report(sync_fd, &err);
 	}
-	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, mounts, go.n_mounts, &err) < 0)
+	int own_usr = (go.flags & HU_SETUP_OWN_USR) != 0;
+	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, own_usr, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);

@@ -15,6 +15,7 @@
  * work/) in the child's own mount namespace. */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
 #define HU_SETUP_DIE_WITH_PARENT 1u
+#define HU_SETUP_OWN_USR 2u /* the template brings its own /usr: the USR fd is a placeholder */
 struct hu_setup_go {
 	uint32_t magic;
 	uint32_t bpf_len;

@@ -14,6 +14,8 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,12 +299,12 @@ static int build_rootfs(const char *path, hu_err *err)
 	return 0;
 }
 
-/* Is the file at path byte for byte the content of fd? */
-static bool same_content(const char *path, int fd)
+/* Is the file `name` of dir byte for byte the content of fd? */
+static bool same_content(int dir, const char *name, int fd)
 {
 	struct stat a, b;
 	uint8_t x[16384], y[16384];
-	_cleanup_close_ int in = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int in = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 
 	if (in < 0 || fstat(in, &a) < 0 || fstat(fd, &b) < 0 || a.st_size != b.st_size || (a.st_mode & 07777) != 0755)
 		return false;
@@ -318,33 +320,66 @@ static bool same_content(const char *path, int fd)
 /* /opt/hutch/bin/sudo: hutch-init itself, which acts as the sudo shim under
  * that name (src/init/sudo.h). Rewritten at every start, so it always
  * matches the init that serves it; replaced by rename, so a sandbox running
- * the old one is not disturbed. */
+ * the old one is not disturbed. The directory is opened beneath the
+ * template with no symlink on the way: a built template's tree came from an
+ * archive, and must not steer this write elsewhere on the host. */
 static int install_sudo(const struct hu_runtime *rt, const char *tdir, hu_err *err)
 {
-	char path[PATH_MAX], tmp[PATH_MAX];
+	char tmp[64];
 	uint8_t buf[65536];
 	ssize_t n;
 	off_t off = 0;
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
 
 	if (rt->init_memfd < 0)
 		return 0; /* a runtime that never starts sandboxes */
-	snprintf(path, sizeof(path), "%s/rootfs/opt/hutch/bin/sudo", tdir);
-	if (same_content(path, rt->init_memfd))
+	_cleanup_close_ int tfd = open(tdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd < 0)
+		return hu_err_sys(err, "open %s", tdir);
+	_cleanup_close_ int bin = (int)syscall(SYS_openat2, tfd, "rootfs/opt/hutch/bin", &how, sizeof(how));
+	if (bin < 0)
+		return hu_err_sys(err, "open %s/rootfs/opt/hutch/bin", tdir);
+	if (same_content(bin, "sudo", rt->init_memfd))
 		return 0;
-	snprintf(tmp, sizeof(tmp), "%s/rootfs/opt/hutch/bin/.sudo-%d", tdir, (int)getpid());
-	_cleanup_close_ int out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755);
+	snprintf(tmp, sizeof(tmp), ".sudo-%d", (int)getpid());
+	unlinkat(bin, tmp, 0);
+	_cleanup_close_ int out = openat(bin, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0755);
 	if (out < 0)
-		return hu_err_sys(err, "create %s", tmp);
+		return hu_err_sys(err, "create %s/rootfs/opt/hutch/bin/%s", tdir, tmp);
 	while ((n = pread(rt->init_memfd, buf, sizeof(buf), off)) > 0) {
 		if (hu_write_all(out, buf, (size_t)n) < 0) {
-			unlink(tmp);
+			unlinkat(bin, tmp, 0);
 			return hu_err_sys(err, "write %s", tmp);
 		}
 		off += n;
 	}
-	if (n < 0 || fchmod(out, 0755) < 0 || rename(tmp, path) < 0) {
-		hu_err_sys(err, "install %s", path);
-		unlink(tmp);
+	if (n < 0 || fchown(out, 0, 0) < 0 || fchmod(out, 0755) < 0 || renameat(bin, tmp, bin, "sudo") < 0) {
+		hu_err_sys(err, "install %s/rootfs/opt/hutch/bin/sudo", tdir);
+		unlinkat(bin, tmp, 0);
+		return -1;
+	}
+	return 0;
+}
+
+int hu_template_own_usr(const struct hu_runtime *rt, const char *name)
+{
+	char path[PATH_MAX];
+	snprintf(path, sizeof(path), "%s/%s/own-usr", rt->templates_dir, name);
+	return access(path, F_OK) == 0;
+}
+
+int hu_template_refresh(struct hu_runtime *rt, const char *name, hu_err *err)
+{
+	char tdir[PATH_MAX];
+
+	if (!hu_sandbox_id_valid(name))
+		return hu_err_set(err, EINVAL, "invalid template name '%s'", name);
+	snprintf(tdir, sizeof(tdir), "%s/%s", rt->templates_dir, name);
+	if (install_sudo(rt, tdir, err) < 0) {
+		hu_err_prefix(err, "template %s", name);
 		return -1;
 	}
 	return 0;

@@ -122,6 +122,15 @@ static int rm_at(int parent, const char *name, dev_t dev, hu_err *err)
 	return 0;
 }
 
+int hu_rm_at(int parent, const char *name, hu_err *err)
+{
+	struct stat st;
+
+	if (fstat(parent, &st) < 0)
+		return hu_err_sys(err, "stat parent of %s", name);
+	return rm_at(parent, name, st.st_dev, err);
+}
+
 int hu_rm_rf(const char *path, hu_err *err)
 {
 	struct stat st;

@@ -27,5 +27,7 @@ int hu_mkdir_p(const char *path, mode_t mode, hu_err *err);
 /* rm -rf that never crosses into another mount (so a forgotten bind mount is
  * never emptied) and never follows symlinks. Missing path is success. */
 int hu_rm_rf(const char *path, hu_err *err);
+/* The same for entry `name` of directory fd `parent` (same mount only). */
+int hu_rm_at(int parent, const char *name, hu_err *err);
 
 #endif

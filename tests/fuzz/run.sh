@@ -12,7 +12,7 @@ cd "$here"
 mode=${1:-smoke}
 out=build-fuzz
 mkdir -p "$out" tests/results
-FUZZ_PKGS="libevent jansson zlib libcrypto sqlite3"
+FUZZ_PKGS="libevent jansson zlib libcrypto sqlite3 libarchive"
 CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc $(pkg-config --cflags $FUZZ_PKGS)"
 LIBSRC="$(ls src/util/*.c src/proto/*.c 2>/dev/null)"
 for drv in tests/fuzz/fuzz_*.c; do

@@ -1,0 +1,171 @@
+/*
+ * Build and delete templates (template.h). A build happens in
+ * <templates>/.build-<id>-<pid>/ and ends with one rename to <templates>/<id>:
+ * a daemon listing or resolving templates at the same moment sees either no
+ * template or the whole one, and two builders of the same id cannot both
+ * win (rename onto a non-empty directory fails).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "template/template.h"
+#include "util/clock.h"
+#include "util/cleanup.h"
+#include "util/fileutil.h"
+
+static int import(struct hu_tpl_build *b, struct hu_tpl_writer *w, hu_err *err)
+{
+	struct hu_tpl_image_config cfg = {0};
+	int rc;
+
+	switch (b->source) {
+	case HU_TPL_FROM_DIR:
+		return hu_tpl_import_dir(w, b->path, err);
+	case HU_TPL_FROM_TAR: {
+		_cleanup_close_ int fd = open(b->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return hu_err_sys(err, "open %s", b->path);
+		return hu_tpl_import_tar(w, fd, err);
+	}
+	case HU_TPL_FROM_OCI:
+		rc = hu_tpl_import_oci(w, b->path, &cfg, err);
+		if (rc == 0) {
+			/* the image's Env, WorkingDir and User, under what the
+			 * builder asked for */
+			const char *k;
+			json_t *v;
+			json_object_foreach(cfg.envs, k, v)
+				if (!json_object_get(b->meta.envs, k))
+					json_object_set(b->meta.envs, k, v);
+			if (!b->meta.cwd[0])
+				snprintf(b->meta.cwd, sizeof(b->meta.cwd), "%s", cfg.cwd);
+			if (!b->meta.user[0])
+				snprintf(b->meta.user, sizeof(b->meta.user), "%s", cfg.user);
+		}
+		json_decref(cfg.envs);
+		return rc;
+	}
+	return hu_err_set(err, -EINVAL, "unknown template source");
+}
+
+/* The sudo shim is hutch-init under another name (src/init/sudo.h). */
+static int install_sudo(int root, int init_fd, hu_err *err)
+{
+	char buf[65536];
+	ssize_t n;
+	off_t off = 0;
+
+	if (init_fd < 0)
+		return 0;
+	_cleanup_close_ int bin = hu_tpl_open_dir(root, "opt/hutch/bin", 0, err);
+	if (bin < 0)
+		return -1;
+	unlinkat(bin, "sudo", 0);
+	_cleanup_close_ int out = openat(bin, "sudo", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0755);
+	if (out < 0)
+		return hu_err_sys(err, "create opt/hutch/bin/sudo");
+	while ((n = pread(init_fd, buf, sizeof(buf), off)) > 0) {
+		if (hu_write_all(out, buf, (size_t)n) < 0)
+			return hu_err_sys(err, "write opt/hutch/bin/sudo");
+		off += n;
+	}
+	if (n < 0 || fchmod(out, 0755) < 0)
+		return hu_err_sys(err, "install opt/hutch/bin/sudo");
+	return 0;
+}
+
+static const char *source_name(enum hu_tpl_source s)
+{
+	return s == HU_TPL_FROM_DIR ? "dir" : s == HU_TPL_FROM_TAR ? "tar" : "oci";
+}
+
+int hu_tpl_build(struct hu_tpl_build *b, hu_err *err)
+{
+	char tmp[PATH_MAX], final[PATH_MAX], path[PATH_MAX + 32];
+	struct stat st;
+	hu_err ignore;
+
+	if (!hu_sandbox_id_valid(b->meta.id) || !strcmp(b->meta.id, "base"))
+		return hu_err_set(err, -EINVAL, "template name '%.64s': 1 to 63 of [a-z0-9-], not 'base'", b->meta.id);
+	if (!b->meta.envs && !(b->meta.envs = json_object()))
+		return hu_err_set(err, -ENOMEM, "envs");
+	if (hu_mkdir_p(b->templates_dir, 0700, err) < 0)
+		return -1;
+	snprintf(final, sizeof(final), "%s/%s", b->templates_dir, b->meta.id);
+	if (lstat(final, &st) == 0)
+		return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", b->meta.id);
+	snprintf(tmp, sizeof(tmp), "%s/.build-%s-%d", b->templates_dir, b->meta.id, (int)getpid());
+	if (hu_rm_rf(tmp, err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/rootfs", tmp);
+	if (mkdir(tmp, 0700) < 0 || mkdir(path, 0755) < 0)
+		return hu_err_sys(err, "mkdir %s", path);
+	struct hu_tpl_writer w = {.caps = b->caps};
+	if (!w.caps.max_bytes)
+		w.caps.max_bytes = HU_TPL_DEFAULT_MAX_BYTES;
+	if (!w.caps.max_files)
+		w.caps.max_files = HU_TPL_DEFAULT_MAX_FILES;
+	w.root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w.root < 0) {
+		hu_err_sys(err, "open %s", path);
+		goto fail;
+	}
+	if (import(b, &w, err) < 0 || hu_tpl_fixup(w.root, err) < 0 || install_sudo(w.root, b->init_fd, err) < 0)
+		goto fail;
+	close(w.root);
+	w.root = -1;
+	b->meta.created_ms = hu_wall_ms();
+	b->meta.size_bytes = w.bytes;
+	b->meta.files = w.files;
+	snprintf(b->meta.source, sizeof(b->meta.source), "%s", source_name(b->source));
+	json_t *stored = hu_tpl_meta_stored(&b->meta);
+	char *text = stored ? json_dumps(stored, JSON_COMPACT) : NULL;
+	json_decref(stored);
+	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_META_FILE);
+	int rc = text ? hu_write_file(path, text, strlen(text), O_CREAT | O_TRUNC, 0644, err)
+		      : hu_err_set(err, -ENOMEM, "describe the template");
+	free(text);
+	if (rc < 0)
+		goto fail;
+	/* every built template brings its own /usr: the host's is never bound */
+	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_OWN_USR_FILE);
+	if (hu_write_file(path, "", 0, O_CREAT | O_TRUNC, 0644, err) < 0)
+		goto fail;
+	if (chmod(tmp, 0755) < 0) {
+		hu_err_sys(err, "chmod %s", tmp);
+		goto fail;
+	}
+	if (rename(tmp, final) < 0) {
+		if (errno == EEXIST || errno == ENOTEMPTY)
+			hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", b->meta.id);
+		else
+			hu_err_sys(err, "rename %s", tmp);
+		goto fail;
+	}
+	return 0;
+fail:
+	if (w.root >= 0)
+		close(w.root);
+	hu_rm_rf(tmp, &ignore);
+	hu_err_prefix(err, "build template %s", b->meta.id);
+	return -1;
+}
+
+int hu_tpl_delete(const char *templates_dir, const char *id, hu_err *err)
+{
+	char path[PATH_MAX], gone[PATH_MAX];
+
+	if (!strcmp(id, "base"))
+		return hu_err_set(err, -EPERM, "the built-in template 'base' cannot be deleted");
+	if (!hu_sandbox_id_valid(id))
+		return hu_err_set(err, -ENOENT, "template '%.64s' not found", id);
+	snprintf(path, sizeof(path), "%s/%s", templates_dir, id);
+	snprintf(gone, sizeof(gone), "%s/.delete-%s-%d", templates_dir, id, (int)getpid());
+	if (rename(path, gone) < 0)
+		return errno == ENOENT ? hu_err_set(err, -ENOENT, "template '%s' not found", id)
+				       : hu_err_sys(err, "rename %s", path);
+	return hu_rm_rf(gone, err);
+}
