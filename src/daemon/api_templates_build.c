@@ -3,7 +3,8 @@
  * tar archive (plain, gzip or zstd) sent as the request body (at most
  * max_body bytes, like every body). The body is saved beside the templates
  * (a dot-name, which listings skip), and the build runs in a forked child so
- * that the event loop keeps serving while a large archive is unpacked; the
+ * that the event loop keeps serving while a large archive is unpacked (and
+ * so that it can be confined first: hu_tpl_confine_builder); the
  * answer comes when the child exits: 201 with the template, or the build's
  * error (400 for a refused archive, 409 when the name is taken).
  */
@@ -193,7 +194,7 @@ static void post_template(struct hu_req *r)
 		b.templates_dir = dir;
 		b.path = j->upload;
 		b.meta.envs = json_object();
-		if (hu_tpl_build(&b, &err) < 0) {
+		if (hu_tpl_confine_builder(dir, &err) < 0 || hu_tpl_build(&b, &err) < 0) {
 			v.code = err.code ? err.code : EIO;
 			snprintf(v.msg, sizeof(v.msg), "%s", err.msg);
 		}

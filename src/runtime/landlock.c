@@ -69,7 +69,7 @@ static uint64_t fs_rights(int abi)
 	return r;
 }
 
-int hu_landlock_confine_to_root(hu_err *err)
+int hu_landlock_confine(const struct hu_landlock_rule *rules, size_t n, hu_err *err)
 {
 	int abi = hu_landlock_abi();
 	/* ABI 1 cannot grant REFER, so it would forbid every rename or link
@@ -82,16 +82,27 @@ int hu_landlock_confine_to_root(hu_err *err)
 	_cleanup_close_ int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof(attr), 0);
 	if (ruleset < 0)
 		return hu_err_sys(err, "landlock_create_ruleset");
-	_cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		return hu_err_sys(err, "open / for Landlock");
-	struct landlock_path_beneath_attr beneath = {
-		.allowed_access = attr.handled_access_fs & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_BLOCK),
-		.parent_fd = root,
-	};
-	if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0)
-		return hu_err_sys(err, "landlock_add_rule /");
+	const uint64_t read_exec = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+	for (size_t i = 0; i < n; i++) {
+		struct landlock_path_beneath_attr beneath = {
+			.allowed_access = rules[i].read_only ? read_exec
+							     : attr.handled_access_fs & ~(LANDLOCK_ACCESS_FS_MAKE_CHAR |
+											  LANDLOCK_ACCESS_FS_MAKE_BLOCK),
+			.parent_fd = rules[i].dirfd,
+		};
+		if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &beneath, 0) < 0)
+			return hu_err_sys(err, "landlock_add_rule");
+	}
 	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
 		return hu_err_sys(err, "landlock_restrict_self");
 	return 1;
+}
+
+int hu_landlock_confine_to_root(hu_err *err)
+{
+	_cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return hu_err_sys(err, "open / for Landlock");
+	const struct hu_landlock_rule all = {.dirfd = root};
+	return hu_landlock_confine(&all, 1, err);
 }

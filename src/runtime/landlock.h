@@ -10,6 +10,9 @@
 #ifndef HUTCH_RUNTIME_LANDLOCK_H
 #define HUTCH_RUNTIME_LANDLOCK_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "util/err.h"
 
 /* The kernel's Landlock ABI version, or 0 when Landlock is absent or off. */
@@ -20,5 +23,15 @@ int hu_landlock_abi(void);
  * when the kernel cannot do it (no Landlock, or ABI 1, which forbids every
  * rename across directories), -1 with err set on failure. */
 int hu_landlock_confine_to_root(hu_err *err);
+
+/* The same with rules of one's own: every right beneath each rule's
+ * directory (never making devices), or only reading and executing there.
+ * A process that works on hostile input (the template builder) can then
+ * touch nothing else. */
+struct hu_landlock_rule {
+	int dirfd;
+	bool read_only;
+};
+int hu_landlock_confine(const struct hu_landlock_rule *rules, size_t n, hu_err *err);
 
 #endif

@@ -188,4 +188,11 @@ int hu_tpl_build(struct hu_tpl_build *b, hu_err *err);
  * checks that no sandbox uses it. `base` cannot be deleted. */
 int hu_tpl_delete(const char *templates_dir, const char *id, hu_err *err);
 
+/* ---- the builder's confinement (tpl_confine.c) ---- */
+
+/* Irreversibly confine the calling process (a forked builder) to what a
+ * build beneath templates_dir needs: no network, a few file capabilities,
+ * Landlock and the sandboxes' seccomp filter. */
+int hu_tpl_confine_builder(const char *templates_dir, hu_err *err);
+
 #endif
