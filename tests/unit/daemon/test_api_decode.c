@@ -118,7 +118,8 @@ static void test_new_sandbox_network(void **state)
 	new_bad("{\"network\":{\"allowOut\":\"1.2.3.4\"}}", "network.allowOut must be an array");
 	new_bad("{\"network\":{\"denyOut\":[5]}}", "network.denyOut[0] must be a string");
 	new_bad("{\"network\":{\"allowOut\":[\"example.com\"]}}", "domain rules are not supported");
-	new_bad("{\"network\":{\"denyOut\":[\"::/0\"]}}", "IPv6");
+	new_bad("{\"network\":{\"denyOut\":[\"::/129\"]}}", "prefix length");
+	new_bad("{\"network\":{\"denyOut\":[\"fe80::1%eth0\"]}}", "not an IPv6 address");
 	new_bad("{\"network\":{\"denyOut\":[\"1.2.3.4/99\"]}}", "prefix length");
 	new_bad("{\"network\":{\"egressProxy\":{\"address\":\"p:1080\"}}}", "egressProxy");
 	new_bad("{\"network\":{\"rules\":{\"api.example.com\":[{}]}}}", "network.rules");
