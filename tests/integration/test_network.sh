@@ -29,6 +29,7 @@ net_cleanup() {
 	wait 2>/dev/null
 	cleanup_test_dirs
 	"$WORLD" down "$tag"
+	ip netns del "hutnet-host-$tag" 2>/dev/null
 	# sandbox interfaces a failed run may have left (they die with their
 	# namespace; this is the safety net), then the test's table
 	ip -o link show | awk -F': ' '{print $2}' | sed 's/@.*//' | grep "^$NAME-" | xargs -r -n1 ip link del 2>/dev/null
@@ -240,6 +241,31 @@ expect_eq "the uplink keeps taking router advertisements" 2 "$(cat /proc/sys/net
 out=$(HUTCH_NET_POOL6=none probe --internet -- bash -c 'cat /proc/net/if_inet6; python3 -c "$1" tcp:3fff:0:100::10:8080' _ "$(py)")
 expect_no_match "network_pool6 none: the sandbox has no IPv6 address but loopback" "eth0" "$out"
 expect_match "network_pool6 none: no IPv6 route" "tcp 3fff:0:100::10:8080 ERR" "$out"
+
+# 8d. no network_uplink: IPv6 follows the host's IPv6 default route. Run in
+# a network namespace of the test's own (a veth pair as the "internet"),
+# so the host's routes and settings are not involved (nsenter: only the
+# network namespace changes, /sys and the cgroups stay): with an IPv6 default
+# route there, sandboxes get IPv6 and the route's interface becomes the IPv6
+# uplink; without one, they get none.
+hostns="hutnet-host-$tag"
+ip netns add "$hostns"
+ip -n "$hostns" link add hd0 type veth peer name hd1
+ip -n "$hostns" link set hd0 up
+ip -n "$hostns" link set hd1 up
+ip -n "$hostns" addr add 192.0.2.1/24 dev hd0
+ip -n "$hostns" route add default via 192.0.2.2 dev hd0
+v6probe() { nsenter --net="/run/netns/$hostns" env HUTCH_NET_UPLINK= "$HUTCH" run --internet -- cat /proc/net/if_inet6 2>&1; }
+out=$(v6probe)
+expect_match "no IPv6 default route: the sandbox still starts with internet access" "^0+1 [0-9a-f]+ 80 10 80 +lo$" "$out"
+expect_no_match "no IPv6 default route: the sandbox gets no IPv6" "eth0" "$out"
+ip -n "$hostns" -6 addr add 3fff:0:ff::1/64 dev hd0 nodad
+ip -n "$hostns" -6 route add default via 3fff:0:ff::2 dev hd0
+out=$(v6probe)
+expect_match "an IPv6 default route: the sandbox gets an IPv6 address (a /127)" "[0-9a-f]{32} [0-9a-f]+ 7f 00 [0-9a-f]+ +eth0" "$out"
+expect_eq "the default route's interface forwards (force_forwarding) and keeps taking router advertisements" "1 2 0" \
+	"$(nsenter --net="/run/netns/$hostns" sh -c 'cat /proc/sys/net/ipv6/conf/hd0/force_forwarding /proc/sys/net/ipv6/conf/hd0/accept_ra /proc/sys/net/ipv6/conf/all/forwarding' | tr '\n' ' ' | sed 's/ $//')"
+ip netns del "$hostns"
 
 # 9. teardown: after every run, nothing of any sandbox is left
 wait "$bpid" 2>/dev/null
