@@ -210,6 +210,13 @@ expect_eq "nothing the sandbox sent reached the host (link-local, gateway, multi
 expect_no_match "a spoofed IPv6 source is dropped" "spoofed|spoofhost" "$(cat "$inetlog")"
 sed -i '/control/!d' "$inetlog"
 
+# path MTU discovery: the far server is behind a 1280-byte link that TCP's
+# MSS does not reveal; only a "packet too big" coming back through the
+# host to the sandbox lets 60000 bytes through
+out=$(probe --internet -- python3 -c "$(py)" echo:3fff:0:200::10,7,60000)
+expect_match "ICMPv6 packet-too-big reaches the sandbox (path MTU discovery works)" \
+	"echo 3fff:0:200::10 OK 60000 mtu 1280" "$out"
+
 out=$(probe --internet --deny-out 3fff:0:100::20 -- python3 -c "$(py)" tcp:3fff:0:100::10:8080 tcp:3fff:0:100::20:8080)
 expect_match "IPv6 denyOut: other addresses stay reachable" "tcp 3fff:0:100::10:8080 OK" "$out"
 expect_match "IPv6 denyOut: the denied address is unreachable" "tcp 3fff:0:100::20:8080 TIMEOUT" "$out"

@@ -11,6 +11,8 @@
 #                                  IPv6 with a zone)
 #   udpfrom:SRC,HOST,PORT,TEXT  -> the same from source address SRC (IPV6_FREEBIND / IP_FREEBIND: no
 #                                  need for the address to be the sandbox's own)
+#   echo:HOST,PORT,N            -> "echo HOST OK <bytes back> mtu <path MTU>" | "echo HOST FAIL <why>" (N bytes
+#                                  through an echo server; the path MTU the socket learnt)
 #   sleep:SECONDS               -> nothing (lets queued datagrams leave before the sandbox ends)
 #   "GW6" in a probe stands for the sandbox's IPv6 gateway (its /127 partner).
 # TCP to an address with a ':' is IPv6 (tcp:3fff:0:100::10:8080, tcp:fe80::1%eth0:8080).
@@ -123,6 +125,25 @@ for p in sys.argv[1:]:
     elif kind == "sleep":
         import time
         time.sleep(float(rest))  # datagrams still waiting for neighbour discovery go out
+    elif kind == "echo":
+        host, port, n = rest.split(",")
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.settimeout(10)
+        try:
+            s.connect((host, int(port)))
+            s.sendall(b"x" * int(n))
+            s.shutdown(socket.SHUT_WR)
+            got = 0
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += len(d)
+            mtu = s.getsockopt(socket.IPPROTO_IPV6, 24) if ":" in host else 0  # IPV6_MTU
+            print("echo %s OK %d mtu %d" % (host, got, mtu))
+        except OSError as e:
+            print("echo %s FAIL %s" % (host, e.strerror or e))
+        s.close()
     elif kind == "udp":
         print("udp %s %s" % (rest.split(",")[0], send_udp(rest)))
     elif kind == "udpfrom":

@@ -32,7 +32,7 @@ def tcp(host, port, text):
 
 
 def echo(host, port):
-    s = socket.socket()
+    s = socket.socket(family(host))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((host, int(port)))
     s.listen(64)
@@ -95,7 +95,7 @@ def dns(host):
 def ready():
     for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
                  ("203.0.113.1", 8081), ("3fff:0:100::10", 8080), ("3fff:0:100::20", 8080), ("64:ff9b::a63:4d02", 8080),
-                 ("fd99:77::2", 8080), ("3fff:0:113::1", 8081)):
+                 ("fd99:77::2", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
         socket.create_connection((h, p), timeout=1).close()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.settimeout(1)
