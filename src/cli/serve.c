@@ -97,6 +97,9 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	hu_daemon_net_config(&d->cfg, &rc);
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
+	char net[256];
+	hu_runtime_net_describe(d->rt, net, sizeof(net));
+	hu_log(HU_LOG_INFO, NULL, 0, "%s", net);
 	return hu_template_ensure_base(d->rt, err);
 }
 

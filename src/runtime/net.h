@@ -75,6 +75,7 @@ struct hu_net_config {
 	int has_pool6;
 	struct hu_cidr6 pool6;
 	int v6;
+	const char *v6_off; /* without IPv6: why (a constant string) */
 	char v6_uplinks[4][IF_NAMESIZE];
 	unsigned n_v6_uplinks;
 };
@@ -114,6 +115,9 @@ struct hu_runtime;
 /* The runtime's network mode (the daemon decides from it what
  * allow_internet_access gives). */
 enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt);
+/* One line for the log: the network mode, and whether sandboxes get IPv6
+ * (through which uplinks) or why not. */
+void hu_runtime_net_describe(const struct hu_runtime *rt, char *buf, size_t n);
 /* Replace the allowOut/denyOut rules of a live sandbox that has internet
  * access (one nftables transaction). */
 int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rules *rules, hu_err *err);

@@ -30,6 +30,7 @@
 
 #include "runtime/net6.h"
 #include "runtime/netlink.h"
+#include "runtime/runtime_internal.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -81,6 +82,7 @@ int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
 {
 	cfg->v6 = 0;
 	cfg->n_v6_uplinks = 0;
+	cfg->v6_off = "network_pool6 is none";
 	if (cfg->mode != HU_NET_NAT || !cfg->has_pool6)
 		return 0;
 	if (cfg->n_uplinks) {
@@ -95,11 +97,13 @@ int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
 			return -1;
 		rc = hu_nl_default_oif6(&nl, &index, &none);
 		hu_nl_close(&nl);
+		cfg->v6_off = "the host has no IPv6 default route and no network_uplink is set";
 		if (rc < 0 || !if_indextoname((unsigned)index, cfg->v6_uplinks[0]))
 			return 0; /* no IPv6 way out: no IPv6 for sandboxes */
 		cfg->n_v6_uplinks = 1;
 	}
 	/* a kernel without force_forwarding on a host that does not forward */
+	cfg->v6_off = "net.ipv6.conf.all.forwarding is off and the kernel has no force_forwarding (Linux < 6.17)";
 	if (conf_read("all", "forwarding") != 1 && conf_read(cfg->v6_uplinks[0], "force_forwarding") < 0)
 		return 0;
 	for (unsigned i = 0; i < cfg->n_v6_uplinks; i++)
@@ -108,7 +112,32 @@ int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
 			return -1;
 		}
 	cfg->v6 = 1;
+	cfg->v6_off = NULL;
 	return 0;
+}
+
+void hu_runtime_net_describe(const struct hu_runtime *rt, char *buf, size_t n)
+{
+	const struct hu_net_config *cfg = &rt->net;
+	char pool[HU_CIDR6_TEXT];
+	size_t len;
+
+	if (cfg->mode != HU_NET_NAT) {
+		snprintf(buf, n, "network none: sandboxes have loopback only");
+		return;
+	}
+	if (!cfg->v6) {
+		snprintf(buf, n, "network nat (%s): IPv4 only, no IPv6 for sandboxes: %s", cfg->name, cfg->v6_off);
+		return;
+	}
+	hu_cidr6_format(&cfg->pool6, pool, sizeof(pool));
+	snprintf(buf, n, "network nat (%s): IPv4 and IPv6 (pool %s, IPv6 uplinks", cfg->name, pool);
+	for (unsigned i = 0; i < cfg->n_v6_uplinks; i++) {
+		len = strlen(buf);
+		snprintf(buf + len, n - len, " %s", cfg->v6_uplinks[i]);
+	}
+	len = strlen(buf);
+	snprintf(buf + len, n - len, ")");
 }
 
 int hu_net6_host_end(const struct hu_net_config *cfg, struct hu_nl *nl, int index, const char *ifname, uint32_t slot,

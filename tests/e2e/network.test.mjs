@@ -130,6 +130,8 @@ test('domain rules and malformed IPv6 rules are refused at create with a clear e
 })
 
 test('IPv6: allowOut/denyOut with IPv6 CIDRs, an IPv4 allowlist blocks unlisted IPv6, nothing left after kill', { skip }, async () => {
+  assert.match(d.log(), new RegExp(`network nat \\(${name}\\): IPv4 and IPv6 \\(pool ${pool6}::/64, IPv6 uplinks hnti${tag}\\)`),
+    'the daemon says at start that sandboxes get IPv6, and through what')
   const sbx = await Sandbox.create({ network: { allowOut: ['3fff:0:100::10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
   try {
     let out = await run(sbx, 'addr6', 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080', 'tcp:198.51.100.10:8080',
