@@ -7,7 +7,9 @@
  * is named <net_name>-<slot>, the sandbox end eth0, and both addresses come
  * from the sandbox's uid slot (a /31 out of the pool: gateway = pool + 2*slot,
  * sandbox = pool + 2*slot + 1), so everything a sandbox owns on the network
- * can be found again from (id, slot) alone after a restart.
+ * can be found again from (id, slot) alone after a restart. Where the host
+ * has IPv6 (net6.c), the slot also names a /127 of the IPv6 pool, and both
+ * ends get fixed link-local addresses (host fe80::1, sandbox fe80::2).
  *
  * Filtering is done on the host side, keyed by the host interface, because
  * root inside the sandbox owns its namespace and may change its own
