@@ -57,7 +57,8 @@ static void run_usage(FILE *f)
 		   "                    is host uid N there (repeatable, at most 16)\n"
 		   "  --internet        a veth to the host and NAT out (needs HUTCH_NET=nat; default loopback only)\n"
 		   "  --allow-out LIST  CIDRs the sandbox may reach even when denied below (comma-separated)\n"
-		   "  --deny-out LIST   CIDRs the sandbox may not reach (0.0.0.0/0 + --allow-out = allowlist)\n");
+		   "  --deny-out LIST   CIDRs (IPv4 or IPv6) the sandbox may not reach (0.0.0.0/0 + --allow-out =\n"
+		   "                    allowlist, for IPv6 too)\n");
 }
 
 /* --volume HOSTDIR:PATH[:ro] (parsed in place: argv is ours). */
@@ -155,7 +156,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		cli_error("no command given (usage: hutch run [options] -- CMD [ARGS...])");
 		return -1;
 	}
-	if (!o->spec.net.internet && (o->spec.net.rules.n_allow || o->spec.net.rules.n_deny)) {
+	if (!o->spec.net.internet && hu_net_rules_any(&o->spec.net.rules)) {
 		cli_error("--allow-out and --deny-out need --internet");
 		return -1;
 	}

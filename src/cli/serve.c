@@ -102,6 +102,9 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 		return -1;
 	if (hu_runtime_open(&rc, &d->rt, err) < 0)
 		return -1;
+	char net[256];
+	hu_runtime_net_describe(d->rt, net, sizeof(net));
+	hu_log(HU_LOG_INFO, NULL, 0, "%s", net);
 	if (hu_template_ensure_base(d->rt, err) < 0)
 		return -1;
 	return hu_templates_refresh_all(d, err);

@@ -261,7 +261,7 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 		if (hu_api_decode_network(field(body, "network"), &ns.net, err) < 0)
 			return -1;
 		ns.has_network = 1;
-		if (allow == 0 && (ns.net.n_allow || ns.net.n_deny))
+		if (allow == 0 && hu_net_rules_any(&ns.net))
 			return BAD(err, "network rules need allow_internet_access (it is false)");
 	}
 	ns.allow_internet = allow;

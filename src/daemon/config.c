@@ -342,16 +342,23 @@ static int check_pool(const char *v, hu_err *err)
 	return hu_net_config_parse(&c, "none", "hutch", v, "192.0.2.1", "", "", "", err);
 }
 
+static int check_pool6(const char *v, hu_err *err)
+{
+	struct hu_net_config c;
+	return hu_net_pool6_parse(&c, v, err);
+}
+
 static int check_dns(const char *v, hu_err *err)
 {
 	struct hu_net_config c;
 	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", v, "", "", "", err);
 }
 
-/* CIDRs separated by commas and/or spaces */
+/* CIDRs (IPv4 or IPv6) separated by commas and/or spaces */
 static int check_list(const char *v, hu_err *err)
 {
 	struct hu_cidr4 c;
+	struct hu_cidr6 c6;
 	char one[64];
 
 	for (const char *p = v; *p;) {
@@ -360,7 +367,7 @@ static int check_list(const char *v, hu_err *err)
 			return hu_err_set(err, -EINVAL, "'%.64s': entry too long", p);
 		memcpy(one, p, len);
 		one[len] = '\0';
-		if (len && hu_cidr4_parse(one, &c, err) < 0)
+		if (len && (strchr(one, ':') ? hu_cidr6_parse(one, &c6, err) : hu_cidr4_parse(one, &c, err)) < 0)
 			return -1;
 		p += len;
 		p += strspn(p, ", ");
@@ -378,6 +385,7 @@ static int check_list(const char *v, hu_err *err)
 NET_SETTER(set_net_mode, net_mode, check_mode)
 NET_SETTER(set_net_name, net_name, check_name)
 NET_SETTER(set_net_pool, net_pool, check_pool)
+NET_SETTER(set_net_pool6, net_pool6, check_pool6)
 NET_SETTER(set_net_dns, net_dns, check_dns)
 NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
 NET_SETTER(set_net_allow, net_allow, check_list)
@@ -416,6 +424,7 @@ static const struct {
 	{"network", NULL, set_net_mode},
 	{"network_name", NULL, set_net_name},
 	{"network_pool", NULL, set_net_pool},
+	{"network_pool6", NULL, set_net_pool6},
 	{"network_dns", NULL, set_net_dns},
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},

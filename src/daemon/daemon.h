@@ -67,6 +67,7 @@ struct hu_config {
 	char net_mode[8];
 	char net_name[16];
 	char net_pool[32];
+	char net_pool6[48]; /* network_pool6 */
 	char net_dns[32];
 	char net_uplinks[80];
 	char net_allow[1024];

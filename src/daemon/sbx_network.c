@@ -19,18 +19,22 @@ int hu_sbx_net_init(struct hu_daemon *d, const struct hu_new_sandbox *req, struc
 	s->internet = nat && req->allow_internet != 0;
 	s->has_network = req->has_network;
 	s->net_rules = req->net;
-	if (!s->internet && (req->net.n_allow || req->net.n_deny))
+	if (!s->internet && hu_net_rules_any(&req->net))
 		return hu_err_set(err, -EINVAL, "network rules need internet access, which this sandbox does not have");
 	return 0;
 }
 
-static json_t *cidr_array(const struct hu_cidr4 *list, unsigned n)
+/* A list's IPv4 entries, then its IPv6 ones. */
+static json_t *cidr_array(const struct hu_cidr4 *list, unsigned n, const struct hu_cidr6 *list6, unsigned n6)
 {
 	json_t *a = json_array();
-	char buf[24];
+	char buf[HU_CIDR6_TEXT];
 
-	for (unsigned i = 0; a && i < n; i++) {
-		hu_cidr4_format(&list[i], buf, sizeof(buf));
+	for (unsigned i = 0; a && i < n + n6; i++) {
+		if (i < n)
+			hu_cidr4_format(&list[i], buf, sizeof(buf));
+		else
+			hu_cidr6_format(&list6[i - n], buf, sizeof(buf));
 		if (json_array_append_new(a, json_string(buf)) < 0) {
 			json_decref(a);
 			return NULL;
@@ -43,15 +47,15 @@ json_t *hu_sbx_json_network(const struct hu_sbx *s)
 {
 	if (!s->has_network)
 		return NULL;
-	json_t *allow = cidr_array(s->net_rules.allow, s->net_rules.n_allow);
+	const struct hu_net_rules *r = &s->net_rules;
+	json_t *allow = cidr_array(r->allow, r->n_allow, r->allow6, r->n_allow6);
 	/* then the domain names, in their canonical form */
-	for (unsigned i = 0; allow && i < s->net_rules.n_allow_dom; i++)
-		if (json_array_append_new(allow, json_string(hu_net_rules_domain(&s->net_rules, i))) < 0) {
+	for (unsigned i = 0; allow && i < r->n_allow_dom; i++)
+		if (json_array_append_new(allow, json_string(hu_net_rules_domain(r, i))) < 0) {
 			json_decref(allow);
 			return NULL;
 		}
-	return json_pack("{s:o?, s:o?}", "allowOut", allow, "denyOut",
-			 cidr_array(s->net_rules.deny, s->net_rules.n_deny));
+	return json_pack("{s:o?, s:o?}", "allowOut", allow, "denyOut", cidr_array(r->deny, r->n_deny, r->deny6, r->n_deny6));
 }
 
 void hu_api_put_network(struct hu_req *r)
@@ -116,6 +120,7 @@ void hu_daemon_net_config(const struct hu_config *cfg, struct hu_runtime_config 
 	take(rc->net_mode, sizeof(rc->net_mode), cfg->net_mode);
 	take(rc->net_name, sizeof(rc->net_name), cfg->net_name);
 	take(rc->net_pool, sizeof(rc->net_pool), cfg->net_pool);
+	take(rc->net_pool6, sizeof(rc->net_pool6), cfg->net_pool6);
 	take(rc->net_dns, sizeof(rc->net_dns), cfg->net_dns);
 	take(rc->net_uplinks, sizeof(rc->net_uplinks), cfg->net_uplinks);
 	take(rc->net_allow, sizeof(rc->net_allow), cfg->net_allow);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/net6.h"
 #include "runtime/net_internal.h"
 #include "runtime/netlink.h"
 #include "util/cleanup.h"
@@ -50,7 +51,8 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 
 	rt->host_netns = -1;
 	if (hu_net_config_parse(&rt->net, c->net_mode, c->net_name, c->net_pool, c->net_dns, c->net_uplinks,
-				c->net_allow, c->net_deny, err) < 0)
+				c->net_allow, c->net_deny, err) < 0 ||
+	    hu_net_pool6_parse(&rt->net, c->net_pool6, err) < 0)
 		return -1;
 	if (c->net_dns_proxy_port > 65535)
 		return hu_err_set(err, EINVAL, "network: DNS proxy port %u", c->net_dns_proxy_port);
@@ -60,8 +62,9 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 	rt->host_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	if (rt->host_netns < 0)
 		return hu_err_sys(err, "open /proc/self/ns/net");
-	if (hu_nft_open(&rt->nft, err) < 0 || hu_nft_host_setup(rt->nft, &rt->net, err) < 0 ||
-	    enable_uplinks(&rt->net, err) < 0) {
+	/* IPv6 is decided first: the host-wide rules depend on it */
+	if (hu_net6_runtime_open(&rt->net, err) < 0 || hu_nft_open(&rt->nft, err) < 0 ||
+	    hu_nft_host_setup(rt->nft, &rt->net, err) < 0 || enable_uplinks(&rt->net, err) < 0) {
 		hu_err_prefix(err, "network setup");
 		return -1;
 	}
@@ -135,7 +138,8 @@ static int write_resolv_conf(const char *sbdir, uint32_t uid_base, uint32_t gw, 
 	return 0;
 }
 
-static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t gw, uint32_t addr, hu_err *err)
+static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t slot, uint32_t gw, uint32_t addr,
+				 hu_err *err)
 {
 	struct hu_nl nl;
 	struct hu_nl_linkconf conf = {.no_ipv6 = 1, .up = 1};
@@ -150,6 +154,8 @@ static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t gw, 
 		rc = hu_nl_addr_add(&nl, index, addr, 31, err);
 	if (rc == 0)
 		rc = hu_nl_route_default(&nl, index, gw, err);
+	if (rc == 0)
+		rc = hu_net6_sandbox_end(&rt->net, &nl, index, slot, err);
 	hu_nl_close(&nl);
 	return rc;
 }
@@ -195,9 +201,11 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 		rc = hu_nl_link_config(&nl, index, &host_conf, err);
 	if (rc == 0)
 		rc = hu_nl_addr_add(&nl, index, gw, 31, err);
+	if (rc == 0)
+		rc = hu_net6_host_end(&rt->net, &nl, index, ifname, slot, err);
 	hu_nl_close(&nl);
 	if (rc == 0)
-		rc = configure_sandbox_end(rt, netns, gw, addr, err);
+		rc = configure_sandbox_end(rt, netns, slot, gw, addr, err);
 	if (rc == 0)
 		rc = hu_nft_sandbox_add(rt->nft, &rt->net, ifname, &spec->rules, err);
 	if (rc == 0 && rt->net.resolver)

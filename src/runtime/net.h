@@ -7,7 +7,9 @@
  * is named <net_name>-<slot>, the sandbox end eth0, and both addresses come
  * from the sandbox's uid slot (a /31 out of the pool: gateway = pool + 2*slot,
  * sandbox = pool + 2*slot + 1), so everything a sandbox owns on the network
- * can be found again from (id, slot) alone after a restart.
+ * can be found again from (id, slot) alone after a restart. Where the host
+ * has IPv6 (net6.c), the slot also names a /127 of the IPv6 pool, and both
+ * ends get fixed link-local addresses (host fe80::1, sandbox fe80::2).
  *
  * Filtering is done on the host side, keyed by the host interface, because
  * root inside the sandbox owns its namespace and may change its own
@@ -25,6 +27,9 @@
 #include "util/err.h"
 
 #define HU_NET_RULES_MAX 256
+/* "fd" and "hutch" in ASCII (68 75 74 63 68) as the ULA's global ID,
+ * subnet 0: fixed, so that every hutch host's sandboxes look the same */
+#define HU_NET_POOL6_DEFAULT "fd68:7574:6368::/64"
 #define HU_NET_NAME_MAX 9 /* <name>-<slot> (up to 5 digits) fits IFNAMSIZ - 1 */
 
 /* An IPv4 prefix (host byte order, address masked to the prefix). */
@@ -38,7 +43,14 @@ struct hu_cidr4 {
 #define HU_NET_DOMAINS_TEXT 4096 /* their text together, NULs included */
 #define HU_DOMAIN_MAX 253 /* a name's text, without the trailing dot */
 
-/* A sandbox's own egress rules (E2B's network.allowOut / denyOut). */
+/* An IPv6 prefix (network byte order, address masked to the prefix). */
+struct hu_cidr6 {
+	uint8_t addr[16];
+	uint8_t len;
+};
+
+/* A sandbox's own egress rules (E2B's network.allowOut / denyOut), each
+ * family in lists of its own (nftables keeps them in sets of their own). */
 struct hu_net_rules {
 	unsigned n_allow, n_deny;
 	struct hu_cidr4 allow[HU_NET_RULES_MAX];
@@ -53,6 +65,9 @@ struct hu_net_rules {
 	uint16_t allow_dom_at[HU_NET_DOMAINS_MAX];
 	uint16_t allow_dom_used;
 	char allow_dom_text[HU_NET_DOMAINS_TEXT];
+	unsigned n_allow6, n_deny6;
+	struct hu_cidr6 allow6[HU_NET_RULES_MAX];
+	struct hu_cidr6 deny6[HU_NET_RULES_MAX];
 };
 
 /* The i-th domain name of rules' allowOut. */
@@ -78,6 +93,15 @@ struct hu_net_config {
 	unsigned n_uplinks;
 	struct hu_net_rules op;         /* allow: exceptions to the built-in denials; deny: more of them */
 	uint16_t dns_proxy_port;        /* the daemon's DNS proxy (host port), 0 = none (hutch run) */
+	/* IPv6 (net6.c): the pool (a /127 per uid slot; has_pool6 0 = "none"),
+	 * and whether sandboxes get IPv6 on this host (decided when the
+	 * runtime opens: a pool, an IPv6 uplink, and a way to forward) */
+	int has_pool6;
+	struct hu_cidr6 pool6;
+	int v6;
+	const char *v6_off; /* without IPv6: why (a constant string) */
+	char v6_uplinks[4][IF_NAMESIZE];
+	unsigned n_v6_uplinks;
 };
 
 /* Parse "a.b.c.d" or "a.b.c.d/len" (no leading zeros, no spaces). The
@@ -86,8 +110,8 @@ int hu_cidr4_parse(const char *s, struct hu_cidr4 *out, hu_err *err);
 /* Append the entries of a comma-separated CIDR list to rules->allow
  * (which = 'a') or rules->deny ('d'). */
 int hu_net_rules_add_list(struct hu_net_rules *rules, char which, const char *list, hu_err *err);
-/* Append one entry (E2B rule text) to a list; domain names and IPv6 are
- * refused with a message saying so. */
+/* Append one entry (E2B rule text, an IPv4 or IPv6 address or CIDR) to a
+ * list; a domain name only in allowOut (hu_domain_rule_parse). */
 int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, hu_err *err);
 /* Whether a sandbox's denyOut covers every IPv4 address (0.0.0.0/0): its
  * allowOut is then an allowlist, and its DNS goes through the daemon's
@@ -108,6 +132,19 @@ int hu_net_rules_match_name(const struct hu_net_rules *rules, const char *name);
 /* "a.b.c.d/len" into buf (at least 19 bytes). */
 void hu_cidr4_format(const struct hu_cidr4 *c, char *buf, size_t n);
 
+/* Parse an IPv6 address or CIDR (inet_pton's syntax, then "/len"); the
+ * address is masked to its prefix. */
+int hu_cidr6_parse(const char *s, struct hu_cidr6 *out, hu_err *err);
+/* "addr/len" into buf (at least HU_CIDR6_TEXT bytes). */
+#define HU_CIDR6_TEXT 48
+void hu_cidr6_format(const struct hu_cidr6 *c, char *buf, size_t n);
+/* Whether the rules hold any entry (of either family). */
+int hu_net_rules_any(const struct hu_net_rules *rules);
+/* The operator's IPv6 pool: "none" or an IPv6 CIDR of /126 or shorter. */
+int hu_net_pool6_parse(struct hu_net_config *cfg, const char *pool6, hu_err *err);
+/* The IPv6 addresses of slot `slot` (a /127): gateway and sandbox end. */
+int hu_net6_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint8_t gw[16], uint8_t addr[16], hu_err *err);
+
 /* Parse the operator's strings (mode, name, pool, resolver, uplinks,
  * exceptions, extra denials); a missing resolver means the host's first
  * nameserver. */
@@ -120,6 +157,9 @@ struct hu_runtime;
 enum hu_net_mode hu_runtime_net_mode(const struct hu_runtime *rt);
 /* The sandboxes' resolver (host order; 0 = none). */
 uint32_t hu_net_resolver(const struct hu_runtime *rt);
+/* One line for the log: the network mode, and whether sandboxes get IPv6
+ * (through which uplinks) or why not. */
+void hu_runtime_net_describe(const struct hu_runtime *rt, char *buf, size_t n);
 /* Replace the allowOut/denyOut rules of a live sandbox that has internet
  * access (one nftables transaction). */
 int hu_net_update(struct hu_runtime *rt, const char *id, const struct hu_net_rules *rules, hu_err *err);

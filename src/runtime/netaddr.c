@@ -71,6 +71,23 @@ static int looks_like_domain(const char *s)
 	return 0;
 }
 
+/* An IPv6 entry: into the IPv6 list of the same kind. */
+static int rules_add6(struct hu_net_rules *rules, char which, const char *name, const char *entry, hu_err *err)
+{
+	unsigned *n = which == 'a' ? &rules->n_allow6 : &rules->n_deny6;
+	struct hu_cidr6 *list = which == 'a' ? rules->allow6 : rules->deny6;
+	struct hu_cidr6 c;
+
+	if (hu_cidr6_parse(entry, &c, err) < 0) {
+		hu_err_prefix(err, "%s", name);
+		return -1;
+	}
+	if (*n >= HU_NET_RULES_MAX)
+		return hu_err_set(err, -EINVAL, "%s: more than %d IPv6 entries", name, HU_NET_RULES_MAX);
+	list[(*n)++] = c;
+	return 0;
+}
+
 int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, hu_err *err)
 {
 	unsigned *n = which == 'a' ? &rules->n_allow : &rules->n_deny;
@@ -79,7 +96,7 @@ int hu_net_rules_add(struct hu_net_rules *rules, char which, const char *entry, 
 	struct hu_cidr4 c;
 
 	if (strchr(entry, ':'))
-		return hu_err_set(err, -EINVAL, "%s: '%.64s': IPv6 is not offered to sandboxes", name, entry);
+		return rules_add6(rules, which, name, entry, err);
 	if (looks_like_domain(entry) && !strchr(entry, '/')) {
 		/* as in E2B: names only in allowOut (a name in denyOut could be
 		 * dodged by any other name for the same address) */

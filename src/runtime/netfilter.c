@@ -14,7 +14,8 @@
  *   forward, input (filter hooks): traffic from a sandbox interface jumps to
  *     from_sbx; traffic towards one is accepted only as part of a connection
  *     the sandbox started.
- *   from_sbx: IPv6 dropped; a source address that does not route back
+ *   from_sbx: IPv6 dropped (unless this host gives sandboxes IPv6: then
+ *     netfilter6.c's rules, in the same order); a source address that does not route back
  *     through the interface it came from (reverse path: spoofing) dropped;
  *     (no shortcut for established flows: a rule change applies to open
  *     connections at once); DNS to the configured resolver only through the
@@ -44,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/net6.h"
 #include "runtime/net_internal.h"
 #include "util/cleanup.h"
 
@@ -55,7 +57,7 @@ static const char op_deny_v4[] = "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.
 				 "192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4";
 
 /* The sets whose elements carry a sandbox's interface name. */
-static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy"};
+static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy", "uallow6", "udeny6"};
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
@@ -186,11 +188,13 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 		hu_cidr4_format(&cfg->op.allow[i], c, sizeof(c));
 		fprintf(f, "add element inet %s opallow { %s }\n", t, c);
 	}
+	hu_nft6_put_sets(f, cfg);
 	fprintf(f, "add rule inet %s forward iifname \"%s-*\" jump from_sbx\n", t, t);
 	fprintf(f, "add rule inet %s forward oifname \"%s-*\" ct state established,related accept\n", t, t);
 	fprintf(f, "add rule inet %s forward oifname \"%s-*\" drop\n", t, t);
+	hu_nft6_put_input(f, cfg);
 	fprintf(f, "add rule inet %s input iifname \"%s-*\" jump from_sbx\n", t, t);
-	fprintf(f, "add rule inet %s from_sbx meta nfproto ipv6 drop\n", t);
+	hu_nft6_put_from_sbx_first(f, cfg);
 	/* root inside may use any source address: only the one that routes
 	 * back through this interface (its own) passes */
 	fprintf(f, "add rule inet %s from_sbx fib saddr . iif oif missing drop\n", t);
@@ -217,8 +221,10 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @uallow accept\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @dallow accept\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @udeny drop\n", t);
+	hu_nft6_put_from_sbx(f, cfg);
 	fprintf(f, "add rule inet %s from_sbx accept\n", t);
 	fprintf(f, "add rule inet %s post ip saddr %s oifname != \"%s-*\" masquerade\n", t, pool, t);
+	hu_nft6_put_post(f, cfg);
 	return batch_run(ctx, &b, "host-wide setup", err);
 }
 
@@ -321,6 +327,7 @@ static int put_sandbox_rules(FILE *f, const struct hu_net_config *cfg, const cha
 		return hu_err_set(err, -EINVAL, "domain rules need the daemon's DNS proxy (and a resolver)");
 	put_rules(f, cfg->name, "uallow", ifname, rules->allow, rules->n_allow);
 	put_rules(f, cfg->name, "udeny", ifname, rules->deny, rules->n_deny);
+	hu_nft6_put_sandbox_rules(f, cfg, ifname, rules);
 	if (proxy && hu_net_rules_allowlist(rules))
 		fprintf(f, "add element inet %s dnsproxy { \"%s\" }\n", cfg->name, ifname);
 	return 0;
@@ -339,7 +346,7 @@ int hu_nft_sandbox_add(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 {
 	struct batch b;
 
-	if (rules->n_allow == 0 && rules->n_deny == 0 && rules->n_allow_dom == 0)
+	if (!hu_net_rules_any(rules))
 		return 0; /* the shared rules are all it needs */
 	if (batch_open(&b, err) < 0)
 		return -1;

@@ -254,6 +254,7 @@ int hu_nl_link_del(struct hu_nl *nl, const char *ifname, hu_err *err)
 struct route_arg {
 	int oif;
 	int bad;
+	int family; /* 0 = AF_INET */
 };
 
 static int route_cb(const struct nlmsghdr *h, void *arg)
@@ -264,7 +265,7 @@ static int route_cb(const struct nlmsghdr *h, void *arg)
 
 	if (h->nlmsg_type != RTM_NEWROUTE || h->nlmsg_len < NLMSG_LENGTH(sizeof(*rt)))
 		return -1;
-	if (rt->rtm_family != AF_INET || rt->rtm_dst_len != 0 || rt->rtm_table != RT_TABLE_MAIN || a->oif)
+	if (rt->rtm_family != (a->family ? a->family : AF_INET) || rt->rtm_dst_len != 0 || rt->rtm_table != RT_TABLE_MAIN || a->oif)
 		return 0;
 	len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof(*rt)));
 	for (const struct rtattr *at = RTM_RTA(rt); RTA_OK(at, len); at = RTA_NEXT(at, len))
@@ -284,6 +285,55 @@ int hu_nl_default_oif(struct hu_nl *nl, int *index, hu_err *err)
 		return -1;
 	if (a.oif <= 0)
 		return hu_err_set(err, ENETUNREACH, "the host has no IPv4 default route (set the network uplink)");
+	*index = a.oif;
+	return 0;
+}
+
+/* IPv6 (net6.c) */
+
+int hu_nl_addr6_add(struct hu_nl *nl, int index, const uint8_t addr[16], uint8_t len, hu_err *err)
+{
+	struct nl_msg m;
+	/* no duplicate address detection: both ends of a veth are ours, and a
+	 * tentative address could not be used for the first second */
+	struct ifaddrmsg ifa = {
+		.ifa_family = AF_INET6, .ifa_prefixlen = len, .ifa_flags = IFA_F_NODAD,
+		.ifa_scope = addr[0] == 0xfe && (addr[1] & 0xc0) == 0x80 ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE,
+		.ifa_index = (uint32_t)index,
+	};
+
+	msg_init(&m, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof(ifa));
+	put_attr(&m, IFA_LOCAL, addr, 16);
+	put_attr(&m, IFA_ADDRESS, addr, 16);
+	put_u32(&m, IFA_FLAGS, IFA_F_NODAD);
+	return transact(nl, &m, NULL, NULL, "add IPv6 address", err);
+}
+
+int hu_nl_route6_default(struct hu_nl *nl, int index, const uint8_t gw[16], hu_err *err)
+{
+	struct nl_msg m;
+	struct rtmsg rt = {
+		.rtm_family = AF_INET6, .rtm_table = RT_TABLE_MAIN, .rtm_protocol = RTPROT_STATIC,
+		.rtm_scope = RT_SCOPE_UNIVERSE, .rtm_type = RTN_UNICAST,
+	};
+
+	msg_init(&m, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_EXCL, &rt, sizeof(rt));
+	put_attr(&m, RTA_GATEWAY, gw, 16);
+	put_u32(&m, RTA_OIF, (uint32_t)index);
+	return transact(nl, &m, NULL, NULL, "add IPv6 default route", err);
+}
+
+int hu_nl_default_oif6(struct hu_nl *nl, int *index, hu_err *err)
+{
+	struct nl_msg m;
+	struct rtmsg rt = {.rtm_family = AF_INET6};
+	struct route_arg a = {.family = AF_INET6};
+
+	msg_init(&m, RTM_GETROUTE, NLM_F_DUMP, &rt, sizeof(rt));
+	if (transact(nl, &m, route_cb, &a, "list IPv6 routes", err) < 0)
+		return -1;
+	if (a.oif <= 0)
+		return hu_err_set(err, ENETUNREACH, "the host has no IPv6 default route");
 	*index = a.oif;
 	return 0;
 }

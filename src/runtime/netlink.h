@@ -37,4 +37,11 @@ int hu_nl_link_del(struct hu_nl *nl, const char *ifname, hu_err *err);
 /* The output interface of the main table's IPv4 default route. */
 int hu_nl_default_oif(struct hu_nl *nl, int *index, hu_err *err);
 
+/* IPv6: an address (without duplicate address detection), a default route
+ * through `gw` on `index`, and the output interface of the main table's
+ * IPv6 default route. */
+int hu_nl_addr6_add(struct hu_nl *nl, int index, const uint8_t addr[16], uint8_t len, hu_err *err);
+int hu_nl_route6_default(struct hu_nl *nl, int index, const uint8_t gw[16], hu_err *err);
+int hu_nl_default_oif6(struct hu_nl *nl, int *index, hu_err *err);
+
 #endif

@@ -32,6 +32,7 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->net_mode, sizeof(cfg->net_mode), "HUTCH_NET", "none");
 	copy_env(cfg->net_name, sizeof(cfg->net_name), "HUTCH_NET_NAME", "hutch");
 	copy_env(cfg->net_pool, sizeof(cfg->net_pool), "HUTCH_NET_POOL", "10.200.0.0/17");
+	copy_env(cfg->net_pool6, sizeof(cfg->net_pool6), "HUTCH_NET_POOL6", HU_NET_POOL6_DEFAULT);
 	copy_env(cfg->net_dns, sizeof(cfg->net_dns), "HUTCH_NET_DNS", "");
 	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
 	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");

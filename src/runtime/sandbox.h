@@ -32,6 +32,7 @@ struct hu_runtime_config {
 	char net_mode[8];         /* none (default) | nat */
 	char net_name[16];        /* nft table and interface prefix (default "hutch") */
 	char net_pool[32];        /* default 10.200.0.0/17: a /31 per uid slot */
+	char net_pool6[48];       /* HUTCH_NET_POOL6: IPv6 pool, a /127 per slot, or "none" */
 	char net_dns[32];         /* resolver address ("" = the host's first nameserver) */
 	char net_uplinks[80];     /* interfaces replies return through ("" = the default route's) */
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */

@@ -1,6 +1,8 @@
 // The network boundary through the unmodified e2b SDK: network.allowOut /
 // denyOut on create, updateNetwork on a live sandbox, allowInternetAccess
-// false, refused rules, and a kill that leaves no interface or rule.
+// false, refused rules (domain names without deny-all, malformed IPv6), IPv6
+// rules (the test internet's IPv6 is 3fff::/20: world.sh), and a kill that
+// leaves no interface, rule or route.
 // The test builds its own world (tests/integration/net/world.sh: a stand-in
 // internet in a namespace of its own) and sends traffic nowhere else.
 import { test, before, after } from 'node:test'
@@ -17,6 +19,7 @@ const world = join(root, 'tests/integration/net/world.sh')
 const probe = readFileSync(join(root, 'tests/integration/net/probe.py'), 'utf8')
 const have = (cmd) => { try { execFileSync('sh', ['-c', `command -v ${cmd}`]); return true } catch { return false } }
 const skip = !have('ip') || !have('nft') ? 'ip or nft missing' : false
+const pool6 = `fd68:7574:6368:${(0x1000 + (process.pid % 0xe000)).toString(16)}`
 
 let d
 before(async () => {
@@ -25,6 +28,7 @@ before(async () => {
   Object.assign(process.env, {
     HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${200 + (process.pid % 7) * 8}.128.0/17`,
     HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
+    HUTCH_NET_POOL6: `${pool6}::/64`,
   })
   d = await startDaemon()
 })
@@ -35,7 +39,7 @@ after(async () => {
     try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
   }
   for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
-    'HUTCH_NET_DENY'])
+    'HUTCH_NET_DENY', 'HUTCH_NET_POOL6'])
     delete process.env[k]
   if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
@@ -49,7 +53,8 @@ async function run(sbx, ...probes) {
 function hostState() {
   const links = execFileSync('ip', ['-o', 'link', 'show']).toString()
   const table = execFileSync('nft', ['list', 'table', 'inet', name]).toString()
-  return { links: links.split('\n').filter((l) => l.includes(name + '-')), table }
+  const routes6 = execFileSync('ip', ['-6', 'route']).toString().split('\n').filter((l) => l.startsWith(pool6 + ':'))
+  return { links: links.split('\n').filter((l) => l.includes(name + '-')), table, routes6 }
 }
 
 test('allowOut + denyOut all = allowlist; updateNetwork changes it live; getInfo echoes it', { skip }, async () => {
@@ -119,30 +124,82 @@ test('allowInternetAccess false: loopback only', { skip }, async () => {
   }
 })
 
-test('domain rules without denyOut all and IPv6 rules are refused at create with a clear error', { skip }, async () => {
+test('domain rules without denyOut all and malformed IPv6 rules are refused at create with a clear error', { skip }, async () => {
   await assert.rejects(Sandbox.create({ network: { allowOut: ['api.example.com'] } }), /domain names need denyOut/)
-  await assert.rejects(Sandbox.create({ network: { denyOut: ['::/0'] } }), /IPv6 is not offered/)
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['3fff::/129'] } }), /bad prefix length/)
+  await assert.rejects(Sandbox.create({ network: { denyOut: ['fe80::1%eth0'] } }), /not an IPv6 address/)
   assert.equal(hostState().links.length, 0)
 })
 
+test('IPv6: allowOut/denyOut with IPv6 CIDRs, an IPv4 allowlist blocks unlisted IPv6, nothing left after kill', { skip }, async () => {
+  assert.match(d.log(), new RegExp(`network nat \\(${name}\\): IPv4 and IPv6 \\(pool ${pool6}::/64, IPv6 uplinks hnti${tag}\\)`),
+    'the daemon says at start that sandboxes get IPv6, and through what')
+  const sbx = await Sandbox.create({ network: { allowOut: ['3fff:0:100::10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
+  try {
+    let out = await run(sbx, 'addr6', 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080', 'tcp:198.51.100.10:8080',
+      'tcp:fd99:77::2:8080', 'tcp:3fff:0:113::1:8081')
+    assert.match(out, new RegExp(`addr6 ${pool6}::[0-9a-f]+`), 'an IPv6 address from the pool')
+    assert.match(out, /tcp 3fff:0:100::10:8080 OK internet-allowed6/, 'the listed IPv6 address is reachable')
+    assert.match(out, /tcp 3fff:0:100::20:8080 TIMEOUT/, 'unlisted IPv6 is not')
+    assert.match(out, /tcp 198\.51\.100\.10:8080 TIMEOUT/, 'nor unlisted IPv4')
+    assert.match(out, /tcp fd99:77::2:8080 TIMEOUT/, 'a ULA service is denied')
+    assert.match(out, /tcp 3fff:0:113::1:8081 TIMEOUT/, 'a host address is denied')
+    let info = await sbx.getInfo()
+    assert.deepEqual(info.network?.allowOut, ['3fff:0:100::10/128'])
+    assert.deepEqual(info.network?.denyOut, ['0.0.0.0/0'])
+
+    // a denylist of one IPv6 address: the rest stays open
+    await sbx.updateNetwork({ denyOut: ['3fff:0:100::20/128'] })
+    out = await run(sbx, 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080', 'tcp:198.51.100.10:8080')
+    assert.match(out, /tcp 3fff:0:100::10:8080 OK/)
+    assert.match(out, /tcp 3fff:0:100::20:8080 TIMEOUT/)
+    assert.match(out, /tcp 198\.51\.100\.10:8080 OK/)
+    // an IPv4-only allowlist: IPv6 is blocked unless listed
+    await sbx.updateNetwork({ allowOut: ['198.51.100.10'], denyOut: ['0.0.0.0/0'] })
+    out = await run(sbx, 'tcp:3fff:0:100::10:8080', 'tcp:198.51.100.10:8080')
+    assert.match(out, /tcp 3fff:0:100::10:8080 TIMEOUT/, 'an IPv4 allowlist blocks the IPv6 it does not list')
+    assert.match(out, /tcp 198\.51\.100\.10:8080 OK/)
+    // and ::/0 in allowOut opens IPv6 under it
+    await sbx.updateNetwork({ allowOut: ['198.51.100.10', '::/0'], denyOut: ['0.0.0.0/0'] })
+    out = await run(sbx, 'tcp:3fff:0:100::20:8080', 'tcp:fd99:77::2:8080')
+    assert.match(out, /tcp 3fff:0:100::20:8080 OK/)
+    assert.match(out, /tcp fd99:77::2:8080 TIMEOUT/, 'allowOut ::/0 does not open the operator denials')
+    info = await sbx.getInfo()
+    assert.deepEqual(info.network?.allowOut, ['198.51.100.10/32', '::/0'])
+    assert.equal(hostState().routes6.length, 1, 'one IPv6 route (the /127) while one sandbox lives')
+  } finally {
+    await sbx.kill()
+  }
+  let st = hostState()
+  for (let i = 0; i < 50 && (st.links.length || st.routes6.length); i++) { await sleep(100); st = hostState() }
+  assert.equal(st.links.length, 0)
+  assert.deepEqual(st.routes6, [], 'no IPv6 route left')
+  assert.doesNotMatch(st.table, new RegExp(`"${name}-[0-9]+"`), 'no IPv6 (or IPv4) element left')
+})
+
 test('a memory release and a daemon restart keep a sandbox\'s network and rules', { skip }, async () => {
-  const sbx = await Sandbox.create({ network: { allowOut: ['198.51.100.10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
+  const sbx = await Sandbox.create({ network: { allowOut: ['198.51.100.10', '3fff:0:100::10'], denyOut: ['0.0.0.0/0'] }, timeoutMs: 120_000 })
   try {
     assert.equal(await sbx.pause({ keepMemory: false }), true)
     assert.equal(hostState().links.length, 0, 'a released sandbox has no veth')
-    assert.doesNotMatch(hostState().table, /198\.51\.100\.10/, 'and no rule element')
+    assert.doesNotMatch(hostState().table, /198\.51\.100\.10|3fff:0:100::10/, 'and no rule element')
+    assert.deepEqual(hostState().routes6, [], 'and no IPv6 route')
     await Sandbox.connect(sbx.sandboxId)
-    let out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
+    let out = await run(sbx, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080', 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080')
     assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/, 'the resumed sandbox has its network back')
     assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/, 'and its rules')
+    assert.match(out, /tcp 3fff:0:100::10:8080 OK internet-allowed6/, 'and its IPv6')
+    assert.match(out, /tcp 3fff:0:100::20:8080 TIMEOUT/, 'and its IPv6 rules (the allowlist blocks unlisted IPv6)')
     // kill -9 the daemon: the next one adopts the sandbox, network and all
     process.kill(d.pid, 'SIGKILL')
     d = await d.restart()
     const again = await Sandbox.connect(sbx.sandboxId)
-    out = await run(again, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080')
+    out = await run(again, 'tcp:198.51.100.10:8080', 'tcp:198.51.100.20:8080', 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080')
     assert.match(out, /tcp 198\.51\.100\.10:8080 OK internet-allowed/)
     assert.match(out, /tcp 198\.51\.100\.20:8080 TIMEOUT/)
-    assert.deepEqual((await again.getInfo()).network?.allowOut ?? (await fetch(`${d.url}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-KEY': d.apiKey } }).then((r) => r.json())).network.allowOut, ['198.51.100.10/32'], 'the rules survived in the store')
+    assert.match(out, /tcp 3fff:0:100::10:8080 OK internet-allowed6/, 'IPv6 survives the adoption')
+    assert.match(out, /tcp 3fff:0:100::20:8080 TIMEOUT/)
+    assert.deepEqual((await again.getInfo()).network?.allowOut ?? (await fetch(`${d.url}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-KEY': d.apiKey } }).then((r) => r.json())).network.allowOut, ['198.51.100.10/32', '3fff:0:100::10/128'], 'the rules survived in the store')
   } finally {
     // through the restarted daemon (sbx still points at the first one)
     await Sandbox.kill(sbx.sandboxId).catch(() => {})

@@ -5,6 +5,18 @@
 #   udp:HOST:PORT   -> "udp HOST:PORT ANSWER" | "... NOANSWER" (a datagram that is not DNS)
 #   burst:N         -> "burst N <answers>" (N queries to the configured resolver at once)
 #   gw              -> "gw <the default gateway>" ; addr -> "addr <eth0's address>"
+#   addr6           -> "addr6 <the IPv6 source address towards the test internet>" | "addr6 ERR <why>"
+#   ping6:ADDR      -> "ping6 ADDR REPLY" | "ping6 ADDR NOREPLY" | "ping6 ADDR ERR <why>" (ICMPv6 echo,
+#                      raw socket: root; ADDR may carry a zone, fe80::1%eth0)
+#   udp:HOST,PORT,TEXT          -> "udp HOST sent" | "udp HOST ERR <why>" (one datagram; HOST may be
+#                                  IPv6 with a zone)
+#   udpfrom:SRC,HOST,PORT,TEXT  -> the same from source address SRC (IPV6_FREEBIND / IP_FREEBIND: no
+#                                  need for the address to be the sandbox's own)
+#   echo:HOST,PORT,N            -> "echo HOST OK <bytes back> mtu <path MTU>" | "echo HOST FAIL <why>" (N bytes
+#                                  through an echo server; the path MTU the socket learnt)
+#   sleep:SECONDS               -> nothing (lets queued datagrams leave before the sandbox ends)
+#   "GW6" in a probe stands for the sandbox's IPv6 gateway (its /127 partner).
+# TCP to an address with a ':' is IPv6 (tcp:3fff:0:100::10:8080, tcp:fe80::1%eth0:8080).
 # "GW" in a probe stands for this sandbox's gateway (the host end of its veth).
 import socket
 import struct
@@ -26,6 +38,35 @@ def gateway():
     return "none"
 
 
+def gateway6():
+    for line in open("/proc/net/if_inet6"):
+        f = line.split()
+        if f[5] == "eth0" and f[3] == "00":  # scope global
+            a = bytearray(bytes.fromhex(f[0]))
+            a[15] &= 0xFE
+            return socket.inet_ntop(socket.AF_INET6, bytes(a))
+    return "none"
+
+
+def send_udp(args, src=None):
+    host, port, text = args.split(",", 2)
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    u = socket.socket(fam, socket.SOCK_DGRAM)
+    try:
+        if src:
+            if fam == socket.AF_INET6:
+                u.setsockopt(socket.IPPROTO_IPV6, 78, 1)  # IPV6_FREEBIND
+            else:
+                u.setsockopt(socket.IPPROTO_IP, 15, 1)  # IP_FREEBIND
+            u.bind((src, 0))
+        u.sendto(text.encode(), (host, int(port)))
+        return "sent"
+    except OSError as e:
+        return "ERR %s" % e.strerror
+    finally:
+        u.close()
+
+
 def resolver():
     for line in open("/etc/resolv.conf"):
         if line.startswith("nameserver"):
@@ -34,13 +75,14 @@ def resolver():
 
 
 for p in sys.argv[1:]:
-    kind, _, rest = p.replace("GW", gateway()).partition(":")
+    kind, _, rest = p.replace("GW6", gateway6()).replace("GW", gateway()).partition(":")
     if kind == "tcp":
         host, port = rest.rsplit(":", 1)
-        s = socket.socket()
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         s.settimeout(2)
+        addr, _, zone = host.partition("%")
         try:
-            s.connect((host, int(port)))
+            s.connect((addr, int(port), 0, socket.if_nametoindex(zone)) if zone else (host, int(port)))
             print("tcp %s OK %s" % (rest, s.recv(100).decode().strip()))
         except socket.timeout:
             print("tcp %s TIMEOUT" % rest)
@@ -91,6 +133,60 @@ for p in sys.argv[1:]:
             except OSError:
                 pass
         print("burst %d %d" % (n, got))
+    elif kind == "sleep":
+        import time
+        time.sleep(float(rest))  # datagrams still waiting for neighbour discovery go out
+    elif kind == "echo":
+        host, port, n = rest.split(",")
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        s.settimeout(10)
+        try:
+            s.connect((host, int(port)))
+            s.sendall(b"x" * int(n))
+            s.shutdown(socket.SHUT_WR)
+            got = 0
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                got += len(d)
+            mtu = s.getsockopt(socket.IPPROTO_IPV6, 24) if ":" in host else 0  # IPV6_MTU
+            print("echo %s OK %d mtu %d" % (host, got, mtu))
+        except OSError as e:
+            print("echo %s FAIL %s" % (host, e.strerror or e))
+        s.close()
+    elif kind == "udp":
+        print("udp %s %s" % (rest.split(",")[0], send_udp(rest)))
+    elif kind == "udpfrom":
+        src, _, args = rest.partition(",")
+        print("udpfrom %s %s %s" % (src, args.split(",")[0], send_udp(args, src)))
+    elif kind == "addr6":
+        u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        try:
+            u.connect(("3fff:0:100::10", 9))
+            print("addr6 %s" % u.getsockname()[0])
+        except OSError as e:
+            print("addr6 ERR %s" % e.strerror)
+    elif kind == "ping6":
+        try:
+            r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+            r.settimeout(2)
+            host, _, zone = rest.partition("%")
+            scope = socket.if_nametoindex(zone) if zone else 0
+            # echo request: type 128; the kernel fills in the checksum
+            r.sendto(struct.pack("!BBHHH", 128, 0, 0, 0x4855, 1) + b"hutch", (host, 0, 0, scope))
+            got = "NOREPLY"
+            try:
+                while True:
+                    data, peer = r.recvfrom(1500)
+                    if data[0] == 129 and data[4:6] == b"\x48\x55":
+                        got = "REPLY"
+                        break
+            except socket.timeout:
+                pass
+            print("ping6 %s %s" % (rest, got))
+        except OSError as e:
+            print("ping6 %s ERR %s" % (rest, e.strerror))
     elif kind == "gw":
         print("gw %s" % gateway())
     elif kind == "addr":

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Servers of the network test's stand-in world (run inside the test's own
 network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
-`echo HOST PORT` echoes what each connection sends, `dns HOST [LOG]` answers A queries for the names in NAMES (anything
-else: NXDOMAIN) and appends every queried name to LOG, `ready` exits 0 when every server of world.sh answers (probed from
+`echo HOST PORT` echoes what each connection sends, `udplog HOST PORT
+FILE` appends "<source address> <payload>" to FILE for every datagram it
+receives (HOST :: takes IPv6 multicast to all nodes too), `dns HOST [LOG]` answers A queries for the names in NAMES
+(anything else: NXDOMAIN) and appends every queried name to LOG, `ready` exits 0 when every server of world.sh answers (probed from
 the host, into the test's own namespaces)."""
 import socket
 import struct
@@ -13,8 +15,12 @@ NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20", b"wi
          b"a.wild.test": "198.51.100.20", b"b.a.wild.test": "198.51.100.20"}
 
 
+def family(host):
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
 def tcp(host, port, text):
-    s = socket.socket()
+    s = socket.socket(family(host))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((host, int(port)))
     s.listen(64)
@@ -27,7 +33,7 @@ def tcp(host, port, text):
 
 
 def echo(host, port):
-    s = socket.socket()
+    s = socket.socket(family(host))
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((host, int(port)))
     s.listen(64)
@@ -43,6 +49,15 @@ def echo(host, port):
     while True:
         c, _ = s.accept()
         threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def udplog(host, port, path):
+    u = socket.socket(family(host), socket.SOCK_DGRAM)
+    u.bind((host, int(port)))
+    while True:
+        data, peer = u.recvfrom(2048)
+        with open(path, "a") as f:
+            f.write("%s %s\n" % (peer[0], data.decode(errors="replace").strip()))
 
 
 def qname(msg, off):
@@ -95,7 +110,8 @@ def dns(host, log=None):
 
 def ready():
     for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
-                 ("203.0.113.1", 8081)):
+                 ("203.0.113.1", 8081), ("3fff:0:100::10", 8080), ("3fff:0:100::20", 8080), ("64:ff9b::a63:4d02", 8080),
+                 ("fd99:77::2", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
         socket.create_connection((h, p), timeout=1).close()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.settimeout(1)
@@ -109,6 +125,8 @@ if __name__ == "__main__":
         ready()
     elif sys.argv[1] == "tcp":
         tcp(*sys.argv[2:5])
+    elif sys.argv[1] == "udplog":
+        udplog(*sys.argv[2:5])
     elif sys.argv[1] == "echo":
         echo(*sys.argv[2:4])
     elif sys.argv[1] == "dns":

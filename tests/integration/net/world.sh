@@ -18,25 +18,45 @@
 #   namespace hutnet-svc-TAG, an "internal service" on 10.99.77.2:8080
 #     behind veth hnts<TAG> (host 10.99.77.1/30);
 #   a listener on the host's own test address, 203.0.113.1:8081.
+# IPv6, beside it (docs/security.md: the test world's IPv6): the "internet"
+#   is 3fff::/20 (RFC 9637's documentation prefix: routed nowhere, and not
+#   among the built-in denials, as the IPv4 TEST-NETs are not), the link
+#   3fff:0:113::1/64 (host) - ::2, servers on 3fff:0:100::10:8080
+#   ("internet-allowed6") and 3fff:0:100::20:8080 ("internet-denied6"), and
+#   on 64:ff9b::a63:4d02:8080 ("nat64-internal": what a NAT64 translator
+#   would reach for the NAT64 form of the internal service 10.99.77.2); the
+#   host routes 3fff:0:100::/64 and 64:ff9b::/96 to it (so that a rule
+#   that failed could not send anything out of the host's own default
+#   route); the internal service at fd99:77::2:8080 ("internal6") behind
+#   fd99:77::1/64; a listener on the host's 3fff:0:113::1:8081;
+#   namespace hutnet-far-TAG one hop behind the "internet", through a link
+#   whose near end has MTU 1280 (the far end 1500: TCP's MSS does not see
+#   it, so only path MTU discovery can): an echo server on
+#   3fff:0:200::10:7 (the host routes 3fff:0:200::/64 to the internet too).
 # TAG: digits, at most 5 (interface names are limited to 15 characters).
 set -u
 cmd=${1:?up|down}
 tag=${2:?tag}
 here=$(cd "$(dirname "$0")" && pwd)
-INET="hutnet-inet-$tag" SVC="hutnet-svc-$tag" VI="hnti$tag" VS="hnts$tag"
+INET="hutnet-inet-$tag" SVC="hutnet-svc-$tag" FAR="hutnet-far-$tag" VI="hnti$tag" VS="hnts$tag"
 state="/tmp/hutnet-$tag"
 
 down() {
 	local p
-	for p in $(cat "$state/pids" 2>/dev/null) $(ip netns pids "$INET" 2>/dev/null) $(ip netns pids "$SVC" 2>/dev/null); do
+	for p in $(cat "$state/pids" 2>/dev/null) $(ip netns pids "$INET" 2>/dev/null) $(ip netns pids "$SVC" 2>/dev/null) \
+		$(ip netns pids "$FAR" 2>/dev/null); do
 		kill "$p" 2>/dev/null
 	done
 	ip route del 198.51.100.0/24 via 203.0.113.2 dev "$VI" 2>/dev/null
 	ip route del 169.254.169.254/32 via 203.0.113.2 dev "$VI" 2>/dev/null
+	ip -6 route del 3fff:0:100::/64 via 3fff:0:113::2 dev "$VI" 2>/dev/null
+	ip -6 route del 64:ff9b::/96 via 3fff:0:113::2 dev "$VI" 2>/dev/null
+	ip -6 route del 3fff:0:200::/64 via 3fff:0:113::2 dev "$VI" 2>/dev/null
 	ip link del "$VI" 2>/dev/null
 	ip link del "$VS" 2>/dev/null
 	ip netns del "$INET" 2>/dev/null
 	ip netns del "$SVC" 2>/dev/null
+	ip netns del "$FAR" 2>/dev/null
 	rm -rf "$state"
 	return 0
 }
@@ -63,6 +83,27 @@ up() {
 	ip -n "$SVC" link set lo up
 	ip route add 198.51.100.0/24 via 203.0.113.2 dev "$VI"
 	ip route add 169.254.169.254/32 via 203.0.113.2 dev "$VI"
+	ip -6 addr add 3fff:0:113::1/64 dev "$VI" nodad
+	ip -6 addr add fd99:77::1/64 dev "$VS" nodad
+	ip -n "$INET" -6 addr add 3fff:0:113::2/64 dev wan0 nodad
+	for a in 3fff:0:100::10 3fff:0:100::20 64:ff9b::a63:4d02; do
+		ip -n "$INET" -6 addr add "$a/128" dev lo
+	done
+	ip -n "$SVC" -6 addr add fd99:77::2/64 dev wan0 nodad
+	ip -6 route add 3fff:0:100::/64 via 3fff:0:113::2 dev "$VI"
+	ip -6 route add 64:ff9b::/96 via 3fff:0:113::2 dev "$VI"
+	ip netns add "$FAR"
+	ip -n "$INET" link add mtu0 type veth peer name wan0 netns "$FAR"
+	ip -n "$INET" link set mtu0 mtu 1280 up
+	ip -n "$INET" -6 addr add 3fff:0:201::1/64 dev mtu0 nodad
+	ip -n "$FAR" link set wan0 up
+	ip -n "$FAR" link set lo up
+	ip -n "$FAR" -6 addr add 3fff:0:201::2/64 dev wan0 nodad
+	ip -n "$FAR" -6 addr add 3fff:0:200::10/128 dev lo
+	ip -n "$FAR" -6 route add default via 3fff:0:201::1
+	ip -n "$INET" -6 route add 3fff:0:200::/64 via 3fff:0:201::2
+	ip netns exec "$INET" sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/forwarding'
+	ip -6 route add 3fff:0:200::/64 via 3fff:0:113::2 dev "$VI"
 	set +e
 	bg() { setsid "$@" </dev/null >/dev/null 2>&1 & echo $! >>"$state/pids"; }
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 198.51.100.10 8080 internet-allowed
@@ -72,6 +113,12 @@ up() {
 	bg ip netns exec "$INET" python3 "$here/world.py" dns 198.51.100.53 "$state/dns.log"
 	bg ip netns exec "$SVC" python3 "$here/world.py" tcp 10.99.77.2 8080 internal
 	bg python3 "$here/world.py" tcp 203.0.113.1 8081 host-listener
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 3fff:0:100::10 8080 internet-allowed6
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 3fff:0:100::20 8080 internet-denied6
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp 64:ff9b::a63:4d02 8080 nat64-internal
+	bg ip netns exec "$SVC" python3 "$here/world.py" tcp fd99:77::2 8080 internal6
+	bg python3 "$here/world.py" tcp 3fff:0:113::1 8081 host-listener6
+	bg ip netns exec "$FAR" python3 "$here/world.py" echo 3fff:0:200::10 7
 	for _ in $(seq 150); do
 		python3 "$here/world.py" ready 2>/dev/null && return 0
 		sleep 0.2

@@ -121,7 +121,8 @@ static void test_new_sandbox_network(void **state)
 	new_bad("{\"network\":{\"allowOut\":[\"example.com\"],\"denyOut\":[\"1.2.3.4\"]}}", "denyOut to deny all");
 	new_bad("{\"network\":{\"denyOut\":[\"example.com\"]}}", "allowOut only");
 	new_bad("{\"network\":{\"allowOut\":[\"*.com\"],\"denyOut\":[\"0.0.0.0/0\"]}}", "wildcard");
-	new_bad("{\"network\":{\"denyOut\":[\"::/0\"]}}", "IPv6");
+	new_bad("{\"network\":{\"denyOut\":[\"::/129\"]}}", "prefix length");
+	new_bad("{\"network\":{\"denyOut\":[\"fe80::1%eth0\"]}}", "not an IPv6 address");
 	new_bad("{\"network\":{\"denyOut\":[\"1.2.3.4/99\"]}}", "prefix length");
 	new_bad("{\"network\":{\"egressProxy\":{\"address\":\"p:1080\"}}}", "egressProxy");
 	new_bad("{\"network\":{\"rules\":{\"api.example.com\":[{}]}}}", "network.rules");

@@ -103,7 +103,8 @@ static void test_good_file(void **state)
 			    "network = nat\n"
 			    "network_pool = 10.250.0.0/17\n"
 			    "network_dns = 198.51.100.53\n"
-			    "network_allow = 10.1.2.3/32, 10.9.0.0/16\n"
+			    "network_pool6 = fd00:1:2::/64\n"
+			    "network_allow = 10.1.2.3/32, 10.9.0.0/16, fd12::/16\n"
 			    "log_level = debug\r\n");
 	/* <data_dir>/hutch.conf is read without --config. */
 	assert_int_equal(from_args(&cfg, &err, NULL), 0);
@@ -123,7 +124,8 @@ static void test_good_file(void **state)
 	assert_string_equal(cfg.net_mode, "nat");
 	assert_string_equal(cfg.net_pool, "10.250.0.0/17");
 	assert_string_equal(cfg.net_dns, "198.51.100.53");
-	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16");
+	assert_string_equal(cfg.net_pool6, "fd00:1:2::/64");
+	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16, fd12::/16");
 }
 
 static void assert_file_error(struct fixture *f, const char *text, const char *where, const char *what)
@@ -199,6 +201,9 @@ static void test_lifecycle_settings(void **state)
 	assert_file_error(f, "network_name = Hutch\n", "1", "network name");
 	assert_file_error(f, "network_pool = 10.0.0.0/33\n", "1", "prefix length");
 	assert_file_error(f, "network_dns = dns.example\n", "1", "network resolver");
+	assert_file_error(f, "network_pool6 = fd00::/127\n", "1", "too small");
+	assert_file_error(f, "network_pool6 = 10.0.0.0/8\n", "1", "not an IPv6 address");
+	assert_file_error(f, "network_deny = fd00::/129\n", "1", "prefix length");
 	assert_file_error(f, "network_deny = 192.0.2.0/24, lan\n", "1", "'lan' is not an IPv4 address");
 }
 

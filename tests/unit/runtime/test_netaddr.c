@@ -55,8 +55,7 @@ static void test_rules(void **state)
 	assert_int_equal(r.n_deny, 1);
 	assert_int_equal(r.n_allow, 2);
 	assert_int_equal(r.allow[1].len, 24);
-	/* domain names: allowOut only; IPv6 is refused with a message saying
-	 * so; refused entries add nothing */
+	/* domain names: allowOut only; refused entries add nothing */
 	assert_int_equal(hu_net_rules_add(&r, 'd', "example.com", &err), -1);
 	assert_non_null(strstr(err.msg, "allowOut only"));
 	assert_int_equal(hu_net_rules_add(&r, 'a', "a..com", &err), -1);
@@ -64,8 +63,17 @@ static void test_rules(void **state)
 	assert_int_equal(hu_net_rules_add(&r, 'a', "Example.COM.", &err), 0);
 	assert_int_equal(r.n_allow_dom, 1);
 	assert_string_equal(hu_net_rules_domain(&r, 0), "example.com");
-	assert_int_equal(hu_net_rules_add(&r, 'd', "::/0", &err), -1);
-	assert_non_null(strstr(err.msg, "IPv6"));
+	/* IPv6 goes to lists of its own */
+	assert_int_equal(hu_net_rules_add(&r, 'd', "::/0", &err), 0);
+	assert_int_equal(hu_net_rules_add_list(&r, 'a', "3fff:0:100::10, 2001:db8::/48", &err), 0);
+	assert_int_equal(r.n_deny6, 1);
+	assert_int_equal(r.n_allow6, 2);
+	assert_int_equal(r.allow6[1].len, 48);
+	assert_int_equal(hu_net_rules_add(&r, 'a', "3fff::/129", &err), -1);
+	assert_non_null(strstr(err.msg, "allowOut"));
+	assert_int_equal(hu_net_rules_add(&r, 'a', "fe80::1%eth0", &err), -1);
+	assert_int_equal(r.n_allow6, 2);
+	assert_int_equal(hu_net_rules_any(&r), 1);
 	assert_int_equal(hu_net_rules_add(&r, 'd', "1.2.3.4/40", &err), -1);
 	assert_non_null(strstr(err.msg, "denyOut"));
 	assert_int_equal(r.n_allow, 2);
@@ -93,6 +101,68 @@ static void test_rules(void **state)
 		assert_int_equal(hu_net_rules_add(&r, 'a', lng, &err), 0);
 	assert_int_equal(hu_net_rules_add(&r, 'a', lng, &err), -1);
 	assert_true(r.allow_dom_used <= HU_NET_DOMAINS_TEXT);
+}
+
+static void test_cidr6(void **state)
+{
+	const char *bad[] = {"", ":", ":::", "1::2::3", "3fff::/", "3fff::/129", "3fff::/08", "3fff::/-1", " ::1",
+			     "::1 ", "[::1]", "fe80::1%eth0", "3fff::/64/1", "12345::", "::ffff:1.2.3", "3fff::/1a"};
+	struct hu_cidr6 c;
+	char buf[HU_CIDR6_TEXT];
+	hu_err err;
+
+	assert_int_equal(hu_cidr6_parse("3fff:0:100::10", &c, &err), 0);
+	assert_int_equal(c.len, 128);
+	assert_int_equal(c.addr[0], 0x3f);
+	assert_int_equal(c.addr[15], 0x10);
+	/* masked to the prefix, formatted canonically */
+	assert_int_equal(hu_cidr6_parse("2001:DB8:0:0:1::ff/33", &c, &err), 0);
+	hu_cidr6_format(&c, buf, sizeof(buf));
+	assert_string_equal(buf, "2001:db8::/33");
+	assert_int_equal(hu_cidr6_parse("2001:db8:ffff::/33", &c, &err), 0);
+	hu_cidr6_format(&c, buf, sizeof(buf));
+	assert_string_equal(buf, "2001:db8:8000::/33");
+	assert_int_equal(hu_cidr6_parse("::/0", &c, &err), 0);
+	assert_int_equal(c.len, 0);
+	assert_int_equal(hu_cidr6_parse("::ffff:10.1.2.3/128", &c, &err), 0);
+	assert_int_equal(c.addr[12], 10);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(hu_cidr6_parse(bad[i], &c, &err), -1);
+		assert_int_equal(err.code, EINVAL);
+	}
+}
+
+static void test_pool6(void **state)
+{
+	struct hu_net_config c;
+	uint8_t gw[16], addr[16];
+	hu_err err;
+
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(hu_net_pool6_parse(&c, "none", &err), 0);
+	assert_int_equal(c.has_pool6, 0);
+	assert_int_equal(hu_net6_slot_addrs(&c, 0, gw, addr, &err), -1);
+	assert_int_equal(hu_net_pool6_parse(&c, "3fff::/126", &err), 0);
+	assert_int_equal(hu_net_pool6_parse(&c, "3fff::/127", &err), -1);
+	assert_int_equal(hu_net_pool6_parse(&c, "10.0.0.0/8", &err), -1);
+	assert_non_null(strstr(err.msg, "pool6"));
+	assert_int_equal(hu_net_pool6_parse(&c, HU_NET_POOL6_DEFAULT, &err), 0);
+	assert_int_equal(c.has_pool6, 1);
+	assert_int_equal(c.pool6.len, 64);
+	/* a /127 per slot: gateway even, sandbox odd; carries across bytes */
+	assert_int_equal(hu_net6_slot_addrs(&c, 0, gw, addr, &err), 0);
+	assert_int_equal(gw[15], 0);
+	assert_int_equal(addr[15], 1);
+	assert_int_equal(hu_net6_slot_addrs(&c, 16383, gw, addr, &err), 0);
+	assert_int_equal(gw[14], 0x7f);
+	assert_int_equal(gw[15], 0xfe);
+	assert_int_equal(addr[15], 0xff);
+	assert_memory_equal(gw, c.pool6.addr, 14);
+	/* a small pool holds only the slots that fit */
+	assert_int_equal(hu_net_pool6_parse(&c, "3fff::/120", &err), 0);
+	assert_int_equal(hu_net6_slot_addrs(&c, 127, gw, addr, &err), 0);
+	assert_int_equal(addr[15], 0xff);
+	assert_int_equal(hu_net6_slot_addrs(&c, 128, gw, addr, &err), -1);
 }
 
 static void test_config(void **state)
@@ -148,7 +218,9 @@ static void test_slot_addrs(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_cidr_parse), cmocka_unit_test(test_cidr_bad), cmocka_unit_test(test_rules),
+		cmocka_unit_test(test_cidr_parse), cmocka_unit_test(test_cidr_bad), cmocka_unit_test(test_cidr6),
+		cmocka_unit_test(test_pool6),
+		cmocka_unit_test(test_rules),
 		cmocka_unit_test(test_config),     cmocka_unit_test(test_slot_addrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

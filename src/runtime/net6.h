@@ -1,0 +1,32 @@
+/* IPv6 for sandboxes (net6.c, netfilter6.c): not part of the runtime's API. */
+#ifndef HUTCH_RUNTIME_NET6_H
+#define HUTCH_RUNTIME_NET6_H
+
+#include <stdio.h>
+
+#include "runtime/net.h"
+#include "runtime/netlink.h"
+
+/* Decide whether sandboxes get IPv6 on this host (cfg->v6), and if so turn
+ * on forwarding from the IPv6 uplinks. Called after the IPv4 setup. */
+int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err);
+/* A sandbox's host end `index` (named ifname) on `slot`: fe80::1/64, the
+ * gateway's /127, forwarding. Nothing without IPv6. */
+int hu_net6_host_end(const struct hu_net_config *cfg, struct hu_nl *nl, int index, const char *ifname, uint32_t slot,
+		     hu_err *err);
+/* Its eth0 (nl is a socket of the sandbox's namespace): fe80::2/64, the
+ * sandbox's /127, the default route through fe80::1. */
+int hu_net6_sandbox_end(const struct hu_net_config *cfg, struct hu_nl *nl, int index, uint32_t slot, hu_err *err);
+
+/* netfilter6.c: lines of the host-wide batch (netfilter.c writes them in
+ * its own order; each is nothing or "meta nfproto ipv6 drop" without IPv6) */
+void hu_nft6_put_sets(FILE *f, const struct hu_net_config *cfg);
+void hu_nft6_put_input(FILE *f, const struct hu_net_config *cfg);
+void hu_nft6_put_from_sbx_first(FILE *f, const struct hu_net_config *cfg);
+void hu_nft6_put_from_sbx(FILE *f, const struct hu_net_config *cfg);
+void hu_nft6_put_post(FILE *f, const struct hu_net_config *cfg);
+/* A sandbox's IPv6 allowOut/denyOut as elements of uallow6/udeny6. */
+void hu_nft6_put_sandbox_rules(FILE *f, const struct hu_net_config *cfg, const char *ifname,
+			       const struct hu_net_rules *rules);
+
+#endif
