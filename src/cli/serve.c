@@ -18,6 +18,7 @@
 #include "daemon/daemon.h"
 #include "daemon/fault.h"
 #include "daemon/lifecycle.h"
+#include "daemon/pool.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
 #include "daemon/volumes.h"
@@ -136,6 +137,9 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		hu_log(HU_LOG_INFO, NULL, 0, "cleaned up %u dead sandboxes", swept);
 	if (hu_lifecycle_start(d, err) < 0 || hu_http_listen(d, err) < 0)
 		return -1;
+	/* after the sweep, so that it never meets a pool sandbox */
+	if (hu_pool_start(d, err) < 0)
+		return -1;
 	hu_api_sandboxes_register(d);
 	hu_api_templates_register(d);
 	hu_api_logs_register(d);
@@ -169,6 +173,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
+	/* pool sandboxes hold no session: destroyed, not left for adoption */
+	hu_pool_stop(d);
 	/* Sandboxes keep running (paused ones stay paused): the next start
 	 * adopts them. Deadlines moved since the last tick are saved first. */
 	hu_lifecycle_stop(d);

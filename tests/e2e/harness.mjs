@@ -60,7 +60,10 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1',
     ...extraEnv,
   }
-  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...extraArgs], {
+  // no warm pool unless a test asks (pool.test.mjs): the other files count
+  // cgroups, directories and budgets that a pool would change under them
+  const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', '0']
+  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs, ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
