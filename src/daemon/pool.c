@@ -2,6 +2,7 @@
 #include "daemon/pool.h"
 
 #include <event2/buffer.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 #include "util/clock.h"
 
 #define REFILL_RETRY_MS 1000 /* a refill that admission or pressure held back tries again */
+#define REFILL_BUSY_MS 20     /* requests' creates in progress go first */
 #define BUILD_TIMEOUT_S 15
 
 /* ---- bookkeeping (no I/O) ------------------------------------------------ */
@@ -229,6 +231,12 @@ static void on_refill(evutil_socket_t fd, short what, void *arg)
 	int held_back = 0;
 	hu_err err;
 
+	/* a build takes the loop for a few ms: never while a request's create
+	 * is in progress */
+	if (pl->d->n_creating) {
+		schedule(pl, REFILL_BUSY_MS);
+		return;
+	}
 	for (size_t i = 0; i < pl->n_sets && pl->n_building < HU_POOL_FILL_MAX; i++) {
 		struct hu_pool_set *ps = &pl->sets[i];
 		if (!hu_pool_set_missing(ps))
@@ -319,6 +327,14 @@ void hu_pool_stop(struct hu_daemon *d)
 	d->pools = NULL;
 }
 
+/* Has its hutch-init exited while it waited (the host's OOM killer, an
+ * operator)? Its pidfd is readable then. */
+static int dead(const struct hu_sbx *p)
+{
+	struct pollfd pfd = {.fd = hu_sandbox_pidfd(p->rt), .events = POLLIN};
+	return pfd.fd < 0 || poll(&pfd, 1, 0) != 0;
+}
+
 struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 {
 	struct hu_pools *pl = d->pools;
@@ -328,7 +344,11 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 	for (size_t i = 0; i < pl->n_sets; i++) {
 		if (strcmp(pl->sets[i].template_id, want->template_id))
 			continue;
-		struct hu_sbx *p = hu_pool_set_take(&pl->sets[i], want);
+		struct hu_sbx *p;
+		while ((p = hu_pool_set_take(&pl->sets[i], want)) && dead(p)) {
+			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", want->template_id);
+			hu_pool_discard(d, p);
+		}
 		schedule(pl, 0);
 		return p;
 	}

@@ -186,3 +186,20 @@ test('restarts leave no pool sandbox behind: SIGTERM destroys them, kill -9 left
     assert.equal((await d3.stop()).code, 0)
   }
 })
+
+test('a pool sandbox whose init died while it waited is removed, never handed out', async () => {
+  const d = await startDaemon(['--pool-size', '1'])
+  try {
+    await poolReady(d, 1)
+    const [victim] = hostState(d).dirs
+    sh(`for g in /sys/fs/cgroup/unified/${d.env.HUTCH_CGROUP_PARENT}/${victim} /sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/${victim}; do [ -e $g/cgroup.kill ] && echo 1 > $g/cgroup.kill; done; true`)
+    await sleep(300)
+    const sbx = await Sandbox.create({ ...opts(d), timeoutMs: 60000 })
+    assert.notEqual(sbx.sandboxId, victim)
+    assert.equal((await sbx.commands.run('echo ok')).stdout, 'ok\n')
+    assert.ok(!hostState(d).dirs.includes(victim), 'the dead one is cleaned up')
+    await sbx.kill()
+  } finally {
+    assert.equal((await d.stop()).code, 0)
+  }
+})
