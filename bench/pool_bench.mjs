@@ -1,17 +1,23 @@
 // Create speed of hutch serve, with and without a warm pool (docs/benchmarks.md "Create speed and warm pools").
 //   node bench/pool_bench.mjs [--rounds 3] [--n 100] [--seconds 10] [--workers 8] [--build build] [--only warm,cold,c50,tput]
+//                             [--rundir shm|disk]
+// The daemon's run dir is on tmpfs (/dev/shm) by default, as /run is on most hosts; --rundir disk puts it in the
+// system temp dir (ext4 here), where the e2e tests run.
 // Figures (median, p95, p99 over all samples, plus per-round medians), all in ms:
 //   warm_http      POST /v2/sandboxes answered from the pool (the pool is full before each create)
 //   cold_http      POST /v2/sandboxes with pool.size = 0 (the sandbox is built for the request)
 //   c50_sdk_pool   each of 50 Sandbox.create() issued at once, pool.size = 50 (sized for the burst)
 //   c50_sdk_pool2  the same with the default pool.size = 2
 //   c50_sdk_cold   the same with pool.size = 0
-//   tput_*         sustained create+destroy through HTTP for --seconds with --workers clients: cycles per second
+//   tput_*         sustained create+destroy through HTTP for --seconds with --workers clients: cycles per second,
+//                  and the CPU time one cycle costs (the daemon plus every sandbox process it reaped: utime, stime,
+//                  cutime, cstime of /proc/<daemon>/stat), which a loaded host inflates much less than wall time
 // Baselines in the same run, alternating with the creates:
 //   health_http    GET /health on the same keep-alive connection: the HTTP floor
 //   bwrap_true     spawning bwrap (equivalent namespaces) running /bin/true: a comparable sandbox create
 import http from 'node:http'
-import { spawn } from 'node:child_process'
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -30,6 +36,7 @@ const n = Number(arg('n', 100))
 const seconds = Number(arg('seconds', 10))
 const workers = Number(arg('workers', 8))
 const only = arg('only', 'warm,cold,c50,tput').split(',')
+const rundir = arg('rundir', 'shm')
 process.env.HUTCH_BUILD = arg('build', 'build')
 
 const now = () => Number(process.hrtime.bigint()) / 1e6
@@ -101,12 +108,15 @@ async function timed(fn) {
 }
 
 async function withDaemon(poolSize, fn) {
-  const d = await startDaemon(['--pool-size', String(poolSize)])
+  const run = rundir === 'shm' ? mkdtempSync('/dev/shm/hutch-bench-') : null
+  const d = await startDaemon(['--pool-size', String(poolSize)], null, run ? { HUTCH_RUN_DIR: run } : {})
   try {
     await poolReady(d, poolSize)
     return await fn(d)
   } finally {
     await d.stop()
+    // every sandbox was killed, the pool destroyed at SIGTERM: only empty dirs are left
+    if (run) execFileSync('rm', ['-rf', '--one-file-system', run])
   }
 }
 
@@ -147,6 +157,12 @@ async function concurrent50(name, poolSize) {
   })
 }
 
+// CPU time of the daemon and its reaped children (sandbox inits reap their own), in ms
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 // fields 14-17, USER_HZ = 100
+}
+const cpuPerCycle = {}
 const throughput = {}
 async function sustained(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
@@ -155,6 +171,7 @@ async function sustained(name, poolSize) {
       let cycles = 0
       const end = now() + seconds * 1000
       const t0 = now()
+      const c0 = cpuMs(d.pid)
       await Promise.all(Array.from({ length: workers }, async () => {
         while (now() < end) {
           await kill(d, await create(d))
@@ -162,6 +179,8 @@ async function sustained(name, poolSize) {
         }
       }))
       ;(throughput[name] ??= []).push(cycles / ((now() - t0) / 1000))
+      await poolReady(d, poolSize) // the refill's builds belong to these cycles
+      ;(cpuPerCycle[name] ??= []).push((cpuMs(d.pid) - c0) / cycles)
       process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
     }
   })
@@ -188,4 +207,6 @@ for (const [k, xs] of Object.entries(figures)) {
   console.log(`${k.padEnd(14)} ${String(s.n).padStart(5)} ${fmt(s.median)} ${fmt(s.p95)} ${fmt(s.p99)} ${fmt(s.min)} ${fmt(s.max)}   ${rm}`)
 }
 for (const [k, xs] of Object.entries(throughput))
-  console.log(`${k.padEnd(14)} create+destroy per second (${workers} clients, ${seconds} s): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds)`)
+  console.log(`${k.padEnd(14)} create+destroy per second (${workers} clients, ${seconds} s): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds);` +
+    ` CPU ms per cycle: ${cpuPerCycle[k].map((x) => x.toFixed(2)).join(' ')}`)
+console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').trim()}`)
