@@ -125,6 +125,11 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");
+	/* three priorities, everything at the middle one by default: background
+	 * work (the warm pools' refill) takes the lowest, so it runs only when
+	 * the loop has no request to serve */
+	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
+		return hu_err_set(err, ENOMEM, "event loop priorities");
 	/* what a previous daemon left is taken over before the first request */
 	if (hu_http_init(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;

@@ -81,6 +81,11 @@ struct hu_config {
 	unsigned n_pool_sizes;
 };
 
+/* The loop's priorities (serve.c): events get HU_LOOP_PRIORITIES / 2 by
+ * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest. */
+#define HU_LOOP_PRIORITIES 3
+#define HU_LOOP_PRIORITY_IDLE (HU_LOOP_PRIORITIES - 1)
+
 struct hu_daemon {
 	struct event_base *base;
 	struct evhttp *http;

@@ -15,6 +15,7 @@
 
 #define REFILL_RETRY_MS 1000 /* a refill that admission or pressure held back tries again */
 #define REFILL_BUSY_MS 20     /* requests' creates in progress go first */
+#define REFILL_QUIET_MS 20    /* after a take: a burst of creates is rarely one request */
 #define BUILD_TIMEOUT_S 15
 
 /* ---- bookkeeping (no I/O) ------------------------------------------------ */
@@ -289,7 +290,9 @@ int hu_pool_start(struct hu_daemon *d, hu_err *err)
 		if (add_set(pl, d->cfg.pool_sizes[i].template_id, d->cfg.pool_sizes[i].size, err) < 0)
 			return -1;
 	pl->refill = evtimer_new(d->base, on_refill, pl);
-	if (!pl->refill)
+	/* the lowest priority: a build (a few ms of the loop) starts only when
+	 * no request is waiting */
+	if (!pl->refill || event_priority_set(pl->refill, HU_LOOP_PRIORITY_IDLE) < 0)
 		return hu_err_set(err, ENOMEM, "pool refill timer");
 	for (size_t i = 0; i < pl->n_sets; i++)
 		hu_log(HU_LOG_INFO, NULL, 0, "warm pool of %s: %u sandboxes", pl->sets[i].template_id,
@@ -349,7 +352,7 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", want->template_id);
 			hu_pool_discard(d, p);
 		}
-		schedule(pl, 0);
+		schedule(pl, REFILL_QUIET_MS);
 		return p;
 	}
 	return NULL;
