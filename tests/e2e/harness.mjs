@@ -62,7 +62,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   }
   // no warm pool unless a test asks (pool.test.mjs): the other files count
   // cgroups, directories and budgets that a pool would change under them
-  const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', '0']
+  const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', process.env.E2E_POOL_SIZE || '0']
   const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs, ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
