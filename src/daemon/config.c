@@ -405,14 +405,27 @@ static int set_pool_size(struct hu_config *cfg, const char *v, hu_err *err)
 	return parse_pool_size(v, &cfg->pool_size, err);
 }
 
-/* pool.size.<template>: the template id is a runtime name, [a-z0-9-]. */
+/* A template id as the pools key it: 1 to 63 of [a-z0-9_-], so it can be
+ * a metrics label as it is. */
+static int pool_template_valid(const char *tpl)
+{
+	size_t n = strlen(tpl);
+	if (n == 0 || n >= HU_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)tpl[i]) && !isdigit((unsigned char)tpl[i]) && tpl[i] != '-' && tpl[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* pool.size.<template> */
 static int set_pool_size_for(struct hu_config *cfg, const char *tpl, const char *v, hu_err *err)
 {
 	uint32_t n = 0;
 	unsigned i;
 
-	if (!hu_sandbox_id_valid(tpl))
-		return hu_err_set(err, -EINVAL, "'%.64s' is not a template name ([a-z0-9-], 1 to 63 characters)", tpl);
+	if (!pool_template_valid(tpl))
+		return hu_err_set(err, -EINVAL, "'%.64s' is not a template id ([a-z0-9_-], 1 to 63 characters)", tpl);
 	if (parse_pool_size(v, &n, err) < 0)
 		return -1;
 	for (i = 0; i < cfg->n_pool_sizes; i++)
