@@ -9,6 +9,8 @@
 //   c50_sdk_pool   each of 50 Sandbox.create() issued at once, pool.size = 50 (sized for the burst)
 //   c50_sdk_pool2  the same with the default pool.size = 2
 //   c50_sdk_cold   the same with pool.size = 0
+//   c50_http_pool  50 POST /v2/sandboxes at once through raw HTTP (keep-alive), pool.size = 50;
+//                  baseline c50_http_health: 50 GET /health at once, same round
 //   tput_*         sustained create+destroy through HTTP for --seconds with --workers clients: cycles per second,
 //                  and the CPU time one cycle costs (the daemon plus every sandbox process it reaped: utime, stime,
 //                  cutime, cstime of /proc/<daemon>/stat), which a loaded host inflates much less than wall time
@@ -140,7 +142,8 @@ async function latency(kind, poolSize) {
 async function concurrent50(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
     const o = { apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url }
-    await (await Sandbox.create(o)).kill() // warm-up (the SDK's first request)
+    // warm-up, unmeasured: one burst of 50, so that Node has compiled the SDK's code paths
+    await Promise.all((await Promise.all(Array.from({ length: 50 }, () => Sandbox.create(o)))).map((s) => s.kill()))
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
       const lat = []
@@ -163,6 +166,23 @@ function cpuMs(pid) {
   return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 // fields 14-17, USER_HZ = 100
 }
 const cpuPerCycle = {}
+// 50 creates at once through raw HTTP (one keep-alive agent), and in the same
+// round 50 GET /health at once: the HTTP floor of a burst
+async function concurrent50raw(name, poolSize) {
+  await withDaemon(poolSize, async (d) => {
+    await Promise.all((await Promise.all(Array.from({ length: 50 }, () => create(d)))).map((id) => kill(d, id)))
+    for (let r = 0; r < rounds; r++) {
+      await poolReady(d, poolSize)
+      const lat = await Promise.all(Array.from({ length: 50 }, async () => (await timed(() => create(d)))))
+      for (const [ms] of lat) add(name, ms, r)
+      for (const [ms] of await Promise.all(Array.from({ length: 50 }, () => timed(() => request(d, 'GET', '/health')))))
+        add('c50_http_health', ms, r)
+      await Promise.all(lat.map(([, id]) => kill(d, id)))
+      process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
+    }
+  })
+}
+
 const throughput = {}
 async function sustained(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
@@ -190,6 +210,7 @@ if (only.includes('warm')) await latency('warm', 2)
 if (only.includes('cold')) await latency('cold', 0)
 if (only.includes('c50')) {
   await concurrent50('c50_sdk_pool', 50)
+  await concurrent50raw('c50_http_pool', 50)
   await concurrent50('c50_sdk_pool2', 2)
   await concurrent50('c50_sdk_cold', 0)
 }
