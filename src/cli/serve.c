@@ -19,6 +19,7 @@
 #include "daemon/dns_proxy.h"
 #include "daemon/fault.h"
 #include "daemon/lifecycle.h"
+#include "daemon/pool.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
 #include "daemon/volumes.h"
@@ -134,6 +135,11 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");
+	/* three priorities, everything at the middle one by default: background
+	 * work (the warm pools' refill) takes the lowest, so it runs only when
+	 * the loop has no request to serve */
+	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
+		return hu_err_set(err, ENOMEM, "event loop priorities");
 	/* what a previous daemon left is taken over before the first request */
 	if (hu_http_init(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;
@@ -147,6 +153,9 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	else if (swept)
 		hu_log(HU_LOG_INFO, NULL, 0, "cleaned up %u dead sandboxes", swept);
 	if (hu_lifecycle_start(d, err) < 0 || hu_http_listen(d, err) < 0)
+		return -1;
+	/* after the sweep, so that it never meets a pool sandbox */
+	if (hu_pool_start(d, err) < 0)
 		return -1;
 	hu_api_sandboxes_register(d);
 	hu_api_templates_register(d);
@@ -181,6 +190,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
+	/* pool sandboxes hold no session: destroyed, not left for adoption */
+	hu_pool_stop(d);
 	/* Sandboxes keep running (paused ones stay paused): the next start
 	 * adopts them. Deadlines moved since the last tick are saved first. */
 	hu_lifecycle_stop(d);

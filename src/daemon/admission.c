@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "daemon/lifecycle.h"
+#include "daemon/pool.h"
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
 #include "util/fileutil.h"
@@ -70,6 +71,8 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 	cap->mem_committed += mem;
 	cap->cpu_committed_millis += cpu;
 	cap->pids_committed += (uint64_t)d->n_creating * cap->pids_per_sandbox;
+	/* and so are the warm pools (built, or being built) */
+	hu_pool_commitments(d, &cap->mem_committed, &cap->pids_committed);
 	return 0;
 }
 

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "daemon/pool.h"
 #include "daemon/routes.h"
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
@@ -97,6 +98,10 @@ static void delete_template(struct hu_req *r)
 	}
 	if (hu_sbx_any(r->d, uses_template, (void *)r->param)) {
 		hu_reply_error(r, 409, "template '%.64s' is in use by a sandbox; kill its sandboxes first", r->param);
+		return;
+	}
+	if (hu_pool_drop_template(r->d, r->param)) {
+		hu_reply_error(r, 409, "template '%.64s' is being built into a warm pool; try again in a moment", r->param);
 		return;
 	}
 	hu_templates_dir(r->d, dir, sizeof(dir));

@@ -43,6 +43,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_cpu_overcommit = 0; /* CPU is shared, not exhausted: no CPU budget unless asked */
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
+	cfg->pool_size = 2;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -391,6 +392,62 @@ NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
 NET_SETTER(set_net_allow, net_allow, check_list)
 NET_SETTER(set_net_deny, net_deny, check_list)
 
+/* Warm pool sizes: a pool is a few idle sandboxes, so a typo of thousands
+ * is refused rather than built. */
+#define POOL_SIZE_MAX 256
+
+static int parse_pool_size(const char *v, uint32_t *out, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n > POOL_SIZE_MAX)
+		return hu_err_set(err, -EINVAL, "%llu is more than %d warm sandboxes", (unsigned long long)n,
+				  POOL_SIZE_MAX);
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int set_pool_size(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_pool_size(v, &cfg->pool_size, err);
+}
+
+/* A template id as the pools key it: 1 to 63 of [a-z0-9_-], so it can be
+ * a metrics label as it is. */
+static int pool_template_valid(const char *tpl)
+{
+	size_t n = strlen(tpl);
+	if (n == 0 || n >= HU_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)tpl[i]) && !isdigit((unsigned char)tpl[i]) && tpl[i] != '-' && tpl[i] != '_')
+			return 0;
+	return 1;
+}
+
+/* pool.size.<template> */
+static int set_pool_size_for(struct hu_config *cfg, const char *tpl, const char *v, hu_err *err)
+{
+	uint32_t n = 0;
+	unsigned i;
+
+	if (!pool_template_valid(tpl))
+		return hu_err_set(err, -EINVAL, "'%.64s' is not a template id ([a-z0-9_-], 1 to 63 characters)", tpl);
+	if (parse_pool_size(v, &n, err) < 0)
+		return -1;
+	for (i = 0; i < cfg->n_pool_sizes; i++)
+		if (!strcmp(cfg->pool_sizes[i].template_id, tpl))
+			break;
+	if (i == HU_POOL_TEMPLATES_MAX)
+		return hu_err_set(err, -E2BIG, "warm pools for at most %d templates", HU_POOL_TEMPLATES_MAX);
+	snprintf(cfg->pool_sizes[i].template_id, sizeof(cfg->pool_sizes[i].template_id), "%s", tpl);
+	cfg->pool_sizes[i].size = n;
+	if (i == cfg->n_pool_sizes)
+		cfg->n_pool_sizes++;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -429,12 +486,20 @@ static const struct {
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},
 	{"network_deny", NULL, set_net_deny},
+	{"pool.size", "--pool-size", set_pool_size},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key
  * in a file, the flag on the command line). */
 static int set_named(struct hu_config *cfg, const char *key, const char *value, const char *name, hu_err *err)
 {
+	if (!strncmp(key, "pool.size.", strlen("pool.size."))) {
+		if (set_pool_size_for(cfg, key + strlen("pool.size."), value, err) < 0) {
+			hu_err_prefix(err, "%s", name);
+			return -1;
+		}
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		if (strcmp(key, keys[i].key))
 			continue;

@@ -24,6 +24,7 @@ struct hu_store;
 struct hu_registry;
 
 #define HU_HOST_MOUNT_ROOTS_MAX 8
+#define HU_POOL_TEMPLATES_MAX 16
 
 /* hutch serve settings: flags > config file > embedded defaults. */
 struct hu_config {
@@ -72,7 +73,19 @@ struct hu_config {
 	char net_uplinks[80];
 	char net_allow[1024];
 	char net_deny[1024];
+	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
+	uint32_t pool_size;
+	struct {
+		char template_id[HU_ID_MAX];
+		uint32_t size;
+	} pool_sizes[HU_POOL_TEMPLATES_MAX];
+	unsigned n_pool_sizes;
 };
+
+/* The loop's priorities (serve.c): events get HU_LOOP_PRIORITIES / 2 by
+ * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest. */
+#define HU_LOOP_PRIORITIES 3
+#define HU_LOOP_PRIORITY_IDLE (HU_LOOP_PRIORITIES - 1)
 
 struct hu_daemon {
 	struct event_base *base;
@@ -87,6 +100,7 @@ struct hu_daemon {
 	unsigned n_creating;
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 	struct event *lifecycle_tick; /* lifecycle.c */
+	struct hu_pools *pools;       /* warm pools (pool.c) */
 	uint64_t lifecycle_ticks;
 	struct hu_dns_proxy *dns; /* dns_proxy.c (network nat only) */
 };

@@ -11,12 +11,14 @@
 
 #include "daemon/admission.h"
 #include "daemon/fault.h"
+#include "daemon/pool.h"
 #include "daemon/stats.h"
 #include "daemon/sbx_mounts.h"
 #include "daemon/sbx_network.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
 #include "daemon/tpl_start.h"
+#include "runtime/net.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
 #define TOKEN_BYTES 32     /* access token: 64 hex chars */
@@ -214,13 +216,20 @@ static void pending_done(struct hu_pending_create *pc, struct hu_sbx *s, const h
 	free(pc);
 }
 
-static void created(struct hu_pending_create *pc, struct hu_sbx *s)
+/* A sandbox whose runtime is ready becomes live: registered, its deadline
+ * armed, counted. Its row says running already. */
+static int go_live(struct hu_daemon *d, struct hu_sbx *s, int64_t started_mono_ms, enum hu_stat source,
+		   hu_err *err)
 {
+	if (hu_registry_add(d->reg, s, err) < 0)
+		return -1;
+	hu_sbx_arm_deadline(s);
 	hu_stat_add(HU_STAT_CREATES, 1);
-	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - pc->started_mono_ms) / 1000.0);
-	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s, timeout %d s", s->team, s->template_id,
-	       s->timeout_s);
-	pending_done(pc, s, NULL);
+	hu_stat_add(source, 1);
+	hu_stat_observe(HU_HIST_CREATE, (double)(hu_mono_ms() - started_mono_ms) / 1000.0);
+	hu_log(HU_LOG_INFO, s->id, 0, "created for team %s from %s%s, timeout %d s", s->team, s->template_id,
+	       source == HU_STAT_CREATES_POOL ? " (warm pool)" : "", s->timeout_s);
+	return 0;
 }
 
 /* A create waiting for its template's readiness check (tpl_start.h). The
@@ -239,7 +248,7 @@ static void template_ready(void *arg, const hu_err *why)
 
 	free(w);
 	if (!why && s) {
-		created(pc, s);
+		pending_done(pc, s, NULL);
 		return;
 	}
 	if (why)
@@ -297,9 +306,8 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 	s->state = HU_SBX_RUNNING;
 	if (hu_store_sandbox_put(d->store, s, &err) < 0)
 		goto fail_rt;
-	if (hu_registry_add(d->reg, s, &err) < 0)
+	if (go_live(d, s, pc->started_mono_ms, HU_STAT_CREATES_COLD, &err) < 0)
 		goto fail_rt;
-	hu_sbx_arm_deadline(s);
 	/* a template with a start command or a readiness check: answered
 	 * when it is ready (template_ready) */
 	if (template_start(pc, &err) != 0) {
@@ -311,7 +319,7 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 		}
 		return;
 	}
-	created(pc, s);
+	pending_done(pc, s, NULL);
 	return;
 fail_rt:
 	hu_sandbox_destroy(s->rt, &ignored);
@@ -373,6 +381,84 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 	return 1;
 }
 
+/* Admission for s; the warm pools give way (a sandbox of theirs at a
+ * time) to a create that would otherwise be refused for capacity. */
+static int admit(struct hu_daemon *d, const struct hu_sbx *s, hu_err *err)
+{
+	while (d->cfg.max_sandboxes &&
+	       hu_registry_count(d->reg) + d->n_creating + hu_pool_count(d) >= d->cfg.max_sandboxes &&
+	       hu_pool_give_way(d))
+		;
+	for (;;) {
+		if (hu_admission_check(d, s->memory_bytes, s->cpu_millis, err) == 0)
+			return 0;
+		if (err->code != EAGAIN || !hu_pool_give_way(d))
+			return -1;
+	}
+}
+
+/* A create served by warm pool sandbox p (pool.h): the request's sandbox s
+ * takes p's id and runtime, its row replaces p's, and it answers at once.
+ * s is freed on failure. */
+static int create_warm(struct hu_daemon *d, struct hu_sbx *s, struct hu_sbx *p, hu_sbx_created_fn done, void *arg,
+		       int64_t t0, hu_err *err)
+{
+	hu_err ignored;
+
+	hu_pool_adopt_into(s, p);
+	s->state = HU_SBX_RUNNING;
+	/* the pool builds with no egress rules; the request's are one
+	 * nftables transaction on the live sandbox */
+	if (s->internet && (s->net_rules.n_allow || s->net_rules.n_deny) &&
+	    hu_net_update(d->rt, s->id, &s->net_rules, err) < 0)
+		goto fail;
+	/* one transaction: the pool's row (no team, `creating`) goes, the
+	 * request's comes */
+	if (hu_store_begin(d->store, err) < 0)
+		goto fail;
+	if (hu_store_sandbox_delete(d->store, s->id, err) < 0 || hu_store_sandbox_put(d->store, s, err) < 0) {
+		hu_store_commit(d->store, &ignored);
+		goto fail;
+	}
+	if (hu_store_commit(d->store, err) < 0 || go_live(d, s, t0, HU_STAT_CREATES_POOL, err) < 0)
+		goto fail;
+	done(d, s, 1, NULL, arg);
+	return 0;
+fail:
+	hu_sandbox_destroy(s->rt, &ignored);
+	s->rt = NULL;
+	hu_store_sandbox_delete(d->store, s->id, &ignored);
+	hu_err_prefix(err, "create sandbox");
+	hu_sbx_free(s);
+	return -1;
+}
+
+int hu_sbx_new_pooled(struct hu_daemon *d, const char *template_id, struct hu_sbx **out, hu_err *err)
+{
+	struct hu_new_sandbox req = {.allow_internet = -1, .auto_pause_memory = 1};
+	struct hu_sbx *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return hu_err_set(err, ENOMEM, "pool sandbox");
+	snprintf(req.template_id, sizeof(req.template_id), "%s", template_id);
+	struct hu_tpl_meta tpl;
+	if (hu_template_lookup(d, NULL, template_id, &tpl, err) < 0) {
+		free(s);
+		return -1;
+	}
+	/* no team: the row is nobody's until a create takes it; the
+	 * template's limits, as a cold create from it gets them (a take
+	 * matches limits) */
+	int inited = sbx_init(d, "", &req, NULL, s, err) == 0 && hu_template_apply(&tpl, s, err) == 0;
+	hu_tpl_meta_free(&tpl);
+	if (!inited || hu_sbx_mounts_build(d, s, NULL, err) < 0) {
+		hu_sbx_free(s);
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
 			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err)
 {
@@ -396,16 +482,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		hu_tpl_meta_free(&tpl);
 		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
 	}
-	/* before anything is built: a refused create leaves nothing behind */
-	hu_sandbox_spec_defaults(&spec);
-	uint64_t want_mem = tpl.memory_bytes ? tpl.memory_bytes
-			    : d->cfg.default_memory_bytes ? d->cfg.default_memory_bytes : spec.limits.memory_bytes;
-	uint64_t want_cpu = tpl.cpu_millis ? tpl.cpu_millis
-			    : d->cfg.default_cpu_millis ? d->cfg.default_cpu_millis : spec.limits.cpu_millis;
-	if (hu_admission_check(d, want_mem, want_cpu, err) < 0) {
-		hu_tpl_meta_free(&tpl);
-		return -1;
-	}
+	int64_t t0 = hu_mono_ms();
 	s = calloc(1, sizeof(*s));
 	pc = calloc(1, sizeof(*pc));
 	if (!s || !pc) {
@@ -419,6 +496,21 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	hu_tpl_meta_free(&tpl);
 	if (!inited || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
+	/* a warm pool sandbox when one fits (mounts are made with a sandbox:
+	 * those creates are built cold) */
+	struct hu_sbx *warm = json_array_size(s->mounts) ? NULL : hu_pool_take(d, s);
+	/* before anything is built: a refused create leaves nothing behind */
+	if (admit(d, s, err) < 0) {
+		if (warm)
+			hu_pool_discard(d, warm);
+		hu_sbx_free(s);
+		free(pc);
+		return -1;
+	}
+	if (warm) {
+		free(pc);
+		return create_warm(d, s, warm, done, arg, t0, err);
+	}
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */
 	if (hu_store_sandbox_put(d->store, s, err) < 0)
@@ -430,7 +522,6 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	hu_sbx_runtime_spec(d, s, &spec);
 	spec.mounts = rm.spec;
 	spec.n_mounts = rm.n;
-	int64_t t0 = hu_mono_ms();
 	int started = hu_sandbox_create_start(d->rt, &spec, &s->rt, err);
 	hu_sbx_rt_mounts_close(&rm); /* the sandbox holds its own clones now */
 	if (started < 0)

@@ -28,6 +28,9 @@ typedef void (*hu_sbx_created_fn)(struct hu_daemon *d, struct hu_sbx *s, int cre
 				  void *arg);
 int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_new_sandbox *req,
 			const char *idem_key, hu_sbx_created_fn done, void *arg, hu_err *err);
+/* A sandbox for a warm pool (pool.h): the daemon's view of a create of
+ * template_id with no request fields and no team, not stored, not built. */
+int hu_sbx_new_pooled(struct hu_daemon *d, const char *template_id, struct hu_sbx **out, hu_err *err);
 /* Memory and CPU (thousandths) that creates in progress will commit. */
 void hu_sbx_pending_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *cpu_millis);
 /* Daemon shutdown: creates still in progress are finished and destroyed;

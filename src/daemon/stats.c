@@ -6,6 +6,7 @@
 
 #include "daemon/admission.h"
 #include "daemon/daemon.h"
+#include "daemon/pool.h"
 #include "daemon/registry.h"
 
 static const double bucket_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
@@ -65,6 +66,13 @@ static const struct {
 	[HU_STAT_DATA_BYTES_IN] = {"hutch_dataplane_bytes_total", "{direction=\"in\"}",
 				   "Data-plane bytes (request bodies in; replies and streams out)."},
 	[HU_STAT_DATA_BYTES_OUT] = {"hutch_dataplane_bytes_total", "{direction=\"out\"}", NULL},
+	[HU_STAT_CREATES_POOL] = {"hutch_sandbox_creates_by_source_total", "{source=\"pool\"}",
+				  "Sandboxes created, by where they came from (a warm pool, or built for the request)."},
+	[HU_STAT_CREATES_COLD] = {"hutch_sandbox_creates_by_source_total", "{source=\"cold\"}", NULL},
+	[HU_STAT_POOL_BUILDS] = {"hutch_pool_events_total", "{event=\"built\"}",
+				 "Warm pool events: sandboxes built, builds failed, sandboxes dropped to make room."},
+	[HU_STAT_POOL_FAILS] = {"hutch_pool_events_total", "{event=\"failed\"}", NULL},
+	[HU_STAT_POOL_DROPS] = {"hutch_pool_events_total", "{event=\"dropped\"}", NULL},
 };
 
 static void counters(struct evbuffer *o)
@@ -120,6 +128,7 @@ int hu_stats_render(struct hu_daemon *d, struct evbuffer *o)
 			       "hutch_sandboxes{state=\"paused_released\"} %u\nhutch_sandboxes{state=\"creating\"} %u\n",
 			    b.running, b.paused, b.released, d->n_creating);
 
+	hu_pool_render(d, o);
 	counters(o);
 	histogram(o, "hutch_create_duration_seconds", "From create request to a running sandbox.", HU_HIST_CREATE);
 	histogram(o, "hutch_resume_duration_seconds", "Resume of a paused sandbox (thaw, or a fresh init after a memory release).",

@@ -26,6 +26,11 @@ enum hu_stat {
 	HU_STAT_LOST,                 /* found dead at start */
 	HU_STAT_DATA_BYTES_IN,        /* data-plane request bodies */
 	HU_STAT_DATA_BYTES_OUT,       /* data-plane replies and streams */
+	HU_STAT_CREATES_POOL,         /* creates answered with a warm pool sandbox (pool.h) */
+	HU_STAT_CREATES_COLD,         /* creates that built their sandbox */
+	HU_STAT_POOL_BUILDS,          /* pool sandboxes built */
+	HU_STAT_POOL_FAILS,           /* pool builds that failed */
+	HU_STAT_POOL_DROPS,           /* pool sandboxes destroyed to make room */
 	HU_STAT_COUNT,
 };
 

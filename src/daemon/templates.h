@@ -23,6 +23,10 @@ void hu_templates_dir(const struct hu_daemon *d, char *buf, size_t n);
 int hu_template_lookup(const struct hu_daemon *d, const char *team, const char *template_id, struct hu_tpl_meta *m,
 		       hu_err *err);
 
+/* Whether a warm pool can keep sandboxes of this template: it exists and
+ * has no start command or readiness check (those run for each create, so
+ * its creates are built cold). */
+int hu_template_poolable(const struct hu_daemon *d, const char *template_id);
 /* A new sandbox takes the template's defaults: CPU, memory and disk when
  * the template sets them, and its envs under the create's own envVars. */
 int hu_template_apply(const struct hu_tpl_meta *m, struct hu_sbx *s, hu_err *err);

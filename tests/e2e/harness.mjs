@@ -60,7 +60,10 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1',
     ...extraEnv,
   }
-  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...extraArgs], {
+  // no warm pool unless a test asks (pool.test.mjs): the other files count
+  // cgroups, directories and budgets that a pool would change under them
+  const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', process.env.E2E_POOL_SIZE || '0']
+  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs, ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -142,3 +145,21 @@ export function rssKiB(pid) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// A minimal foreign root: bash and a few tools with the libraries they load
+// (nothing from the host's /usr is bound into a built template's sandboxes).
+const mkroot = `set -e
+r=$1
+mkdir -p $r/usr/bin $r/usr/lib $r/usr/lib64 $r/etc
+ln -s usr/bin $r/bin; ln -s usr/lib $r/lib; ln -s usr/lib64 $r/lib64
+for b in bash cat env id ls sh readlink sleep; do
+  p=/usr/bin/$b; [ -e $p ] || p=/bin/$b
+  cp -L $p $r/usr/bin/$b
+  for l in $(ldd $p | grep -o '/[^ ]*'); do
+    dir=$(dirname $l); dir=\${dir#/usr}; mkdir -p $r/usr$dir; cp -L $l $r/usr$dir/ 2>/dev/null || true
+  done
+done`
+
+export function makeRoot(dir) {
+  execFileSync('sh', ['-c', mkroot, 'mkroot', dir])
+}

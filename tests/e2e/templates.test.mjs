@@ -13,29 +13,11 @@ import { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync, readFileSy
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox, CommandExitError } from 'e2b'
-import { startDaemon, api, hutchBin, sleep } from './harness.mjs'
+import { startDaemon, api, hutchBin, sleep, makeRoot } from './harness.mjs'
 
 let d, work, outside
 const dataDir = () => join(d.base, 'data')
 const tplDir = () => join(dataDir(), 'templates')
-
-// A minimal foreign root: bash and a few tools with the libraries they load
-// (nothing from the host's /usr is bound into a built template's sandboxes).
-const mkroot = `set -e
-r=$1
-mkdir -p $r/usr/bin $r/usr/lib $r/usr/lib64 $r/etc
-ln -s usr/bin $r/bin; ln -s usr/lib $r/lib; ln -s usr/lib64 $r/lib64
-for b in bash cat env id ls sh readlink sleep; do
-  p=/usr/bin/$b; [ -e $p ] || p=/bin/$b
-  cp -L $p $r/usr/bin/$b
-  for l in $(ldd $p | grep -o '/[^ ]*'); do
-    dir=$(dirname $l); dir=\${dir#/usr}; mkdir -p $r/usr$dir; cp -L $l $r/usr$dir/ 2>/dev/null || true
-  done
-done`
-
-function makeRoot(dir) {
-  execFileSync('sh', ['-c', mkroot, 'mkroot', dir])
-}
 
 function build(name, args, env = {}) {
   return spawnSync(hutchBin, ['template', 'build', name, '--data-dir', dataDir(), ...args], {

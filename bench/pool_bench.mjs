@@ -1,0 +1,233 @@
+// Create speed of hutch serve, with and without a warm pool (docs/benchmarks.md "Create speed and warm pools").
+//   node bench/pool_bench.mjs [--rounds 3] [--n 100] [--seconds 10] [--workers 8] [--build build] [--only warm,cold,c50,tput]
+//                             [--rundir shm|disk]
+// The daemon's run dir is on tmpfs (/dev/shm) by default, as /run is on most hosts; --rundir disk puts it in the
+// system temp dir (ext4 here), where the e2e tests run.
+// Figures (median, p95, p99 over all samples, plus per-round medians), all in ms:
+//   warm_http      POST /v2/sandboxes answered from the pool (the pool is full before each create)
+//   cold_http      POST /v2/sandboxes with pool.size = 0 (the sandbox is built for the request)
+//   c50_sdk_pool   each of 50 Sandbox.create() issued at once, pool.size = 50 (sized for the burst)
+//   c50_sdk_pool2  the same with the default pool.size = 2
+//   c50_sdk_cold   the same with pool.size = 0
+//   c50_http_pool  50 POST /v2/sandboxes at once through raw HTTP (keep-alive), pool.size = 50;
+//                  baseline c50_http_health: 50 GET /health at once, same round
+//   tput_*         sustained create+destroy through HTTP for --seconds with --workers clients: cycles per second,
+//                  and the CPU time one cycle costs (the daemon plus every sandbox process it reaped: utime, stime,
+//                  cutime, cstime of /proc/<daemon>/stat), which a loaded host inflates much less than wall time
+// Baselines in the same run, alternating with the creates:
+//   health_http    GET /health on the same keep-alive connection: the HTTP floor
+//   bwrap_true     spawning bwrap (equivalent namespaces) running /bin/true: a comparable sandbox create
+import http from 'node:http'
+import { spawn, execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const here = dirname(fileURLToPath(import.meta.url))
+const require = createRequire(resolve(here, '..', 'tests', 'e2e', 'package.json'))
+const { Sandbox } = require('e2b')
+const { startDaemon } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
+
+const arg = (name, def) => {
+  const i = process.argv.indexOf('--' + name)
+  return i > 0 ? process.argv[i + 1] : def
+}
+const rounds = Number(arg('rounds', 3))
+const n = Number(arg('n', 100))
+const seconds = Number(arg('seconds', 10))
+const workers = Number(arg('workers', 8))
+const only = arg('only', 'warm,cold,c50,tput').split(',')
+const rundir = arg('rundir', 'shm')
+process.env.HUTCH_BUILD = arg('build', 'build')
+
+const now = () => Number(process.hrtime.bigint()) / 1e6
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
+
+// One request on a keep-alive connection; resolves with {status, body}.
+function request(d, method, path, body) {
+  const u = new URL(d.url)
+  const data = body === undefined ? undefined : JSON.stringify(body)
+  return new Promise((res, rej) => {
+    const req = http.request({
+      host: u.hostname, port: u.port, method, path, agent,
+      headers: { 'X-API-KEY': d.apiKey, ...(data ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } : {}) },
+    }, (r) => {
+      let b = ''
+      r.setEncoding('utf8')
+      r.on('data', (c) => { b += c })
+      r.on('end', () => res({ status: r.statusCode, body: b }))
+    })
+    req.on('error', rej)
+    req.end(data)
+  })
+}
+async function create(d) {
+  const r = await request(d, 'POST', '/v2/sandboxes', { templateID: 'base', timeout: 60, metadata: { bench: '1' } })
+  if (r.status !== 201) throw new Error(`create: ${r.status} ${r.body}`)
+  return JSON.parse(r.body).sandboxID
+}
+async function kill(d, id) {
+  const r = await request(d, 'DELETE', `/sandboxes/${id}`)
+  if (r.status !== 204) throw new Error(`kill: ${r.status} ${r.body}`)
+}
+async function poolReady(d, want) {
+  for (;;) {
+    const m = (await request(d, 'GET', '/metrics')).body
+    const ready = Number(m.match(/hutch_pool_sandboxes\{template="base",state="ready"\} (\d+)/)?.[1] ?? 0)
+    const building = Number(m.match(/hutch_pool_sandboxes\{template="base",state="building"\} (\d+)/)?.[1] ?? 0)
+    if (ready >= want && building === 0) return
+    await sleep(5)
+  }
+}
+function run(cmd, args) {
+  return new Promise((res, rej) => {
+    const p = spawn(cmd, args, { stdio: 'ignore' })
+    p.on('exit', (c) => (c === 0 ? res() : rej(new Error(`${cmd} exited ${c}`))))
+    p.on('error', rej)
+  })
+}
+const bwrapArgs = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup',
+  '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
+  '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '/bin/true']
+
+function stats(xs) {
+  const s = [...xs].sort((a, b) => a - b)
+  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
+  return { n: s.length, median: q(0.5), p95: q(0.95), p99: q(0.99), min: s[0], max: s[s.length - 1] }
+}
+const figures = {}
+const perRound = {}
+const add = (k, v, r) => {
+  ;(figures[k] ??= []).push(v)
+  ;((perRound[k] ??= [])[r] ??= []).push(v)
+}
+async function timed(fn) {
+  const t = now()
+  const v = await fn()
+  return [now() - t, v]
+}
+
+async function withDaemon(poolSize, fn) {
+  const run = rundir === 'shm' ? mkdtempSync('/dev/shm/hutch-bench-') : null
+  const d = await startDaemon(['--pool-size', String(poolSize)], null, run ? { HUTCH_RUN_DIR: run } : {})
+  try {
+    await poolReady(d, poolSize)
+    return await fn(d)
+  } finally {
+    await d.stop()
+    // every sandbox was killed, the pool destroyed at SIGTERM: only empty dirs are left
+    if (run) execFileSync('rm', ['-rf', '--one-file-system', run])
+  }
+}
+
+async function latency(kind, poolSize) {
+  await withDaemon(poolSize, async (d) => {
+    for (let i = 0; i < 5; i++) await kill(d, await create(d)) // warm-up
+    for (let r = 0; r < rounds; r++) {
+      for (let i = 0; i < n; i++) {
+        await poolReady(d, poolSize)
+        const [ms, id] = await timed(() => create(d))
+        add(`${kind}_http`, ms, r)
+        add('health_http', (await timed(() => request(d, 'GET', '/health')))[0], r)
+        if (kind === 'cold') add('bwrap_true', (await timed(() => run('/usr/bin/bwrap', bwrapArgs)))[0], r)
+        await kill(d, id)
+      }
+      process.stderr.write(`${kind}: round ${r + 1}/${rounds} done\n`)
+    }
+  })
+}
+
+async function concurrent50(name, poolSize) {
+  await withDaemon(poolSize, async (d) => {
+    const o = { apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url }
+    // warm-up, unmeasured: one burst of 50, so that Node has compiled the SDK's code paths
+    await Promise.all((await Promise.all(Array.from({ length: 50 }, () => Sandbox.create(o)))).map((s) => s.kill()))
+    for (let r = 0; r < rounds; r++) {
+      await poolReady(d, poolSize)
+      const lat = []
+      const made = await Promise.all(Array.from({ length: 50 }, async () => {
+        const t = now()
+        const s = await Sandbox.create(o)
+        lat.push(now() - t)
+        return s
+      }))
+      for (const l of lat) add(name, l, r)
+      await Promise.all(made.map((s) => s.kill()))
+      process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
+    }
+  })
+}
+
+// CPU time of the daemon and its reaped children (sandbox inits reap their own), in ms
+function cpuMs(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 // fields 14-17, USER_HZ = 100
+}
+const cpuPerCycle = {}
+// 50 creates at once through raw HTTP (one keep-alive agent), and in the same
+// round 50 GET /health at once: the HTTP floor of a burst
+async function concurrent50raw(name, poolSize) {
+  await withDaemon(poolSize, async (d) => {
+    await Promise.all((await Promise.all(Array.from({ length: 50 }, () => create(d)))).map((id) => kill(d, id)))
+    for (let r = 0; r < rounds; r++) {
+      await poolReady(d, poolSize)
+      const lat = await Promise.all(Array.from({ length: 50 }, async () => (await timed(() => create(d)))))
+      for (const [ms] of lat) add(name, ms, r)
+      for (const [ms] of await Promise.all(Array.from({ length: 50 }, () => timed(() => request(d, 'GET', '/health')))))
+        add('c50_http_health', ms, r)
+      await Promise.all(lat.map(([, id]) => kill(d, id)))
+      process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
+    }
+  })
+}
+
+const throughput = {}
+async function sustained(name, poolSize) {
+  await withDaemon(poolSize, async (d) => {
+    for (let r = 0; r < rounds; r++) {
+      await poolReady(d, poolSize)
+      let cycles = 0
+      const end = now() + seconds * 1000
+      const t0 = now()
+      const c0 = cpuMs(d.pid)
+      await Promise.all(Array.from({ length: workers }, async () => {
+        while (now() < end) {
+          await kill(d, await create(d))
+          cycles++
+        }
+      }))
+      ;(throughput[name] ??= []).push(cycles / ((now() - t0) / 1000))
+      await poolReady(d, poolSize) // the refill's builds belong to these cycles
+      ;(cpuPerCycle[name] ??= []).push((cpuMs(d.pid) - c0) / cycles)
+      process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
+    }
+  })
+}
+
+if (only.includes('warm')) await latency('warm', 2)
+if (only.includes('cold')) await latency('cold', 0)
+if (only.includes('c50')) {
+  await concurrent50('c50_sdk_pool', 50)
+  await concurrent50raw('c50_http_pool', 50)
+  await concurrent50('c50_sdk_pool2', 2)
+  await concurrent50('c50_sdk_cold', 0)
+}
+if (only.includes('tput')) {
+  await sustained('tput_pool2', 2)
+  await sustained('tput_pool16', 16)
+  await sustained('tput_cold', 0)
+}
+
+const fmt = (x) => x.toFixed(2).padStart(8)
+console.log(`figure (ms)        n   median      p95      p99      min      max   round medians`)
+for (const [k, xs] of Object.entries(figures)) {
+  const s = stats(xs)
+  const rm = perRound[k].map((v) => stats(v).median.toFixed(2)).join(' ')
+  console.log(`${k.padEnd(14)} ${String(s.n).padStart(5)} ${fmt(s.median)} ${fmt(s.p95)} ${fmt(s.p99)} ${fmt(s.min)} ${fmt(s.max)}   ${rm}`)
+}
+for (const [k, xs] of Object.entries(throughput))
+  console.log(`${k.padEnd(14)} create+destroy per second (${workers} clients, ${seconds} s): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds);` +
+    ` CPU ms per cycle: ${cpuPerCycle[k].map((x) => x.toFixed(2)).join(' ')}`)
+console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').trim()}`)
