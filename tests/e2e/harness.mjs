@@ -7,6 +7,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { CommandExitError } from 'e2b'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const root = resolve(here, '..', '..')
@@ -162,4 +163,15 @@ done`
 
 export function makeRoot(dir) {
   execFileSync('sh', ['-c', mkroot, 'mkroot', dir])
+}
+
+// Run a command in a sandbox; a non-zero exit is a result, not an exception.
+export async function runResult(sbx, cmd, opts = {}) {
+  try {
+    const r = await sbx.commands.run(cmd, opts)
+    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr }
+  } catch (e) {
+    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
+    throw e
+  }
 }

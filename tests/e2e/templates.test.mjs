@@ -12,8 +12,8 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync, readFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Sandbox, CommandExitError } from 'e2b'
-import { startDaemon, api, hutchBin, sleep, makeRoot } from './harness.mjs'
+import { Sandbox } from 'e2b'
+import { startDaemon, api, hutchBin, sleep, makeRoot, runResult as sh } from './harness.mjs'
 
 let d, work, outside
 const dataDir = () => join(d.base, 'data')
@@ -29,16 +29,6 @@ function mustBuild(name, args) {
   const r = build(name, args)
   assert.equal(r.status, 0, `build ${name}: ${r.stderr}`)
   return r
-}
-
-async function sh(sbx, cmd, opts = {}) {
-  try {
-    const r = await sbx.commands.run(cmd, opts)
-    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
-    throw e
-  }
 }
 
 // python3 writes tars and OCI layouts: full control over names and types

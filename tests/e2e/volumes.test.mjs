@@ -9,8 +9,8 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, writeFileSync, readFileSync, symlinkSync, statSync, existsSync, chownSync, rmSync, readdirSync, renameSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Sandbox, Volume, VolumeNotFoundError, CommandExitError } from 'e2b'
-import { startDaemon, api, hutchBin, sleep } from './harness.mjs'
+import { Sandbox, Volume, VolumeNotFoundError } from 'e2b'
+import { startDaemon, api, hutchBin, sleep, runResult as sh } from './harness.mjs'
 
 let d, hostRoot, outside
 before(async () => {
@@ -38,17 +38,6 @@ after(async () => {
   rmSync(outside, { recursive: true, force: true })
   assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
-
-// run a command; a non-zero exit is a result, not an exception
-async function sh(sbx, cmd, opts = {}) {
-  try {
-    const r = await sbx.commands.run(cmd, opts)
-    return { exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr }
-  } catch (e) {
-    if (e instanceof CommandExitError) return { exitCode: e.exitCode, stdout: e.stdout, stderr: e.stderr }
-    throw e
-  }
-}
 
 const volumeDir = (id) => join(d.base, 'data', 'volumes', id)
 const uidBase = async (sbx) => Number((await sh(sbx, 'cat /proc/self/uid_map')).stdout.trim().split(/\s+/)[1])

@@ -3,6 +3,8 @@
 #ifndef HUTCH_TESTS_TESTUTIL_H
 #define HUTCH_TESTS_TESTUTIL_H
 
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,23 @@ static inline const char *hu_test_init_path(void)
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[n > 0 ? n : 0] = '\0';
 	return strstr(self, "build-san") ? "build-san/hutch-init" : "build/hutch-init";
+}
+
+/* errno of a call that returned rc (0 when it succeeded): probes in forked
+ * children report results, not crashes. */
+static inline int hu_test_errno_of(int rc)
+{
+	return rc < 0 ? errno : 0;
+}
+
+/* Try openat(dirfd, path, flags) and close at once: 0 or the errno. */
+static inline int hu_test_open_errno(int dirfd, const char *path, int flags)
+{
+	int fd = openat(dirfd, path, flags | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
 }
 
 #endif

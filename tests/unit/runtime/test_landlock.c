@@ -27,26 +27,13 @@
 #include <unistd.h>
 
 #include "runtime/landlock.h"
+#include "unit/testutil.h"
 
 /* What the child saw, one errno (0 = success) per probe. */
 struct probes {
 	int confined; /* hu_landlock_confine_to_root's result */
 	int outside_read, outside_create, outside_mkdir, inside_read, inside_create, inside_rename, fifo, chardev;
 };
-
-static int e_of(int rc)
-{
-	return rc < 0 ? errno : 0;
-}
-
-static int open_probe(int dirfd, const char *name, int flags)
-{
-	int fd = openat(dirfd, name, flags | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return errno;
-	close(fd);
-	return 0;
-}
 
 static void child(int outdir_parent, const char *inside, int wfd)
 {
@@ -58,18 +45,18 @@ static void child(int outdir_parent, const char *inside, int wfd)
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		_exit(2);
 	int fd = open("/own", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 || mkdir("/d1", 0755) < 0 || mkdir("/d2", 0755) < 0 || open_probe(AT_FDCWD, "/d1/f", O_WRONLY | O_CREAT))
+	if (fd < 0 || mkdir("/d1", 0755) < 0 || mkdir("/d2", 0755) < 0 || hu_test_open_errno(AT_FDCWD, "/d1/f", O_WRONLY | O_CREAT))
 		_exit(3);
 	close(fd);
 	p.confined = hu_landlock_confine_to_root(&err);
-	p.outside_read = open_probe(outdir_parent, "secret", O_RDONLY);
-	p.outside_create = open_probe(outdir_parent, "created", O_WRONLY | O_CREAT);
-	p.outside_mkdir = e_of(mkdirat(outdir_parent, "made", 0755));
-	p.inside_read = open_probe(AT_FDCWD, "/own", O_RDONLY);
-	p.inside_create = open_probe(AT_FDCWD, "/new", O_WRONLY | O_CREAT);
-	p.inside_rename = e_of(rename("/d1/f", "/d2/f")); /* needs REFER (ABI 2) */
-	p.fifo = e_of(mkfifo("/fifo", 0600));
-	p.chardev = e_of(mknod("/null", S_IFCHR | 0666, makedev(1, 3)));
+	p.outside_read = hu_test_open_errno(outdir_parent, "secret", O_RDONLY);
+	p.outside_create = hu_test_open_errno(outdir_parent, "created", O_WRONLY | O_CREAT);
+	p.outside_mkdir = hu_test_errno_of(mkdirat(outdir_parent, "made", 0755));
+	p.inside_read = hu_test_open_errno(AT_FDCWD, "/own", O_RDONLY);
+	p.inside_create = hu_test_open_errno(AT_FDCWD, "/new", O_WRONLY | O_CREAT);
+	p.inside_rename = hu_test_errno_of(rename("/d1/f", "/d2/f")); /* needs REFER (ABI 2) */
+	p.fifo = hu_test_errno_of(mkfifo("/fifo", 0600));
+	p.chardev = hu_test_errno_of(mknod("/null", S_IFCHR | 0666, makedev(1, 3)));
 	if (write(wfd, &p, sizeof(p)) != (ssize_t)sizeof(p))
 		_exit(4);
 	_exit(0);

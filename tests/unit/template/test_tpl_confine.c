@@ -25,25 +25,12 @@
 #include <unistd.h>
 
 #include "runtime/landlock.h"
+#include "unit/testutil.h"
 #include "template/template.h"
 
 struct probes {
 	int confine, write_inside, rename_inside, read_usr, read_etc, write_tmp, signal_parent, connect_lo, mount_tmpfs;
 };
-
-static int e_of(int rc)
-{
-	return rc < 0 ? errno : 0;
-}
-
-static int open_probe(const char *path, int flags)
-{
-	int fd = open(path, flags | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return errno;
-	close(fd);
-	return 0;
-}
 
 static void child(const char *dir, int wfd)
 {
@@ -54,16 +41,16 @@ static void child(const char *dir, int wfd)
 	p.confine = hu_tpl_confine_builder(dir, &err);
 	snprintf(a, sizeof(a), "%s/.build-x", dir);
 	snprintf(b, sizeof(b), "%s/x", dir);
-	p.write_inside = e_of(mkdir(a, 0700));
-	p.rename_inside = e_of(rename(a, b));
-	p.read_usr = open_probe("/usr/bin/true", O_RDONLY);
-	p.read_etc = open_probe("/etc/hostname", O_RDONLY);
-	p.write_tmp = open_probe("/tmp/hutch-confine-probe", O_WRONLY | O_CREAT);
-	p.signal_parent = e_of(kill(getppid(), 0));
+	p.write_inside = hu_test_errno_of(mkdir(a, 0700));
+	p.rename_inside = hu_test_errno_of(rename(a, b));
+	p.read_usr = hu_test_open_errno(AT_FDCWD, "/usr/bin/true", O_RDONLY);
+	p.read_etc = hu_test_open_errno(AT_FDCWD, "/etc/hostname", O_RDONLY);
+	p.write_tmp = hu_test_open_errno(AT_FDCWD, "/tmp/hutch-confine-probe", O_WRONLY | O_CREAT);
+	p.signal_parent = hu_test_errno_of(kill(getppid(), 0));
 	int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	p.connect_lo = s < 0 ? errno : e_of(connect(s, (struct sockaddr *)&lo, sizeof(lo)));
-	p.mount_tmpfs = e_of(mount("tmpfs", a, "tmpfs", 0, NULL));
+	p.connect_lo = s < 0 ? errno : hu_test_errno_of(connect(s, (struct sockaddr *)&lo, sizeof(lo)));
+	p.mount_tmpfs = hu_test_errno_of(mount("tmpfs", a, "tmpfs", 0, NULL));
 	if (write(wfd, &p, sizeof(p)) != (ssize_t)sizeof(p))
 		_exit(4);
 	_exit(0);
