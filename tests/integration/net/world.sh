@@ -11,7 +11,9 @@
 #     ("internet-allowed"), 198.51.100.20:8080 ("internet-denied") and a fake
 #     metadata service 169.254.169.254:80, an echo server on 198.51.100.10:7; a DNS server on 198.51.100.53
 #     (allowed.test -> .10, denied.test -> .20, wild.test -> .10,
-#     a.wild.test -> .20, alias.test -> CNAME denied.test; every queried name is appended to
+#     a.wild.test -> .20, alias.test -> CNAME denied.test; AAAA: allowed.test ->
+#     3fff:0:100::10, private6.test -> fd99:77::2, mapped6.test ->
+#     ::ffff:10.99.77.2, nat64.test -> 64:ff9b::a63:4d02; every queried name is appended to
 #     /tmp/hutnet-TAG/dns.log). The host reaches them through
 #     routes to 198.51.100.0/24 and 169.254.169.254/32 via 203.0.113.2 (the
 #     host's default route is not touched);
