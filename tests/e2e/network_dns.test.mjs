@@ -161,15 +161,15 @@ test('IPv6: AAAA answers open an allowed name\'s IPv6 addresses after it resolve
 
     // names whose AAAA lies in a range no sandbox reaches: they resolve (the
     // elements are even there), but the operator's denials come first
-    out = await run(sbx, 'name6:private6.test', 'tcp:fd99:77::2:8080', 'name6:mapped6.test', 'tcp:::ffff:10.99.77.2:8080',
+    out = await run(sbx, 'name6:private6.test', 'tcp:fdff:100::10:8080', 'name6:mapped6.test', 'tcp:::ffff:10.99.77.2:8080',
       'name6:nat64.test', 'tcp:64:ff9b::a63:4d02:8080')
-    assert.match(out, /^name6 private6\.test fd99:77::2$/m)
-    assert.match(out, /^tcp fd99:77::2:8080 TIMEOUT$/m, 'a unique local answer opens nothing')
+    assert.match(out, /^name6 private6\.test fdff:100::10$/m)
+    assert.match(out, /^tcp fdff:100::10:8080 TIMEOUT$/m, 'a unique local answer opens nothing')
     assert.match(out, /^name6 mapped6\.test ::ffff:10\.99\.77\.2$/m)
     assert.match(out, /^tcp ::ffff:10\.99\.77\.2:8080 TIMEOUT$/m, 'an IPv4-mapped private answer opens nothing')
     assert.match(out, /^name6 nat64\.test 64:ff9b::a63:4d02$/m)
     assert.match(out, /^tcp 64:ff9b::a63:4d02:8080 TIMEOUT$/m, 'a NAT64 answer for a private address opens nothing')
-    assert.match(table(), el('fd99:77::2'), 'learned, and still closed: the rule order holds, not the learning')
+    assert.match(table(), el('fdff:100::10'), 'learned, and still closed: the rule order holds, not the learning')
 
     // a name with only A records works as before with IPv6 on
     out = await run(sbx, 'name6:denied.test', 'name:denied.test', 'tcp:198.51.100.20:8080', 'tcp:allowed.test:8080')
@@ -200,7 +200,7 @@ test('IPv6: AAAA answers open an allowed name\'s IPv6 addresses after it resolve
     await sbx.kill()
   }
   for (let i = 0; i < 30 && new RegExp(`"${name}-[0-9]+"`).test(table()); i++) await sleep(100)
-  assert.doesNotMatch(table(), /3fff:0:100::10|fd99:77::2/, 'no dallow6 element after kill')
+  assert.doesNotMatch(table(), /3fff:0:100::10|fdff:100::10/, 'no dallow6 element after kill')
   assert.doesNotMatch(table(), new RegExp(`"${name}-[0-9]+"`), 'nor any other element of the sandbox')
 })
 
@@ -239,5 +239,22 @@ test('domain rules survive a memory release and a daemon restart', { skip }, asy
     assert.doesNotMatch(queried(), /secret2/, 'and still refuses the others without asking the resolver')
   } finally {
     await Sandbox.kill(sbx.sandboxId).catch(() => {})
+  }
+})
+
+test('without IPv6 for sandboxes, AAAA answers go over unchanged and open nothing; IPv6 fails at once, IPv4 by name works', { skip }, async () => {
+  process.kill(d.pid, 'SIGTERM')
+  d = await d.restart(undefined, { HUTCH_NET_POOL6: 'none' })
+  assert.match(d.log(), /IPv4 only, no IPv6 for sandboxes: network_pool6 is none/)
+  assert.doesNotMatch(table(), /@dallow6/, 'no IPv6 rules at all')
+  const sbx = await Sandbox.create({ network: { allowOut: ['allowed.test'], denyOut: ALL }, timeoutMs: 60_000 })
+  try {
+    const out = await run(sbx, 'name6:allowed.test', 'tcp:3fff:0:100::10:8080', 'tcp:allowed.test:8080')
+    assert.match(out, /^name6 allowed\.test 3fff:0:100::10$/m, 'the AAAA answer is handed over as the resolver gave it')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 ERR .*unreachable/mi, 'no IPv6 route: a client trying IPv6 fails at once (not TIMEOUT)')
+    assert.match(out, /^tcp allowed\.test:8080 OK internet-allowed$/m, 'and reaches the name over IPv4')
+    assert.doesNotMatch(table(), /3fff:0:100::10/, 'nothing learned from the AAAA answer')
+  } finally {
+    await sbx.kill()
   }
 })

@@ -17,7 +17,7 @@ NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20", b"wi
 # AAAA answers: allowed.test's IPv6 server, and names whose only address lies
 # in a range no sandbox may reach (unique local, IPv4-mapped private, NAT64
 # of a private address): resolving them must not open it
-NAMES6 = {b"allowed.test": "3fff:0:100::10", b"private6.test": "fd99:77::2", b"mapped6.test": "::ffff:10.99.77.2",
+NAMES6 = {b"allowed.test": "3fff:0:100::10", b"private6.test": "fdff:100::10", b"mapped6.test": "::ffff:10.99.77.2",
           b"nat64.test": "64:ff9b::a63:4d02"}
 
 
@@ -121,7 +121,7 @@ def dns(host, log=None):
 def ready():
     for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
                  ("203.0.113.1", 8081), ("3fff:0:100::10", 8080), ("3fff:0:100::20", 8080), ("64:ff9b::a63:4d02", 8080),
-                 ("fd99:77::2", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
+                 ("fd99:77::2", 8080), ("fdff:100::10", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
         socket.create_connection((h, p), timeout=1).close()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.settimeout(1)
