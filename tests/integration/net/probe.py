@@ -111,7 +111,7 @@ for p in sys.argv[1:]:
             print("udpdns %s ANSWER" % rest)
         except OSError:
             print("udpdns %s NOANSWER" % rest)
-    elif kind == "udp":
+    elif kind == "udp" and "," not in rest:  # udp:HOST:PORT; udp:HOST,PORT,TEXT is below
         host, port = rest.rsplit(":", 1)
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.settimeout(2)
