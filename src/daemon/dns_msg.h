@@ -1,10 +1,11 @@
 /*
  * DNS messages (RFC 1035) as the daemon's DNS proxy needs them: a query's
- * question, an answer's A and AAAA (RFC 3596) records, and the few rewrites it makes (the id,
- * a REFUSED reply). Every input is hostile (a sandbox writes the queries;
- * the answers come from the network): bounds are checked on every read,
- * compression pointers must point backwards (so a loop cannot exist), and
- * counts are trusted only as far as the message really goes.
+ * question, an answer's A and AAAA (RFC 3596) records, and the few
+ * rewrites it makes (the id, a REFUSED reply). Every input is hostile (a
+ * sandbox writes the queries; the answers come from the network): bounds
+ * are checked on every read, compression pointers must point backwards (so
+ * a loop cannot exist), and counts are trusted only as far as the message
+ * really goes.
  */
 #ifndef HUTCH_DAEMON_DNS_MSG_H
 #define HUTCH_DAEMON_DNS_MSG_H
