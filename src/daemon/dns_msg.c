@@ -111,7 +111,7 @@ int hu_dns_parse_answer(const uint8_t *msg, size_t len, struct hu_dns_answer *a,
 	if (!(msg[2] & 0x80))
 		return hu_err_set(err, -EINVAL, "dns: not a response");
 	a->rcode = msg[3] & 0xf;
-	a->ttl_min = UINT32_MAX;
+	a->ttl_min = a->ttl_min6 = UINT32_MAX;
 	unsigned ancount = get16(msg + 6);
 	size_t off = a->q.end;
 	/* each record takes at least 11 bytes: a count beyond what is there
@@ -134,11 +134,21 @@ int hu_dns_parse_answer(const uint8_t *msg, size_t len, struct hu_dns_answer *a,
 				if (ttl < a->ttl_min)
 					a->ttl_min = ttl;
 			}
+		} else if (type == 28 && klass == 1) {
+			if (rdlen != 16)
+				return hu_err_set(err, -EINVAL, "dns: AAAA record of %u bytes", rdlen);
+			if (a->n_aaaa < HU_DNS_A_MAX) {
+				memcpy(a->aaaa[a->n_aaaa++], msg + off, 16);
+				if (ttl < a->ttl_min6)
+					a->ttl_min6 = ttl;
+			}
 		}
 		off += rdlen;
 	}
 	if (a->n_a == 0)
 		a->ttl_min = 0;
+	if (a->n_aaaa == 0)
+		a->ttl_min6 = 0;
 	return 0;
 }
 

@@ -148,6 +148,12 @@ static void on_query(struct hu_dns_proxy *p, const uint8_t *msg, size_t len, con
 		e->used = 0;
 }
 
+/* A learned address lives as long as its record, within TTL_MIN_S..TTL_MAX_S. */
+static unsigned clamp_ttl(uint32_t ttl)
+{
+	return ttl < TTL_MIN_S ? TTL_MIN_S : ttl > TTL_MAX_S ? TTL_MAX_S : (unsigned)ttl;
+}
+
 static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 {
 	struct hu_dns_answer a;
@@ -168,9 +174,13 @@ static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 	if (hu_net_rules_allowlist(&s->net_rules)) {
 		if (!hu_net_rules_match_name(&s->net_rules, e->name))
 			return;
-		unsigned ttl = a.ttl_min < TTL_MIN_S ? TTL_MIN_S : a.ttl_min > TTL_MAX_S ? TTL_MAX_S : a.ttl_min;
-		if (a.n_a && hu_net_learn(p->d->rt, e->sbx_addr, a.a, a.n_a, ttl, &err) < 0) {
-			/* without the elements the answer would lead nowhere */
+		/* without the elements the answer would lead nowhere: it is
+		 * not handed over when they cannot be added. AAAA records are
+		 * learned only where sandboxes have IPv6 (hu_net_learn6 does
+		 * nothing otherwise); the answer goes over unchanged either way */
+		if ((a.n_a && hu_net_learn(p->d->rt, e->sbx_addr, a.a, a.n_a, clamp_ttl(a.ttl_min), &err) < 0) ||
+		    (a.n_aaaa &&
+		     hu_net_learn6(p->d->rt, e->sbx_addr, a.aaaa, a.n_aaaa, clamp_ttl(a.ttl_min6), &err) < 0)) {
 			hu_log(HU_LOG_WARN, s->id, 0, "dns proxy: %s", err.msg);
 			return;
 		}

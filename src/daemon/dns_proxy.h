@@ -11,7 +11,11 @@
  * allowlisted sandbox), and forwards the others to the configured
  * resolver. The A records of the answer become allow elements of that
  * sandbox (set dallow, timeout = the TTL clamped to 5 s .. 1 h) before the
- * answer is handed over, so the connection that follows is let through.
+ * answer is handed over, so the connection that follows is let through;
+ * its AAAA records likewise (set dallow6) where sandboxes have IPv6. Where
+ * they have none, AAAA answers go over unchanged and open nothing: the
+ * sandbox has no IPv6 address or route, so a client that tries them fails
+ * at once (ENETUNREACH) and goes on to the A records.
  */
 #ifndef HUTCH_DAEMON_DNS_PROXY_H
 #define HUTCH_DAEMON_DNS_PROXY_H

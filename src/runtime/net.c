@@ -335,3 +335,16 @@ int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs
 	hu_net_ifname(&rt->net, (sbx_addr - rt->net.pool.addr) / 2, ifname);
 	return hu_nft_learn(rt->nft, &rt->net, ifname, addrs, n, ttl, err);
 }
+
+int hu_net_learn6(struct hu_runtime *rt, uint32_t sbx_addr, const uint8_t (*addrs)[16], unsigned n, unsigned ttl,
+		  hu_err *err)
+{
+	char ifname[IF_NAMESIZE];
+
+	if (rt->net.mode != HU_NET_NAT)
+		return hu_err_set(err, EPERM, "this host gives sandboxes no network (mode none)");
+	if (n == 0 || !rt->net.v6)
+		return 0; /* no IPv6 for sandboxes: their IPv6 is dropped first thing anyway */
+	hu_net_ifname(&rt->net, (sbx_addr - rt->net.pool.addr) / 2, ifname);
+	return hu_nft_learn6(rt->nft, &rt->net, ifname, addrs, n, ttl, err);
+}

@@ -173,6 +173,11 @@ int hu_net_addr_owner(struct hu_runtime *rt, uint32_t addr, char *id, size_t cap
  * that time out on their own. */
 int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs, unsigned n, unsigned ttl,
 		 hu_err *err);
+/* The same for IPv6 addresses (AAAA records; 16 bytes each, network order):
+ * elements of dallow6. Where sandboxes have no IPv6 (this host gives them
+ * none) it does nothing and returns 0: there is nothing to open. */
+int hu_net_learn6(struct hu_runtime *rt, uint32_t sbx_addr, const uint8_t (*addrs)[16], unsigned n, unsigned ttl,
+		  hu_err *err);
 
 /* The addresses of slot `slot`: gateway (host end) and sandbox end. */
 int hu_net_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint32_t *gw, uint32_t *addr, hu_err *err);

@@ -25,6 +25,9 @@ int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 /* Allow ifname to reach addrs for ttl seconds (set dallow, fresh timeouts). */
 int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, const uint32_t *addrs,
 		 unsigned n, unsigned ttl, hu_err *err);
+/* The same for IPv6 addresses (16 bytes each, network order): set dallow6. */
+int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
+		  const uint8_t (*addrs)[16], unsigned n, unsigned ttl, hu_err *err);
 
 /* net.c: called by runtime.c and sandbox.c */
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);

@@ -38,7 +38,10 @@
  *   dallow (ifname . address, timeout): what their allowed names resolved
  *     to, put there by the proxy before it hands the answer over, gone
  *     when the record's TTL (clamped) ends. Accepted like uallow.
+ *   dallow6 (ifname . IPv6 address, timeout): the same for AAAA records,
+ *     only where sandboxes have IPv6 (netfilter6.c places its rule).
  */
+#include <arpa/inet.h>
 #include <jansson.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
@@ -57,7 +60,8 @@ static const char op_deny_v4[] = "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.
 				 "192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4";
 
 /* The sets whose elements carry a sandbox's interface name. */
-static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy", "uallow6", "udeny6"};
+static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy", "uallow6", "udeny6",
+					      "dallow6"};
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
@@ -394,6 +398,16 @@ int hu_nft_sandbox_del(struct nft_ctx *ctx, const struct hu_net_config *cfg, con
 	return batch_run(ctx, &b, "remove sandbox rules", err);
 }
 
+/* add (so that it exists), delete, add again: within one transaction this
+ * leaves the element with a fresh timeout whether it was there or not (a
+ * plain add keeps an existing element's old expiry) */
+static void put_learn(FILE *f, const char *t, const char *set, const char *ifname, const char *a, unsigned ttl)
+{
+	fprintf(f, "add element inet %s %s { \"%s\" . %s timeout %us }\n", t, set, ifname, a, ttl);
+	fprintf(f, "delete element inet %s %s { \"%s\" . %s }\n", t, set, ifname, a);
+	fprintf(f, "add element inet %s %s { \"%s\" . %s timeout %us }\n", t, set, ifname, a, ttl);
+}
+
 int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname, const uint32_t *addrs,
 		 unsigned n, unsigned ttl, hu_err *err)
 {
@@ -402,14 +416,27 @@ int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const cha
 
 	if (batch_open(&b, err) < 0)
 		return -1;
-	/* add (so that it exists), delete, add again: one transaction that
-	 * leaves the element with a fresh timeout whether it was there or not
-	 * (a plain add keeps an existing element's old expiry) */
 	for (unsigned i = 0; i < n; i++) {
 		ipv4_text(addrs[i], a, sizeof(a));
-		fprintf(b.f, "add element inet %s dallow { \"%s\" . %s timeout %us }\n", cfg->name, ifname, a, ttl);
-		fprintf(b.f, "delete element inet %s dallow { \"%s\" . %s }\n", cfg->name, ifname, a);
-		fprintf(b.f, "add element inet %s dallow { \"%s\" . %s timeout %us }\n", cfg->name, ifname, a, ttl);
+		put_learn(b.f, cfg->name, "dallow", ifname, a, ttl);
 	}
 	return batch_run(ctx, &b, "allow resolved addresses", err);
+}
+
+int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
+		  const uint8_t (*addrs)[16], unsigned n, unsigned ttl, hu_err *err)
+{
+	struct batch b;
+	char a[INET6_ADDRSTRLEN];
+
+	if (batch_open(&b, err) < 0)
+		return -1;
+	for (unsigned i = 0; i < n; i++) {
+		if (!inet_ntop(AF_INET6, addrs[i], a, sizeof(a))) {
+			batch_drop(&b);
+			return hu_err_sys(err, "inet_ntop");
+		}
+		put_learn(b.f, cfg->name, "dallow6", ifname, a, ttl);
+	}
+	return batch_run(ctx, &b, "allow resolved IPv6 addresses", err);
 }

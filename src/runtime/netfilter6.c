@@ -10,8 +10,13 @@
  *   from_sbx (after the shared reverse-path check, which covers IPv6 too):
  *     the IPv6 pool (other sandboxes); host addresses (fib daddr type
  *     local) and the operator's denials (opdeny6) unless the operator's
- *     exceptions (opallow6) allow; the sandbox's own uallow6 (accept) and
- *     udeny6 (drop); the shared final accept.
+ *     exceptions (opallow6) allow; the sandbox's own uallow6 (accept),
+ *     dallow6 (accept: the AAAA records its allowed names resolved to,
+ *     learned by the daemon's DNS proxy like dallow for IPv4) and udeny6
+ *     (drop); the shared final accept. dallow6 comes after the pool, host
+ *     and operator drops, so an answer naming fc00::1, ::ffff:10.0.0.1 or
+ *     64:ff9b::a00:1 opens nothing; before udeny6 (which holds ::/0 for an
+ *     allowlist), as dallow before udeny.
  *   post: masquerade what leaves the IPv6 pool through a non-sandbox link.
  * Without IPv6 on this host (net6.c) a sandbox's IPv6 is dropped first
  * thing, as it always was.
@@ -55,6 +60,8 @@ void hu_nft6_put_sets(FILE *f, const struct hu_net_config *cfg)
 	/* the live sandboxes' state: created if missing, never flushed here */
 	fprintf(f, "add set inet %s uallow6 { type ifname . ipv6_addr; flags interval; }\n", t);
 	fprintf(f, "add set inet %s udeny6 { type ifname . ipv6_addr; flags interval; }\n", t);
+	/* even without IPv6: teardown lists every per-sandbox set */
+	fprintf(f, "add set inet %s dallow6 { type ifname . ipv6_addr; flags timeout; }\n", t);
 	fprintf(f, "flush set inet %s opdeny6\nflush set inet %s opallow6\n", t, t);
 	fprintf(f, "add element inet %s opdeny6 { %s }\n", t, op_deny_v6);
 	put_list6(f, t, "opdeny6", cfg->op.deny6, cfg->op.n_deny6);
@@ -89,6 +96,7 @@ void hu_nft6_put_from_sbx(FILE *f, const struct hu_net_config *cfg)
 	fprintf(f, "add rule inet %s from_sbx fib daddr type local ip6 daddr != @opallow6 drop\n", t);
 	fprintf(f, "add rule inet %s from_sbx ip6 daddr @opdeny6 ip6 daddr != @opallow6 drop\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @uallow6 accept\n", t);
+	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @dallow6 accept\n", t);
 	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @udeny6 drop\n", t);
 }
 

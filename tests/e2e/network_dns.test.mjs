@@ -3,7 +3,9 @@
 // live sandbox, refused names that never leave the host (no DNS
 // exfiltration from an allowlisted sandbox), the proxy reachable for DNS
 // only, one sandbox's names not opening anything for another, and the rules
-// surviving a memory release and a daemon restart. The test builds its own
+// surviving a memory release and a daemon restart; with IPv6 for sandboxes,
+// AAAA answers open the IPv6 addresses of allowed names (set dallow6) but
+// never a denied range. The test builds its own
 // world (tests/integration/net/world.sh; its DNS server logs every name it
 // is asked) and sends traffic nowhere else.
 import { test, before, after } from 'node:test'
@@ -22,6 +24,7 @@ const probe = readFileSync(join(root, 'tests/integration/net/probe.py'), 'utf8')
 const have = (cmd) => { try { execFileSync('sh', ['-c', `command -v ${cmd}`]); return true } catch { return false } }
 const skip = !have('ip') || !have('nft') ? 'ip or nft missing' : false
 const ALL = ['0.0.0.0/0']
+const pool6 = `fd68:7574:6368:${(0x1000 + ((process.pid + 50000) % 0xe000)).toString(16)}`
 
 let d
 before(async () => {
@@ -30,6 +33,7 @@ before(async () => {
   Object.assign(process.env, {
     HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${201 + (process.pid % 7) * 8}.0.0/17`,
     HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
+    HUTCH_NET_POOL6: `${pool6}::/64`,
   })
   d = await startDaemon()
 })
@@ -40,7 +44,7 @@ after(async () => {
     try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
   }
   for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
-    'HUTCH_NET_DENY'])
+    'HUTCH_NET_DENY', 'HUTCH_NET_POOL6'])
     delete process.env[k]
   if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
@@ -142,6 +146,64 @@ test('updateNetwork adds a name to a live sandbox; another sandbox\'s names open
   }
 })
 
+test('IPv6: AAAA answers open an allowed name\'s IPv6 addresses after it resolved, never a denied range; PUT /network, release and kill remove them', { skip }, async () => {
+  assert.match(d.log(), /IPv4 and IPv6/, 'sandboxes get IPv6 in this test')
+  const names = ['allowed.test', 'private6.test', 'mapped6.test', 'nat64.test', 'denied.test']
+  const sbx = await Sandbox.create({ network: { allowOut: names, denyOut: ALL }, timeoutMs: 120_000 })
+  const el = (addr) => new RegExp(`"${name}-[0-9]+" \\. ${addr.replaceAll('.', '\\.')} timeout`)
+  try {
+    let out = await run(sbx, 'tcp:3fff:0:100::10:8080', 'name6:allowed.test', 'tcp:3fff:0:100::10:8080', 'tcp:3fff:0:100::20:8080')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 TIMEOUT$/m, 'an allowed name\'s IPv6 address is closed before it was resolved')
+    assert.match(out, /^name6 allowed\.test 3fff:0:100::10$/m, 'the AAAA answer reaches the sandbox')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 OK internet-allowed6$/m, 'and its address is open once resolved')
+    assert.match(out, /^tcp 3fff:0:100::20:8080 TIMEOUT$/m, 'other IPv6 stays closed')
+    assert.match(table(), el('3fff:0:100::10'), 'the learned IPv6 address is an element of dallow6 with a timeout')
+
+    // names whose AAAA lies in a range no sandbox reaches: they resolve (the
+    // elements are even there), but the operator's denials come first
+    out = await run(sbx, 'name6:private6.test', 'tcp:fdff:100::10:8080', 'name6:mapped6.test', 'tcp:::ffff:10.99.77.2:8080',
+      'name6:nat64.test', 'tcp:64:ff9b::a63:4d02:8080')
+    assert.match(out, /^name6 private6\.test fdff:100::10$/m)
+    assert.match(out, /^tcp fdff:100::10:8080 TIMEOUT$/m, 'a unique local answer opens nothing')
+    assert.match(out, /^name6 mapped6\.test ::ffff:10\.99\.77\.2$/m)
+    assert.match(out, /^tcp ::ffff:10\.99\.77\.2:8080 TIMEOUT$/m, 'an IPv4-mapped private answer opens nothing')
+    assert.match(out, /^name6 nat64\.test 64:ff9b::a63:4d02$/m)
+    assert.match(out, /^tcp 64:ff9b::a63:4d02:8080 TIMEOUT$/m, 'a NAT64 answer for a private address opens nothing')
+    assert.match(table(), el('fdff:100::10'), 'learned, and still closed: the rule order holds, not the learning')
+
+    // a name with only A records works as before with IPv6 on
+    out = await run(sbx, 'name6:denied.test', 'name:denied.test', 'tcp:198.51.100.20:8080', 'tcp:allowed.test:8080')
+    assert.match(out, /^name6 denied\.test FAIL$/m, 'no AAAA record: nothing over IPv6')
+    assert.match(out, /^name denied\.test 198\.51\.100\.20$/m)
+    assert.match(out, /^tcp 198\.51\.100\.20:8080 OK internet-denied$/m, 'and its A record opens its IPv4 address')
+    assert.match(out, /^tcp allowed\.test:8080 OK internet-allowed6?$/m, 'a connection by name works')
+
+    // PUT /network: what the old names resolved to is closed at once
+    await sbx.updateNetwork({ allowOut: ['denied.test'], denyOut: ALL })
+    assert.doesNotMatch(table(), /3fff:0:100::10/, 'the rules changed: no dallow6 element left')
+    out = await run(sbx, 'tcp:3fff:0:100::10:8080', 'name6:allowed.test')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 TIMEOUT$/m)
+    assert.match(out, /^name6 allowed\.test FAIL$/m)
+
+    // a memory release removes the elements; kill too
+    await sbx.updateNetwork({ allowOut: ['allowed.test'], denyOut: ALL })
+    out = await run(sbx, 'name6:allowed.test', 'tcp:3fff:0:100::10:8080')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 OK internet-allowed6$/m)
+    assert.equal(await sbx.pause({ keepMemory: false }), true)
+    assert.doesNotMatch(table(), /3fff:0:100::10/, 'a released sandbox has no dallow6 element')
+    await Sandbox.connect(sbx.sandboxId)
+    out = await run(sbx, 'tcp:3fff:0:100::10:8080', 'name6:allowed.test', 'tcp:3fff:0:100::10:8080')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 TIMEOUT\nname6 allowed\.test 3fff:0:100::10\ntcp 3fff:0:100::10:8080 OK internet-allowed6$/m,
+      'closed after the resume until resolved again, open once it is')
+    assert.match(table(), el('3fff:0:100::10'))
+  } finally {
+    await sbx.kill()
+  }
+  for (let i = 0; i < 30 && new RegExp(`"${name}-[0-9]+"`).test(table()); i++) await sleep(100)
+  assert.doesNotMatch(table(), /3fff:0:100::10|fdff:100::10/, 'no dallow6 element after kill')
+  assert.doesNotMatch(table(), new RegExp(`"${name}-[0-9]+"`), 'nor any other element of the sandbox')
+})
+
 test('bad domain rules are refused with a clear 400 and change nothing', { skip }, async () => {
   await assert.rejects(Sandbox.create({ network: { allowOut: ['allowed.test'] } }), /denyOut to deny all other traffic/)
   await assert.rejects(Sandbox.create({ network: { denyOut: ['blocked.test'] } }), /allowOut only/)
@@ -177,5 +239,22 @@ test('domain rules survive a memory release and a daemon restart', { skip }, asy
     assert.doesNotMatch(queried(), /secret2/, 'and still refuses the others without asking the resolver')
   } finally {
     await Sandbox.kill(sbx.sandboxId).catch(() => {})
+  }
+})
+
+test('without IPv6 for sandboxes, AAAA answers go over unchanged and open nothing; IPv6 fails at once, IPv4 by name works', { skip }, async () => {
+  process.kill(d.pid, 'SIGTERM')
+  d = await d.restart(undefined, { HUTCH_NET_POOL6: 'none' })
+  assert.match(d.log(), /IPv4 only, no IPv6 for sandboxes: network_pool6 is none/)
+  assert.doesNotMatch(table(), /@dallow6/, 'no IPv6 rules at all')
+  const sbx = await Sandbox.create({ network: { allowOut: ['allowed.test'], denyOut: ALL }, timeoutMs: 60_000 })
+  try {
+    const out = await run(sbx, 'name6:allowed.test', 'tcp:3fff:0:100::10:8080', 'tcp:allowed.test:8080')
+    assert.match(out, /^name6 allowed\.test 3fff:0:100::10$/m, 'the AAAA answer is handed over as the resolver gave it')
+    assert.match(out, /^tcp 3fff:0:100::10:8080 ERR .*unreachable/mi, 'no IPv6 route: a client trying IPv6 fails at once (not TIMEOUT)')
+    assert.match(out, /^tcp allowed\.test:8080 OK internet-allowed$/m, 'and reaches the name over IPv4')
+    assert.doesNotMatch(table(), /3fff:0:100::10/, 'nothing learned from the AAAA answer')
+  } finally {
+    await sbx.kill()
   }
 })

@@ -34,6 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (a.n_a == 0 && a.ttl_min != 0)
 			abort();
+		if (a.n_aaaa > HU_DNS_A_MAX || (a.n_aaaa == 0 && a.ttl_min6 != 0))
+			abort();
 	}
 	return 0;
 }

@@ -1,6 +1,7 @@
 # Runs inside a sandbox: each argument is a probe, one line of output each.
 #   tcp:HOST:PORT   -> "tcp HOST:PORT OK <banner>" | "... REFUSED" | "... TIMEOUT" | "... ERR <why>"
 #   name:NAME       -> "name NAME <address>" | "name NAME FAIL"
+#   name6:NAME      -> "name6 NAME <IPv6 address>" | "name6 NAME FAIL" (getaddrinfo AF_INET6: an AAAA query)
 #   udpdns:HOST     -> "udpdns HOST ANSWER" | "... NOANSWER" (a query for allowed.test sent straight to HOST)
 #   udp:HOST:PORT   -> "udp HOST:PORT ANSWER" | "... NOANSWER" (a datagram that is not DNS)
 #   burst:N         -> "burst N <answers>" (N queries to the configured resolver at once)
@@ -96,6 +97,11 @@ for p in sys.argv[1:]:
             print("name %s %s" % (rest, socket.gethostbyname(rest)))
         except OSError:
             print("name %s FAIL" % rest)
+    elif kind == "name6":
+        try:
+            print("name6 %s %s" % (rest, socket.getaddrinfo(rest, None, socket.AF_INET6, socket.SOCK_STREAM)[0][4][0]))
+        except OSError:
+            print("name6 %s FAIL" % rest)
     elif kind == "udpdns":
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.settimeout(2)
@@ -105,7 +111,7 @@ for p in sys.argv[1:]:
             print("udpdns %s ANSWER" % rest)
         except OSError:
             print("udpdns %s NOANSWER" % rest)
-    elif kind == "udp":
+    elif kind == "udp" and "," not in rest:  # udp:HOST:PORT; udp:HOST,PORT,TEXT is below
         host, port = rest.rsplit(":", 1)
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.settimeout(2)

@@ -3,8 +3,9 @@
 network namespaces): `tcp HOST PORT TEXT` answers every connection with TEXT,
 `echo HOST PORT` echoes what each connection sends, `udplog HOST PORT
 FILE` appends "<source address> <payload>" to FILE for every datagram it
-receives (HOST :: takes IPv6 multicast to all nodes too), `dns HOST [LOG]` answers A queries for the names in NAMES
-(anything else: NXDOMAIN) and appends every queried name to LOG, `ready` exits 0 when every server of world.sh answers (probed from
+receives (HOST :: takes IPv6 multicast to all nodes too), `dns HOST [LOG]` answers A queries for the names in NAMES and AAAA
+queries for those in NAMES6 (a name in either, asked the other type: an empty
+NOERROR; anything else: NXDOMAIN) and appends every queried name to LOG, `ready` exits 0 when every server of world.sh answers (probed from
 the host, into the test's own namespaces)."""
 import socket
 import struct
@@ -13,6 +14,11 @@ import threading
 
 NAMES = {b"allowed.test": "198.51.100.10", b"denied.test": "198.51.100.20", b"wild.test": "198.51.100.10",
          b"a.wild.test": "198.51.100.20", b"b.a.wild.test": "198.51.100.20"}
+# AAAA answers: allowed.test's IPv6 server, and names whose only address lies
+# in a range no sandbox may reach (unique local, IPv4-mapped private, NAT64
+# of a private address): resolving them must not open it
+NAMES6 = {b"allowed.test": "3fff:0:100::10", b"private6.test": "fdff:100::10", b"mapped6.test": "::ffff:10.99.77.2",
+          b"nat64.test": "64:ff9b::a63:4d02"}
 
 
 def family(host):
@@ -86,11 +92,15 @@ def answer(q):
         rr = b"\xc0\x0c" + struct.pack("!HHIH", 5, 1, 5, len(wire(target))) + wire(target)
         rr += wire(target) + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(NAMES[target])
         return struct.pack("!HHHHHH", tid, 0x8180, 1, 2, 0, 0) + question + rr
-    addr = NAMES.get(name)
-    if addr is None or qtype != 1:
-        rcode = 3 if addr is None else 0
-        return struct.pack("!HHHHHH", tid, 0x8180 | rcode, 1, 0, 0, 0) + question
-    rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(addr)
+    if name not in NAMES and name not in NAMES6:
+        return struct.pack("!HHHHHH", tid, 0x8183, 1, 0, 0, 0) + question
+    if qtype == 1 and name in NAMES:
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(NAMES[name])
+    elif qtype == 28 and name in NAMES6:
+        # TTL 60: the learned element outlives the test's checks (PUT /network, kill remove it, not expiry)
+        rr = b"\xc0\x0c" + struct.pack("!HHIH", 28, 1, 60, 16) + socket.inet_pton(socket.AF_INET6, NAMES6[name])
+    else:
+        return struct.pack("!HHHHHH", tid, 0x8180, 1, 0, 0, 0) + question
     return struct.pack("!HHHHHH", tid, 0x8180, 1, 1, 0, 0) + question + rr
 
 
@@ -111,7 +121,7 @@ def dns(host, log=None):
 def ready():
     for h, p in (("198.51.100.10", 8080), ("198.51.100.10", 7), ("198.51.100.20", 8080), ("169.254.169.254", 80), ("10.99.77.2", 8080),
                  ("203.0.113.1", 8081), ("3fff:0:100::10", 8080), ("3fff:0:100::20", 8080), ("64:ff9b::a63:4d02", 8080),
-                 ("fd99:77::2", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
+                 ("fd99:77::2", 8080), ("fdff:100::10", 8080), ("3fff:0:113::1", 8081), ("3fff:0:200::10", 7)):
         socket.create_connection((h, p), timeout=1).close()
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.settimeout(1)

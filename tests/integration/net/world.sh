@@ -11,7 +11,9 @@
 #     ("internet-allowed"), 198.51.100.20:8080 ("internet-denied") and a fake
 #     metadata service 169.254.169.254:80, an echo server on 198.51.100.10:7; a DNS server on 198.51.100.53
 #     (allowed.test -> .10, denied.test -> .20, wild.test -> .10,
-#     a.wild.test -> .20, alias.test -> CNAME denied.test; every queried name is appended to
+#     a.wild.test -> .20, alias.test -> CNAME denied.test; AAAA: allowed.test ->
+#     3fff:0:100::10, private6.test -> fdff:100::10, mapped6.test ->
+#     ::ffff:10.99.77.2, nat64.test -> 64:ff9b::a63:4d02; every queried name is appended to
 #     /tmp/hutnet-TAG/dns.log). The host reaches them through
 #     routes to 198.51.100.0/24 and 169.254.169.254/32 via 203.0.113.2 (the
 #     host's default route is not touched);
@@ -27,7 +29,9 @@
 #   would reach for the NAT64 form of the internal service 10.99.77.2); the
 #   host routes 3fff:0:100::/64 and 64:ff9b::/96 to it (so that a rule
 #   that failed could not send anything out of the host's own default
-#   route); the internal service at fd99:77::2:8080 ("internal6") behind
+#   route); a unique local address routed like the internet,
+#   fdff:100::10:8080 ("ula-internet6": reachable but for the built-in
+#   denial of fc00::/7); the internal service at fd99:77::2:8080 ("internal6") behind
 #   fd99:77::1/64; a listener on the host's 3fff:0:113::1:8081;
 #   namespace hutnet-far-TAG one hop behind the "internet", through a link
 #   whose near end has MTU 1280 (the far end 1500: TCP's MSS does not see
@@ -51,6 +55,7 @@ down() {
 	ip route del 169.254.169.254/32 via 203.0.113.2 dev "$VI" 2>/dev/null
 	ip -6 route del 3fff:0:100::/64 via 3fff:0:113::2 dev "$VI" 2>/dev/null
 	ip -6 route del 64:ff9b::/96 via 3fff:0:113::2 dev "$VI" 2>/dev/null
+	ip -6 route del fdff:100::/64 via 3fff:0:113::2 dev "$VI" 2>/dev/null
 	ip -6 route del 3fff:0:200::/64 via 3fff:0:113::2 dev "$VI" 2>/dev/null
 	ip link del "$VI" 2>/dev/null
 	ip link del "$VS" 2>/dev/null
@@ -86,12 +91,13 @@ up() {
 	ip -6 addr add 3fff:0:113::1/64 dev "$VI" nodad
 	ip -6 addr add fd99:77::1/64 dev "$VS" nodad
 	ip -n "$INET" -6 addr add 3fff:0:113::2/64 dev wan0 nodad
-	for a in 3fff:0:100::10 3fff:0:100::20 64:ff9b::a63:4d02; do
+	for a in 3fff:0:100::10 3fff:0:100::20 64:ff9b::a63:4d02 fdff:100::10; do
 		ip -n "$INET" -6 addr add "$a/128" dev lo
 	done
 	ip -n "$SVC" -6 addr add fd99:77::2/64 dev wan0 nodad
 	ip -6 route add 3fff:0:100::/64 via 3fff:0:113::2 dev "$VI"
 	ip -6 route add 64:ff9b::/96 via 3fff:0:113::2 dev "$VI"
+	ip -6 route add fdff:100::/64 via 3fff:0:113::2 dev "$VI"
 	ip netns add "$FAR"
 	ip -n "$INET" link add mtu0 type veth peer name wan0 netns "$FAR"
 	ip -n "$INET" link set mtu0 mtu 1280 up
@@ -116,6 +122,7 @@ up() {
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 3fff:0:100::10 8080 internet-allowed6
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 3fff:0:100::20 8080 internet-denied6
 	bg ip netns exec "$INET" python3 "$here/world.py" tcp 64:ff9b::a63:4d02 8080 nat64-internal
+	bg ip netns exec "$INET" python3 "$here/world.py" tcp fdff:100::10 8080 ula-internet6
 	bg ip netns exec "$SVC" python3 "$here/world.py" tcp fd99:77::2 8080 internal6
 	bg python3 "$here/world.py" tcp 3fff:0:113::1 8081 host-listener6
 	bg ip netns exec "$FAR" python3 "$here/world.py" echo 3fff:0:200::10 7

@@ -1,6 +1,6 @@
 /* DNS messages as the DNS proxy reads them (src/daemon/dns_msg.c): hostile
  * input is refused (truncation, compression loops, lying counts), good
- * messages give their question and A records. */
+ * messages give their question and A and AAAA records. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -194,6 +194,106 @@ static void test_answer(void **state)
 	assert_int_equal(a.n_a, HU_DNS_A_MAX);
 }
 
+/* AAAA (RFC 3596): 16 bytes each, network order, their own TTL minimum,
+ * bounded like A; an answer with both keeps them apart. */
+static void test_answer_aaaa(void **state)
+{
+	struct hu_dns_answer a;
+	struct msg m;
+	hu_err err;
+	const uint8_t v6a[16] = {0x3f, 0xff, 0, 0, 0, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10};
+	const uint8_t v6b[16] = {0xfd, 0x99, 0, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x02};
+	const uint8_t ip[4] = {198, 51, 100, 10};
+
+	header(&m, 9, 0x8180, 1, 2);
+	question(&m, "allowed.test", 28);
+	rr_ptr(&m, 28, 600, v6a, 16);
+	rr_ptr(&m, 28, 40, v6b, 16);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), 0);
+	assert_int_equal(a.q.qtype, 28);
+	assert_int_equal(a.n_a, 0);
+	assert_int_equal(a.ttl_min, 0);
+	assert_int_equal(a.n_aaaa, 2);
+	assert_memory_equal(a.aaaa[0], v6a, 16);
+	assert_memory_equal(a.aaaa[1], v6b, 16);
+	assert_int_equal(a.ttl_min6, 40);
+
+	/* A and AAAA in one answer (ANY, or a resolver adding them): each
+	 * type keeps its own addresses and TTL */
+	header(&m, 9, 0x8180, 1, 2);
+	question(&m, "both.test", 255);
+	rr_ptr(&m, 1, 300, ip, 4);
+	rr_ptr(&m, 28, 20, v6a, 16);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), 0);
+	assert_int_equal(a.n_a, 1);
+	assert_int_equal(a.ttl_min, 300);
+	assert_int_equal(a.n_aaaa, 1);
+	assert_int_equal(a.ttl_min6, 20);
+
+	/* an A-only answer: no AAAA, TTL minimum 0 */
+	header(&m, 9, 0x8180, 1, 1);
+	question(&m, "v4only.test", 1);
+	rr_ptr(&m, 1, 300, ip, 4);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), 0);
+	assert_int_equal(a.n_aaaa, 0);
+	assert_int_equal(a.ttl_min6, 0);
+
+	/* an AAAA of class CH is not an address */
+	header(&m, 9, 0x8180, 1, 1);
+	question(&m, "chaos.test", 28);
+	rr_ptr(&m, 28, 300, v6a, 16);
+	m.b[m.n - 16 - 10 + 2 + 1] = 3; /* the class's low byte */
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), 0);
+	assert_int_equal(a.n_aaaa, 0);
+
+	/* at most HU_DNS_A_MAX of them; the rest are skipped, not an error */
+	header(&m, 9, 0x8180, 1, 40);
+	question(&m, "many6.test", 28);
+	for (int i = 0; i < 40; i++)
+		rr_ptr(&m, 28, (unsigned)(100 + i), i < 39 ? v6a : v6b, 16);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), 0);
+	assert_int_equal(a.n_aaaa, HU_DNS_A_MAX);
+	assert_int_equal(a.ttl_min6, 100);
+	for (unsigned i = 0; i < HU_DNS_A_MAX; i++)
+		assert_memory_equal(a.aaaa[i], v6a, 16); /* the 40th (v6b) was not taken */
+}
+
+static void test_answer_aaaa_bad(void **state)
+{
+	struct hu_dns_answer a;
+	struct msg m;
+	hu_err err;
+	uint8_t v6[17] = {0x3f, 0xff};
+
+	/* an AAAA of 4, 15 or 17 bytes makes the answer invalid */
+	for (unsigned len = 4; len <= 17; len += len == 4 ? 11 : 1) {
+		if (len == 16)
+			continue;
+		header(&m, 9, 0x8180, 1, 1);
+		question(&m, "a.test", 28);
+		rr_ptr(&m, 28, 1, v6, len);
+		assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), -1);
+		assert_non_null(strstr(err.msg, "AAAA"));
+	}
+	/* a good AAAA then one of 4 bytes: still invalid as a whole */
+	header(&m, 9, 0x8180, 1, 2);
+	question(&m, "a.test", 28);
+	rr_ptr(&m, 28, 1, v6, 16);
+	rr_ptr(&m, 28, 1, v6, 4);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), -1);
+	/* a count beyond the records there */
+	header(&m, 9, 0x8180, 1, 65535);
+	question(&m, "a.test", 28);
+	rr_ptr(&m, 28, 1, v6, 16);
+	assert_int_equal(hu_dns_parse_answer(m.b, m.n, &a, &err), -1);
+	/* every truncation of a good AAAA answer fails cleanly */
+	header(&m, 9, 0x8180, 1, 1);
+	question(&m, "a.test", 28);
+	rr_ptr(&m, 28, 1, v6, 16);
+	for (size_t n = 0; n < m.n; n++)
+		assert_int_equal(hu_dns_parse_answer(m.b, n, &a, &err), -1);
+}
+
 static void test_answer_bad(void **state)
 {
 	struct hu_dns_answer a;
@@ -262,7 +362,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_query),      cmocka_unit_test(test_query_bad), cmocka_unit_test(test_answer),
-		cmocka_unit_test(test_answer_bad), cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_answer_bad), cmocka_unit_test(test_answer_aaaa), cmocka_unit_test(test_answer_aaaa_bad),
+		cmocka_unit_test(test_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
