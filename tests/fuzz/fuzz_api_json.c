@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c
+// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the control plane's input decoders. A JSON input is
  * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause,

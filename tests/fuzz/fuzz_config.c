@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/config.c src/daemon/log.c src/runtime/netaddr.c
+// fuzz-sources: src/daemon/config.c src/daemon/log.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /* hutch serve's settings: every input is a config file body ("key = value"
  * lines, through the real file reader) and then the same lines as single
  * hu_config_set calls. Whatever is accepted must leave a config within its

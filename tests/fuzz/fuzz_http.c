@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/http.c src/daemon/connect.c src/daemon/log.c src/daemon/config.c tests/fuzz/daemon_fakes.c src/daemon/signed_url.c src/daemon/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c
+// fuzz-sources: src/daemon/http.c src/daemon/connect.c src/daemon/log.c src/daemon/config.c tests/fuzz/daemon_fakes.c src/daemon/signed_url.c src/daemon/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the daemon's HTTP front door: the input is the raw
  * bytes a client sends on one TCP connection. They go to the REAL server
