@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/pool.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/stats.h"
 #include "daemon/store.h"
@@ -197,6 +198,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 				hu_log(HU_LOG_WARN, w.holding.v[i]->id, 0, "%s", err.msg);
 		}
 	}
+	hu_pool_reap_dead(d);
 	if (++d->lifecycle_ticks % LOST_PURGE_EVERY_TICKS == 0 &&
 	    hu_store_lost_purge(d->store, w.now - LOST_KEEP_MS, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "%s", err.msg);

@@ -390,6 +390,26 @@ int hu_pool_give_way(struct hu_daemon *d)
 	return 1;
 }
 
+void hu_pool_reap_dead(struct hu_daemon *d)
+{
+	struct hu_pools *pl = d->pools;
+	int reaped = 0;
+
+	for (size_t i = 0; pl && i < pl->n_sets; i++) {
+		struct hu_pool_set *ps = &pl->sets[i];
+		for (size_t j = ps->n_ready; j-- > 0;) {
+			if (!dead(ps->ready[j]))
+				continue;
+			struct hu_sbx *p = remove_at(ps, j);
+			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", ps->template_id);
+			hu_pool_discard(d, p);
+			reaped = 1;
+		}
+	}
+	if (reaped)
+		schedule(pl, 0);
+}
+
 unsigned hu_pool_drop_template(struct hu_daemon *d, const char *template_id)
 {
 	struct hu_pools *pl = d->pools;

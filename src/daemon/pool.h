@@ -67,6 +67,10 @@ unsigned hu_pool_size_for(const struct hu_config *cfg, const char *template_id);
 int hu_pool_start(struct hu_daemon *d, hu_err *err);
 void hu_pool_stop(struct hu_daemon *d);
 
+/* Remove the ready pool sandboxes whose hutch-init has exited (the OOM
+ * killer, an operator) and refill: the lifecycle tick calls it every second,
+ * so a dead one neither waits for a take nor holds its files and cgroup. */
+void hu_pool_reap_dead(struct hu_daemon *d);
 /* Destroy the ready pool sandboxes of a template about to be deleted (they
  * hold its files mounted). Returns how many of its pool sandboxes are
  * still being built (the delete must wait for them). */

@@ -187,13 +187,23 @@ test('restarts leave no pool sandbox behind: SIGTERM destroys them, kill -9 left
   }
 })
 
-test('a pool sandbox whose init died while it waited is removed, never handed out', async () => {
+test('a pool sandbox whose init died while it waited is removed and replaced, never handed out', async () => {
   const d = await startDaemon(['--pool-size', '1'])
+  const kill = (id) => sh(`for g in /sys/fs/cgroup/unified/${d.env.HUTCH_CGROUP_PARENT}/${id} /sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/${id}; do [ -e $g/cgroup.kill ] && echo 1 > $g/cgroup.kill; done; true`)
   try {
     await poolReady(d, 1)
-    const [victim] = hostState(d).dirs
-    sh(`for g in /sys/fs/cgroup/unified/${d.env.HUTCH_CGROUP_PARENT}/${victim} /sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/${victim}; do [ -e $g/cgroup.kill ] && echo 1 > $g/cgroup.kill; done; true`)
-    await sleep(300)
+    // no create needed: the lifecycle tick reaps it and the pool refills
+    const [first] = hostState(d).dirs
+    kill(first)
+    let dirs
+    for (const end = Date.now() + 10000; Date.now() < end; await sleep(100)) {
+      dirs = hostState(d).dirs
+      if (dirs.length === 1 && dirs[0] !== first && (await metrics(d)).ready === 1) break
+    }
+    assert.ok(dirs.length === 1 && dirs[0] !== first, `reaped and replaced without a create: ${dirs}`)
+    // a death just before a take: found at the take
+    const [victim] = dirs
+    kill(victim)
     const sbx = await Sandbox.create({ ...opts(d), timeoutMs: 60000 })
     assert.notEqual(sbx.sandboxId, victim)
     assert.equal((await sbx.commands.run('echo ok')).stdout, 'ok\n')
