@@ -8,51 +8,22 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, root, sleep } from './harness.mjs'
+import { sleep } from './harness.mjs'
+import { netWorld } from './networld.mjs'
 
-const tag = String(process.pid % 100000)
-const name = 'hne' + tag
-const world = join(root, 'tests/integration/net/world.sh')
-const probe = readFileSync(join(root, 'tests/integration/net/probe.py'), 'utf8')
-const have = (cmd) => { try { execFileSync('sh', ['-c', `command -v ${cmd}`]); return true } catch { return false } }
-const skip = !have('ip') || !have('nft') ? 'ip or nft missing' : false
-const pool6 = `fd68:7574:6368:${(0x1000 + (process.pid % 0xe000)).toString(16)}`
+const net = netWorld({ prefix: 'hne', seed: process.pid, pool: `10.${200 + (process.pid % 7) * 8}.128.0/17` })
+const { tag, name, pool6, skip, run } = net
 
 let d
 before(async () => {
-  if (skip) return
-  execFileSync(world, ['up', tag], { stdio: 'inherit' })
-  Object.assign(process.env, {
-    HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${200 + (process.pid % 7) * 8}.128.0/17`,
-    HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
-    HUTCH_NET_POOL6: `${pool6}::/64`,
-  })
-  d = await startDaemon()
+  if (!skip) d = await net.up()
 })
-after(async () => {
-  const st = await d?.stop()
-  if (!skip) {
-    try { execFileSync(world, ['down', tag]) } catch {}
-    try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
-  }
-  for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
-    'HUTCH_NET_DENY', 'HUTCH_NET_POOL6'])
-    delete process.env[k]
-  if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
-})
-
-async function run(sbx, ...probes) {
-  await sbx.files.write('/tmp/probe.py', probe)
-  const r = await sbx.commands.run(`python3 /tmp/probe.py ${probes.join(' ')}`, { timeoutMs: 60_000 })
-  return r.stdout
-}
+after(() => net.down(d))
 
 function hostState() {
   const links = execFileSync('ip', ['-o', 'link', 'show']).toString()
-  const table = execFileSync('nft', ['list', 'table', 'inet', name]).toString()
+  const table = net.table()
   const routes6 = execFileSync('ip', ['-6', 'route']).toString().split('\n').filter((l) => l.startsWith(pool6 + ':'))
   return { links: links.split('\n').filter((l) => l.includes(name + '-')), table, routes6 }
 }

@@ -10,52 +10,22 @@
 // is asked) and sends traffic nowhere else.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
 import { readFileSync, existsSync } from 'node:fs'
-import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, root, sleep } from './harness.mjs'
+import { sleep } from './harness.mjs'
+import { netWorld } from './networld.mjs'
 
-const tag = String((process.pid + 50000) % 100000)
-const name = 'hnd' + tag
-const world = join(root, 'tests/integration/net/world.sh')
+const net = netWorld({ prefix: 'hnd', seed: process.pid + 50000, pool: `10.${201 + (process.pid % 7) * 8}.0.0/17` })
+const { tag, name, skip, run, table } = net
 const dnsLog = `/tmp/hutnet-${tag}/dns.log`
-const probe = readFileSync(join(root, 'tests/integration/net/probe.py'), 'utf8')
-const have = (cmd) => { try { execFileSync('sh', ['-c', `command -v ${cmd}`]); return true } catch { return false } }
-const skip = !have('ip') || !have('nft') ? 'ip or nft missing' : false
 const ALL = ['0.0.0.0/0']
-const pool6 = `fd68:7574:6368:${(0x1000 + ((process.pid + 50000) % 0xe000)).toString(16)}`
 
 let d
 before(async () => {
-  if (skip) return
-  execFileSync(world, ['up', tag], { stdio: 'inherit' })
-  Object.assign(process.env, {
-    HUTCH_NET: 'nat', HUTCH_NET_NAME: name, HUTCH_NET_POOL: `10.${201 + (process.pid % 7) * 8}.0.0/17`,
-    HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
-    HUTCH_NET_POOL6: `${pool6}::/64`,
-  })
-  d = await startDaemon()
+  if (!skip) d = await net.up()
 })
-after(async () => {
-  const st = await d?.stop()
-  if (!skip) {
-    try { execFileSync(world, ['down', tag]) } catch {}
-    try { execFileSync('nft', ['delete', 'table', 'inet', name]) } catch {}
-  }
-  for (const k of ['HUTCH_NET', 'HUTCH_NET_NAME', 'HUTCH_NET_POOL', 'HUTCH_NET_DNS', 'HUTCH_NET_UPLINK', 'HUTCH_NET_ALLOW',
-    'HUTCH_NET_DENY', 'HUTCH_NET_POOL6'])
-    delete process.env[k]
-  if (d) assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
-})
+after(() => net.down(d))
 
-async function run(sbx, ...probes) {
-  await sbx.files.write('/tmp/probe.py', probe)
-  const r = await sbx.commands.run(`python3 /tmp/probe.py ${probes.join(' ')}`, { timeoutMs: 60_000 })
-  return r.stdout
-}
-
-const table = () => execFileSync('nft', ['list', 'table', 'inet', name]).toString()
 const queried = () => existsSync(dnsLog) ? readFileSync(dnsLog, 'utf8') : ''
 const proxyPort = () => table().match(/redirect to :(\d+)/)?.[1]
 
