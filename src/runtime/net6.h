@@ -18,6 +18,12 @@ int hu_net6_host_end(const struct hu_net_config *cfg, struct hu_nl *nl, int inde
  * sandbox's /127, the default route through fe80::1. */
 int hu_net6_sandbox_end(const struct hu_net_config *cfg, struct hu_nl *nl, int index, uint32_t slot, hu_err *err);
 
+/* netfilter.c: a family's destination rules in from_sbx, in the one order
+ * both families share: the pool, host addresses, the operator's denials
+ * (unless allowed), then the sandbox's allowOut, learned names, denyOut.
+ * family "ip" or "ip6"; sets carry the suffix ("" or "6"). */
+void hu_nft_put_dest_rules(FILE *f, const char *table, const char *family, const char *suffix, const char *pool);
+
 /* netfilter6.c: lines of the host-wide batch (netfilter.c writes them in
  * its own order; each is nothing or "meta nfproto ipv6 drop" without IPv6) */
 void hu_nft6_put_sets(FILE *f, const struct hu_net_config *cfg);

@@ -154,6 +154,17 @@ static void put_proxy_rules(FILE *f, const struct hu_net_config *cfg, const char
 	fprintf(f, "add rule inet %s input iifname != \"%s-*\" udp dport %u drop\n", t, t, port);
 }
 
+void hu_nft_put_dest_rules(FILE *f, const char *t, const char *family, const char *suffix, const char *pool)
+{
+	fprintf(f, "add rule inet %s from_sbx %s daddr %s drop\n", t, family, pool);
+	fprintf(f, "add rule inet %s from_sbx fib daddr type local %s daddr != @opallow%s drop\n", t, family, suffix);
+	fprintf(f, "add rule inet %s from_sbx %s daddr @opdeny%s %s daddr != @opallow%s drop\n", t, family, suffix, family,
+		suffix);
+	fprintf(f, "add rule inet %s from_sbx iifname . %s daddr @uallow%s accept\n", t, family, suffix);
+	fprintf(f, "add rule inet %s from_sbx iifname . %s daddr @dallow%s accept\n", t, family, suffix);
+	fprintf(f, "add rule inet %s from_sbx iifname . %s daddr @udeny%s drop\n", t, family, suffix);
+}
+
 int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_err *err)
 {
 	const char *t = cfg->name;
@@ -219,12 +230,7 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 			"dnat ip to %s:53\n",
 			t, t, res);
 	}
-	fprintf(f, "add rule inet %s from_sbx ip daddr %s drop\n", t, pool);
-	fprintf(f, "add rule inet %s from_sbx fib daddr type local ip daddr != @opallow drop\n", t);
-	fprintf(f, "add rule inet %s from_sbx ip daddr @opdeny ip daddr != @opallow drop\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @uallow accept\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @dallow accept\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip daddr @udeny drop\n", t);
+	hu_nft_put_dest_rules(f, t, "ip", "", pool);
 	hu_nft6_put_from_sbx(f, cfg);
 	fprintf(f, "add rule inet %s from_sbx accept\n", t);
 	fprintf(f, "add rule inet %s post ip saddr %s oifname != \"%s-*\" masquerade\n", t, pool, t);

@@ -92,12 +92,7 @@ void hu_nft6_put_from_sbx(FILE *f, const struct hu_net_config *cfg)
 	if (!cfg->v6)
 		return;
 	hu_cidr6_format(&cfg->pool6, pool, sizeof(pool));
-	fprintf(f, "add rule inet %s from_sbx ip6 daddr %s drop\n", t, pool);
-	fprintf(f, "add rule inet %s from_sbx fib daddr type local ip6 daddr != @opallow6 drop\n", t);
-	fprintf(f, "add rule inet %s from_sbx ip6 daddr @opdeny6 ip6 daddr != @opallow6 drop\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @uallow6 accept\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @dallow6 accept\n", t);
-	fprintf(f, "add rule inet %s from_sbx iifname . ip6 daddr @udeny6 drop\n", t);
+	hu_nft_put_dest_rules(f, t, "ip6", "6", pool);
 }
 
 void hu_nft6_put_post(FILE *f, const struct hu_net_config *cfg)
