@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +40,31 @@ static inline int hu_test_open_errno(int dirfd, const char *path, int flags)
 		return errno;
 	close(fd);
 	return 0;
+}
+
+/* Run probe(arg, out) in a forked child (for irreversible steps such as
+ * confinement) and copy the n bytes it fills into out. Returns 0 when the
+ * child filled them and exited 0, -1 otherwise. */
+static inline int hu_test_in_child(void (*probe)(void *arg, void *out), void *arg, void *out, size_t n)
+{
+	int pfd[2], status;
+
+	if (pipe(pfd) < 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(pfd[0]);
+		probe(arg, out);
+		_exit(write(pfd[1], out, n) == (ssize_t)n ? 0 : 4);
+	}
+	close(pfd[1]);
+	ssize_t got = read(pfd[0], out, n);
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	return got == (ssize_t)n && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
 #endif

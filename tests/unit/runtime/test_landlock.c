@@ -35,9 +35,17 @@ struct probes {
 	int outside_read, outside_create, outside_mkdir, inside_read, inside_create, inside_rename, fifo, chardev;
 };
 
-static void child(int outdir_parent, const char *inside, int wfd)
+struct setting {
+	int outdir_parent;
+	const char *inside;
+};
+
+static void child(void *arg, void *out)
 {
-	struct probes p = {0};
+	const struct setting *set = arg;
+	int outdir_parent = set->outdir_parent;
+	const char *inside = set->inside;
+	struct probes *pp = out, p = {0};
 	hu_err err = {0};
 
 	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
@@ -57,9 +65,7 @@ static void child(int outdir_parent, const char *inside, int wfd)
 	p.inside_rename = hu_test_errno_of(rename("/d1/f", "/d2/f")); /* needs REFER (ABI 2) */
 	p.fifo = hu_test_errno_of(mkfifo("/fifo", 0600));
 	p.chardev = hu_test_errno_of(mknod("/null", S_IFCHR | 0666, makedev(1, 3)));
-	if (write(wfd, &p, sizeof(p)) != (ssize_t)sizeof(p))
-		_exit(4);
-	_exit(0);
+	*pp = p;
 }
 
 static void test_confined_to_root(void **state)
@@ -80,19 +86,9 @@ static void test_confined_to_root(void **state)
 	assert_int_equal(mkdir(path, 0755), 0);
 	int outdir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(outdir >= 0);
-	int pfd[2];
-	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		child(outdir, path, pfd[1]);
-	close(pfd[1]);
+	struct setting set = {.outdir_parent = outdir, .inside = path};
 	struct probes p;
-	ssize_t n = read(pfd[0], &p, sizeof(p));
-	int status;
-	waitpid(pid, &status, 0);
-	close(pfd[0]);
+	int ran = hu_test_in_child(child, &set, &p, sizeof(p));
 	close(outdir);
 	/* the child's tmpfs went with its mount namespace */
 	char sub[sizeof(dir) + 16];
@@ -108,9 +104,7 @@ static void test_confined_to_root(void **state)
 	rmdir(sub);
 	rmdir(dir);
 
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(n, (ssize_t)sizeof(p));
+	assert_int_equal(ran, 0);
 	assert_int_equal(p.confined, 1);
 	assert_int_equal(p.outside_read, EACCES);
 	assert_int_equal(p.outside_create, EACCES);

@@ -32,9 +32,10 @@ struct probes {
 	int confine, write_inside, rename_inside, read_usr, read_etc, write_tmp, signal_parent, connect_lo, mount_tmpfs;
 };
 
-static void child(const char *dir, int wfd)
+static void child(void *arg, void *out)
 {
-	struct probes p = {0};
+	const char *dir = arg;
+	struct probes *pp = out, p = {0};
 	char a[256], b[256];
 	hu_err err = {0};
 
@@ -51,9 +52,7 @@ static void child(const char *dir, int wfd)
 	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_port = htons(9), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	p.connect_lo = s < 0 ? errno : hu_test_errno_of(connect(s, (struct sockaddr *)&lo, sizeof(lo)));
 	p.mount_tmpfs = hu_test_errno_of(mount("tmpfs", a, "tmpfs", 0, NULL));
-	if (write(wfd, &p, sizeof(p)) != (ssize_t)sizeof(p))
-		_exit(4);
-	_exit(0);
+	*pp = p;
 }
 
 static void test_builder_confined(void **state)
@@ -65,18 +64,8 @@ static void test_builder_confined(void **state)
 	}
 	char dir[] = "/tmp/hutch-confine-test.XXXXXX";
 	assert_non_null(mkdtemp(dir));
-	int pfd[2];
-	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
-	pid_t pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0)
-		child(dir, pfd[1]);
-	close(pfd[1]);
 	struct probes p;
-	ssize_t n = read(pfd[0], &p, sizeof(p));
-	int status;
-	waitpid(pid, &status, 0);
-	close(pfd[0]);
+	int ran = hu_test_in_child(child, dir, &p, sizeof(p));
 	char x[64];
 	snprintf(x, sizeof(x), "%s/x", dir);
 	rmdir(x);
@@ -85,9 +74,7 @@ static void test_builder_confined(void **state)
 	int tmp_made = stat("/tmp/hutch-confine-probe", &st) == 0;
 	unlink("/tmp/hutch-confine-probe");
 
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-	assert_int_equal(n, (ssize_t)sizeof(p));
+	assert_int_equal(ran, 0);
 	assert_int_equal(p.confine, 0);
 	assert_int_equal(p.write_inside, 0);
 	assert_int_equal(p.rename_inside, 0);
