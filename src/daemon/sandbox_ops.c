@@ -185,6 +185,7 @@ struct hu_pending_create {
 	void *arg;
 	struct create_waiter *waiters;
 	int64_t started_mono_ms; /* for the create latency histogram */
+	int template_starts;     /* its template has a start command or a readiness check */
 	struct hu_pending_create *next;
 };
 
@@ -270,7 +271,7 @@ static int template_start(struct hu_pending_create *pc, hu_err *err)
 	int rc = 0;
 
 	hu_err_clear(err);
-	if (hu_template_lookup(pc->d, NULL, pc->s->template_id, &m, &ignore) < 0)
+	if (!pc->template_starts || hu_template_lookup(pc->d, NULL, pc->s->template_id, &m, &ignore) < 0)
 		return 0;
 	if (m.start_cmd[0] || m.ready_cmd[0]) {
 		struct template_wait *w = calloc(1, sizeof(*w));
@@ -493,6 +494,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	}
 	struct hu_sbx_rt_mounts rm;
 	int inited = sbx_init(d, team, req, idem_key, s, err) == 0 && hu_template_apply(&tpl, s, err) == 0;
+	int template_starts = tpl.start_cmd[0] || tpl.ready_cmd[0];
 	hu_tpl_meta_free(&tpl);
 	if (!inited || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
@@ -526,7 +528,8 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	hu_sbx_rt_mounts_close(&rm); /* the sandbox holds its own clones now */
 	if (started < 0)
 		goto fail;
-	*pc = (struct hu_pending_create){.d = d, .s = s, .done = done, .arg = arg, .started_mono_ms = t0};
+	*pc = (struct hu_pending_create){
+		.d = d, .s = s, .done = done, .arg = arg, .started_mono_ms = t0, .template_starts = template_starts};
 	pc->ready = event_new(d->base, hu_sandbox_ready_fd(s->rt), EV_READ, on_create_ready, pc);
 	struct timeval tv = {CREATE_TIMEOUT_S, 0};
 	if (!pc->ready || event_add(pc->ready, &tv) < 0) {
