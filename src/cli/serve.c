@@ -22,11 +22,11 @@
 #include "daemon/pool.h"
 #include "daemon/registry.h"
 #include "daemon/routes.h"
-#include "daemon/volumes.h"
-#include "daemon/sbx_network.h"
 #include "daemon/sandbox_ops.h"
+#include "daemon/sbx_network.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
+#include "daemon/volumes.h"
 #include "util/fileutil.h"
 
 #define EXIT_USAGE 2
