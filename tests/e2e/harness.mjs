@@ -25,24 +25,32 @@ function freePort() {
   })
 }
 
-function waitFor(proc, pattern, ms) {
+// Resolves with the first match of pattern in the process's output. The
+// listeners go when it settles: left attached, each would scan the whole
+// (growing) output again at every chunk the daemon prints, for as long as it
+// runs, and a long benchmark's client would spend more CPU on that than on
+// its requests.
+// `seen` is output already read (by an earlier waitFor).
+function waitFor(proc, pattern, ms, seen = '') {
   return new Promise((res, rej) => {
-    let seen = ''
-    const timer = setTimeout(() => rej(new Error(`daemon did not print ${pattern} in ${ms} ms; output: ${seen}`)), ms)
+    if (seen.match(pattern)) return res({ match: seen.match(pattern), output: seen })
+    const settle = (fn, v) => {
+      clearTimeout(timer)
+      proc.stdout.off('data', onData)
+      proc.stderr.off('data', onData)
+      proc.off('exit', onExit)
+      fn(v)
+    }
+    const timer = setTimeout(() => settle(rej, new Error(`daemon did not print ${pattern} in ${ms} ms; output: ${seen}`)), ms)
     const onData = (chunk) => {
       seen += chunk.toString()
       const m = seen.match(pattern)
-      if (m) {
-        clearTimeout(timer)
-        res({ match: m, output: seen })
-      }
+      if (m) settle(res, { match: m, output: seen })
     }
+    const onExit = (code) => settle(rej, new Error(`daemon exited with ${code}; output: ${seen}`))
     proc.stdout.on('data', onData)
     proc.stderr.on('data', onData)
-    proc.on('exit', (code) => {
-      clearTimeout(timer)
-      rej(new Error(`daemon exited with ${code}; output: ${seen}`))
-    })
+    proc.on('exit', onExit)
   })
 }
 
@@ -72,8 +80,13 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   proc.stdout.on('data', (c) => { log += c })
   proc.stderr.on('data', (c) => { log += c })
   let apiKey = reuse?.apiKey
-  if (!apiKey) apiKey = (await waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)).match[1]
-  await waitFor(proc, /listening on/, 20000).catch(() => {})
+  let early = ''
+  if (!apiKey) {
+    const w = await waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)
+    apiKey = w.match[1]
+    early = w.output
+  }
+  await waitFor(proc, /listening on/, 20000, early).catch(() => {})
   const url = `http://127.0.0.1:${port}`
   useDaemon({ apiKey, url })
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
