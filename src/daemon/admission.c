@@ -3,31 +3,16 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "daemon/host_readings.h"
 #include "daemon/lifecycle.h"
 #include "daemon/pool.h"
 #include "daemon/registry.h"
 #include "daemon/sandbox_ops.h"
-#include "util/fileutil.h"
-#include "util/meminfo.h"
-#include "util/parse.h"
 
 #define MIB (1024ull * 1024ull)
 #define MIN_RESERVE (512 * MIB)
 #define PIDS_RESERVE 4096 /* pids left to the host whatever the sandboxes' limits say */
-
-static uint64_t pid_max(void)
-{
-	char buf[32];
-	uint64_t v;
-	hu_err ignored;
-
-	if (hu_read_file("/proc/sys/kernel/pid_max", buf, sizeof(buf), &ignored) < 0)
-		return 32768;
-	buf[strcspn(buf, "\n")] = '\0';
-	return hu_parse_u64(buf, &v, &ignored) == 0 ? v : 32768;
-}
 
 static int count(struct hu_sbx *s, void *arg)
 {
@@ -48,19 +33,21 @@ static int count(struct hu_sbx *s, void *arg)
 int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 {
 	const struct hu_config *cfg = &d->cfg;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	struct hu_host_readings host;
 
 	memset(cap, 0, sizeof(*cap));
-	if (hu_meminfo(&cap->mem_total, &cap->mem_available, err) < 0)
+	if (hu_host_readings(&host, err) < 0)
 		return -1;
+	cap->mem_total = host.mem_total;
+	cap->mem_available = host.mem_available;
 	cap->mem_reserve = cfg->admission_reserve ? cfg->admission_reserve : cap->mem_total / 10;
 	if (cap->mem_reserve < MIN_RESERVE && !cfg->admission_reserve)
 		cap->mem_reserve = MIN_RESERVE;
 	uint64_t usable = cap->mem_total > cap->mem_reserve ? cap->mem_total - cap->mem_reserve : 0;
 	cap->mem_budget = (uint64_t)((double)usable * cfg->admission_memory_overcommit);
-	cap->cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
+	cap->cpus = host.cpus;
 	cap->cpu_budget_millis = (uint64_t)((double)cap->cpus * 1000.0 * cfg->admission_cpu_overcommit);
-	uint64_t pm = pid_max();
+	uint64_t pm = host.pid_max;
 	cap->pids_budget = (uint64_t)((double)(pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0) * cfg->admission_pids_overcommit);
 	cap->pids_per_sandbox = cfg->default_pids;
 	if (d->reg)

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/host_readings.h"
 #include "daemon/pool.h"
 #include "daemon/sandbox_ops.h"
 #include "daemon/stats.h"
 #include "daemon/store.h"
 #include "util/clock.h"
-#include "util/meminfo.h"
 
 #define TICK_MS 1000
 #define PRESSURE_RELEASES_PER_TICK 4 /* at most: each costs a kill and a wait */
@@ -59,36 +59,20 @@ int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s)
 
 /* ---- memory pressure ------------------------------------------------------ */
 
-/* "some avg10=…" of the memory PSI (the share of time some task stalled on
- * memory over 10 s), or -1 where PSI is off. */
-static double psi_some_avg10(void)
-{
-	char line[256];
-	double v = -1;
-	FILE *f = fopen("/proc/pressure/memory", "re");
-
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f) && sscanf(line, "some avg10=%lf", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n)
 {
-	uint64_t total = 0, avail = 0;
-	double psi = psi_some_avg10();
+	struct hu_host_readings host;
 	hu_err ignored;
 
-	if (hu_meminfo(&total, &avail, &ignored) == 0) {
-		uint64_t min = cfg->pressure_min_available ? cfg->pressure_min_available : total / 20;
-		if (avail < min) {
-			snprintf(why, n, "MemAvailable %llu MiB is below %llu MiB", (unsigned long long)(avail >> 20),
-				 (unsigned long long)(min >> 20));
-			return 1;
-		}
+	if (hu_host_readings(&host, &ignored) < 0)
+		return 0;
+	uint64_t min = cfg->pressure_min_available ? cfg->pressure_min_available : host.mem_total / 20;
+	if (host.mem_available < min) {
+		snprintf(why, n, "MemAvailable %llu MiB is below %llu MiB", (unsigned long long)(host.mem_available >> 20),
+			 (unsigned long long)(min >> 20));
+		return 1;
 	}
+	double psi = host.psi_some_avg10;
 	if (psi > (double)cfg->pressure_psi_avg10) {
 		snprintf(why, n, "memory PSI some avg10 %.1f%% is above %u%%", psi, cfg->pressure_psi_avg10);
 		return 1;
