@@ -43,8 +43,11 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <linux/netlink.h>
+#include <linux/audit.h>
+#include <stddef.h>
 
 #include "util/cleanup.h"
+#include "util/fileutil.h"
 
 #if !defined(__x86_64__)
 #error "hutch's seccomp policy has only been reviewed for x86_64"
@@ -176,13 +179,16 @@ static const struct hu_deny_nr deny_eperm_nr[] = {
 	{ "open_tree_attr", 467 },
 };
 
-/* Everything from here up to HU_UNREVIEWED_LAST answers ENOSYS: a syscall a
- * future kernel adds is allowed by a default-allow filter unless it is
- * stopped here, and ENOSYS makes well-behaved callers fall back. Numbers above
- * 1023 do not exist on x86_64 (the kernel answers ENOSYS itself; x32 numbers
- * carry bit 30 and are killed as a foreign ABI). */
+/* Every number from here up answers ENOSYS: a syscall a future kernel adds
+ * is allowed by a default-allow filter unless it is stopped here, and ENOSYS
+ * makes well-behaved callers fall back. Numbers above 1023 do not exist on
+ * x86_64 (the kernel would answer ENOSYS itself); x32 numbers carry bit 30
+ * and are killed as a foreign ABI. The check is one comparison in the
+ * prologue below: as 554 libseccomp rules (one per number) it made the
+ * program 1052 instructions long, which the kernel checks, converts and
+ * JITs again for every sandbox. */
 #define HU_UNREVIEWED_FIRST 470
-#define HU_UNREVIEWED_LAST 1023
+#define X32_SYSCALL_BIT 0x40000000u
 
 /* Namespace-creating clone() flags. CLONE_NEWTIME is only honoured by clone3
  * and unshare (in clone() that bit belongs to the exit signal, where 0x80 is
@@ -227,8 +233,6 @@ static int add_named_denies(scmp_filter_ctx ctx, hu_err *err)
 			nr = deny_eperm_nr[i].nr;
 		ADD(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
 	}
-	for (int nr = HU_UNREVIEWED_FIRST; nr <= HU_UNREVIEWED_LAST; nr++)
-		ADD(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
 	return 0;
 }
 
@@ -257,34 +261,6 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, hu_err *err)
 	for (size_t i = 0; i < HU_ARRAY_LEN(deny_ioctls); i++)
 		ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
 		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, deny_ioctls[i]));
-	return 0;
-}
-
-static int add_personality_rules(scmp_filter_ctx ctx, hu_err *err)
-{
-	/*
-	 * Allowed: personality(PER_LINUX = 0) and the query personality(0xffffffff).
-	 * Everything else (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO,
-	 * ...) weakens memory protections and is refused with EPERM.
-	 *
-	 * libseccomp allows only one comparison per argument in a rule, and
-	 * rules are OR-ed, so "A0 is neither 0 nor 0xffffffff" is written as a
-	 * union of simple sets:
-	 *  - A0 > 0xffffffff (garbage in the upper half; the kernel ignores it,
-	 *    we refuse it rather than reason about it);
-	 *  - for the low 32 bits, a value is neither all-zeros nor all-ones
-	 *    exactly when some bit differs from bit 0: for each bit i in 1..31,
-	 *    (bit0, bit i) == (0, 1) or (1, 0).
-	 */
-	ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-	    SCMP_A0(SCMP_CMP_GT, 0xffffffffULL));
-	for (int i = 1; i < 32; i++) {
-		uint64_t mask = 1ULL | (1ULL << i);
-		ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-		    SCMP_A0(SCMP_CMP_MASKED_EQ, mask, 1ULL << i));
-		ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-		    SCMP_A0(SCMP_CMP_MASKED_EQ, mask, 1ULL));
-	}
 	return 0;
 }
 
@@ -365,15 +341,14 @@ static int build(scmp_filter_ctx ctx, hu_err *err)
 	if (rc < 0)
 		return hu_err_set(err, -rc, "seccomp: set NNP");
 
-	/* ~700 rules, most of them the unreviewed range: a binary search
-	 * over syscall numbers keeps the per-call cost logarithmic instead of
-	 * a linear scan. */
+	/* a binary search over syscall numbers keeps the per-call cost
+	 * logarithmic instead of a linear scan */
 	rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (rc < 0)
 		return hu_err_set(err, -rc, "seccomp: set optimize level");
 
 	if (add_named_denies(ctx, err) < 0 || add_clone_rules(ctx, err) < 0 ||
-	    add_ioctl_rules(ctx, err) < 0 || add_personality_rules(ctx, err) < 0 ||
+	    add_ioctl_rules(ctx, err) < 0 ||
 	    add_socket_rules(ctx, err) < 0)
 		return -1;
 	return 0;
@@ -392,7 +367,48 @@ int hu_seccomp_load(hu_err *err)
 	return rc;
 }
 
-int hu_seccomp_export_bpf(int fd, hu_err *err)
+/*
+ * The hand-written prologue, run before libseccomp's program. Two checks are
+ * one or two comparisons in plain BPF and hundreds of instructions as
+ * libseccomp rules (one syscall number per rule, one comparison per
+ * argument):
+ *  - the unreviewed range (HU_UNREVIEWED_FIRST and up) answers ENOSYS;
+ *  - personality(): only PER_LINUX (0) and the query 0xffffffff pass. Any
+ *    other persona (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO, ...)
+ *    weakens memory protections and gets EPERM, and so does garbage in the
+ *    upper 32 bits (the kernel ignores it; we refuse it rather than reason
+ *    about it).
+ * It decides only for native x86_64 numbers below the x32 bit and allows
+ * nothing itself: everything else falls through to libseccomp's program,
+ * which starts with its own architecture check (foreign ABIs are killed
+ * there) and holds every other rule. Jump offsets count from the next
+ * instruction.
+ */
+#define LD_ABS(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(off))
+#define JEQ(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(k), jt, jf)
+#define JGE(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)(k), jt, jf)
+#define ARG0_LO offsetof(struct seccomp_data, args)
+#define ARG0_HI (ARG0_LO + 4) /* x86_64 is little-endian */
+#define PROLOGUE_LEN 13       /* libseccomp's program starts at index 13 */
+
+static const struct sock_filter prologue[PROLOGUE_LEN] = {
+	/*  0 */ LD_ABS(offsetof(struct seccomp_data, arch)),
+	/*  1 */ JEQ(AUDIT_ARCH_X86_64, 0, 11),      /* foreign: -> 13 */
+	/*  2 */ LD_ABS(offsetof(struct seccomp_data, nr)),
+	/*  3 */ JGE(X32_SYSCALL_BIT, 9, 0),         /* x32: -> 13 */
+	/*  4 */ JGE(HU_UNREVIEWED_FIRST, 6, 0),     /* unreviewed: -> 11 */
+	/*  5 */ JEQ(SYS_personality, 0, 7),         /* other: -> 13 */
+	/*  6 */ LD_ABS(ARG0_HI),
+	/*  7 */ JEQ(0, 0, 4),                       /* upper garbage: -> 12 */
+	/*  8 */ LD_ABS(ARG0_LO),
+	/*  9 */ JEQ(0, 3, 0),                       /* PER_LINUX: -> 13 */
+	/* 10 */ JEQ(0xffffffffu, 2, 1),             /* query: -> 13, else -> 12 */
+	/* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+	/* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+};
+
+/* libseccomp's part of the program, as classic BPF, into fd. */
+static int export_rules(int fd, hu_err *err)
 {
 	__attribute__((cleanup(release_ctx))) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
@@ -412,21 +428,36 @@ int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err)
 	_cleanup_close_ int fd = memfd_create("hutch-seccomp", MFD_CLOEXEC);
 	if (fd < 0)
 		return hu_err_sys(err, "seccomp: memfd");
-	if (hu_seccomp_export_bpf(fd, err) < 0)
+	if (export_rules(fd, err) < 0)
 		return -1;
 	off_t size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
-	    size / (off_t)sizeof(struct sock_filter) > BPF_MAXINSNS)
+	off_t n = size / (off_t)sizeof(struct sock_filter);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 || PROLOGUE_LEN + n > BPF_MAXINSNS)
 		return hu_err_set(err, EINVAL, "seccomp: exported program has %lld bytes", (long long)size);
-	out->insns = malloc((size_t)size);
+	out->insns = malloc(sizeof(prologue) + (size_t)size);
 	if (!out->insns)
 		return hu_err_set(err, ENOMEM, "seccomp: program");
-	if (pread(fd, out->insns, (size_t)size, 0) != size) {
+	memcpy(out->insns, prologue, sizeof(prologue));
+	if (pread(fd, out->insns + PROLOGUE_LEN, (size_t)size, 0) != size) {
 		hu_seccomp_prog_free(out);
 		return hu_err_sys(err, "seccomp: read program");
 	}
-	out->len = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+	out->len = (unsigned short)(PROLOGUE_LEN + n);
 	return 0;
+}
+
+int hu_seccomp_export_bpf(int fd, hu_err *err)
+{
+	struct hu_seccomp_prog prog;
+
+	if (hu_seccomp_compile(&prog, err) < 0)
+		return -1;
+	size_t len = prog.len * sizeof(*prog.insns);
+	int rc = hu_write_all(fd, prog.insns, len);
+	if (rc < 0)
+		hu_err_sys(err, "seccomp: write program");
+	hu_seccomp_prog_free(&prog);
+	return rc;
 }
 
 void hu_seccomp_prog_free(struct hu_seccomp_prog *prog)
