@@ -11,9 +11,15 @@
 //   c50_sdk_cold   the same with pool.size = 0
 //   c50_http_pool  50 POST /v2/sandboxes at once through raw HTTP (keep-alive), pool.size = 50;
 //                  baseline c50_http_health: 50 GET /health at once, same round
+//   c50_sdk_first  the first of the --sdk-warmup (5) unmeasured bursts before c50_sdk_pool: a client whose V8 has not
+//                  compiled the SDK's code yet
 //   tput_*         sustained create+destroy through HTTP for --seconds with --workers clients: cycles per second,
-//                  and the CPU time one cycle costs (the daemon plus every sandbox process it reaped: utime, stime,
-//                  cutime, cstime of /proc/<daemon>/stat), which a loaded host inflates much less than wall time
+//                  and the CPU time one cycle costs: the daemon's own thread, the sandbox processes it reaped
+//                  (utime, stime, cutime, cstime of /proc/<daemon>/stat), the client (this Node process) and the
+//                  whole machine (/proc/stat, which also holds the kernel's deferred cleanup in its workers)
+//   floor_fork, floor_namespaces  bench/ns_floor: processes per second created and reaped by --workers workers,
+//                  without and with the seven namespaces of a sandbox: the kernel's floor, same run
+//   tput_bwrap     --workers parallel loops of bwrap running /bin/true, same run
 // Baselines in the same run, alternating with the creates:
 //   health_http    GET /health on the same keep-alive connection: the HTTP floor
 //   bwrap_true     spawning bwrap (equivalent namespaces) running /bin/true: a comparable sandbox create
@@ -37,6 +43,7 @@ const rounds = Number(arg('rounds', 3))
 const n = Number(arg('n', 100))
 const seconds = Number(arg('seconds', 10))
 const workers = Number(arg('workers', 8))
+const sdkWarmup = Math.max(1, Number(arg('sdk-warmup', 5)))
 const only = arg('only', 'warm,cold,c50,tput').split(',')
 const rundir = arg('rundir', 'shm')
 process.env.HUTCH_BUILD = arg('build', 'build')
@@ -139,22 +146,35 @@ async function latency(kind, poolSize) {
   })
 }
 
-async function concurrent50(name, poolSize) {
+// One burst of 50 Sandbox.create() at once; resolves with their latencies
+// once all 50 are killed again.
+async function burst50(d, o) {
+  const lat = []
+  const made = await Promise.all(Array.from({ length: 50 }, async () => {
+    const t = now()
+    const s = await Sandbox.create(o)
+    lat.push(now() - t)
+    return s
+  }))
+  await Promise.all(made.map((s) => s.kill()))
+  return lat
+}
+
+// `firstName` records the first warm-up burst: the SDK's code not yet
+// compiled by V8, as in a client process that has just started.
+async function concurrent50(name, poolSize, firstName) {
   await withDaemon(poolSize, async (d) => {
     const o = { apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url }
-    // warm-up, unmeasured: one burst of 50, so that Node has compiled the SDK's code paths
-    await Promise.all((await Promise.all(Array.from({ length: 50 }, () => Sandbox.create(o)))).map((s) => s.kill()))
+    // warm-up: --sdk-warmup bursts, so that V8 has optimised the SDK's code,
+    // as in an agent platform's long-running client
+    for (let w = 0; w < sdkWarmup; w++) {
+      await poolReady(d, poolSize)
+      const lat = await burst50(d, o)
+      if (w === 0 && firstName) for (const l of lat) add(firstName, l, 0)
+    }
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
-      const lat = []
-      const made = await Promise.all(Array.from({ length: 50 }, async () => {
-        const t = now()
-        const s = await Sandbox.create(o)
-        lat.push(now() - t)
-        return s
-      }))
-      for (const l of lat) add(name, l, r)
-      await Promise.all(made.map((s) => s.kill()))
+      for (const l of await burst50(d, o)) add(name, l, r)
       process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
     }
   })
@@ -184,6 +204,12 @@ async function concurrent50raw(name, poolSize) {
 }
 
 const throughput = {}
+const perCycle = {} // name -> [{daemon, sandboxes, client, machine}] per round, ms
+const machineBusyMs = () => {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number)
+  return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10 // user nice system irq softirq steal, USER_HZ = 100
+}
+const procStat = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number)
 async function sustained(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
     for (let r = 0; r < rounds; r++) {
@@ -192,6 +218,7 @@ async function sustained(name, poolSize) {
       const end = now() + seconds * 1000
       const t0 = now()
       const c0 = cpuMs(d.pid)
+      const p0 = procStat(d.pid), m0 = machineBusyMs(), u0 = process.cpuUsage()
       await Promise.all(Array.from({ length: workers }, async () => {
         while (now() < end) {
           await kill(d, await create(d))
@@ -200,16 +227,46 @@ async function sustained(name, poolSize) {
       }))
       ;(throughput[name] ??= []).push(cycles / ((now() - t0) / 1000))
       await poolReady(d, poolSize) // the refill's builds belong to these cycles
+      await sleep(1000) // and so does the kernel's deferred cleanup (network namespaces, cgroups)
       ;(cpuPerCycle[name] ??= []).push((cpuMs(d.pid) - c0) / cycles)
+      const p1 = procStat(d.pid), u1 = process.cpuUsage()
+      // fields 14-17 of /proc/<pid>/stat: utime stime cutime cstime (indices 11-14 after the comm)
+      ;(perCycle[name] ??= []).push({
+        daemon: (p1[11] + p1[12] - p0[11] - p0[12]) * 10 / cycles,
+        sandboxes: (p1[13] + p1[14] - p0[13] - p0[14]) * 10 / cycles,
+        client: (u1.user + u1.system - u0.user - u0.system) / 1000 / cycles,
+        machine: (machineBusyMs() - m0) / cycles,
+      })
       process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
     }
   })
 }
 
+// Baselines for the sustained rate, same run: the kernel's floor (a process
+// in the seven namespaces, created and reaped, nothing else: bench/ns_floor.c)
+// and bwrap running /bin/true in the same number of parallel loops.
+function floor() {
+  const out = execFileSync(resolve(process.env.HUTCH_BUILD, 'bench', 'ns_floor'),
+    ['--seconds', String(Math.min(seconds, 5)), '--workers', String(workers)], { encoding: 'utf8' })
+  for (const m of out.matchAll(/^(\w+) (\d+)\/s$/gm)) (throughput[`floor_${m[1]}`] ??= []).push(Number(m[2]))
+}
+async function bwrapLoops() {
+  let cycles = 0
+  const end = now() + seconds * 1000
+  const t0 = now()
+  await Promise.all(Array.from({ length: workers }, async () => {
+    while (now() < end) {
+      await run('/usr/bin/bwrap', bwrapArgs)
+      cycles++
+    }
+  }))
+  ;(throughput.tput_bwrap ??= []).push(cycles / ((now() - t0) / 1000))
+}
+
 if (only.includes('warm')) await latency('warm', 2)
 if (only.includes('cold')) await latency('cold', 0)
 if (only.includes('c50')) {
-  await concurrent50('c50_sdk_pool', 50)
+  await concurrent50('c50_sdk_pool', 50, 'c50_sdk_first')
   await concurrent50raw('c50_http_pool', 50)
   await concurrent50('c50_sdk_pool2', 2)
   await concurrent50('c50_sdk_cold', 0)
@@ -218,6 +275,10 @@ if (only.includes('tput')) {
   await sustained('tput_pool2', 2)
   await sustained('tput_pool16', 16)
   await sustained('tput_cold', 0)
+  for (let r = 0; r < rounds; r++) {
+    floor()
+    await bwrapLoops()
+  }
 }
 
 const fmt = (x) => x.toFixed(2).padStart(8)
@@ -227,7 +288,14 @@ for (const [k, xs] of Object.entries(figures)) {
   const rm = perRound[k].map((v) => stats(v).median.toFixed(2)).join(' ')
   console.log(`${k.padEnd(14)} ${String(s.n).padStart(5)} ${fmt(s.median)} ${fmt(s.p95)} ${fmt(s.p99)} ${fmt(s.min)} ${fmt(s.max)}   ${rm}`)
 }
-for (const [k, xs] of Object.entries(throughput))
-  console.log(`${k.padEnd(14)} create+destroy per second (${workers} clients, ${seconds} s): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds);` +
-    ` CPU ms per cycle: ${cpuPerCycle[k].map((x) => x.toFixed(2)).join(' ')}`)
+const f2 = (xs) => xs.map((x) => x.toFixed(2)).join(' ')
+for (const [k, xs] of Object.entries(throughput)) {
+  let line = `${k.padEnd(16)} per second (${workers} in parallel): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds)`
+  const pc = perCycle[k]
+  if (pc)
+    line += `; CPU ms per cycle: daemon+sandboxes ${f2(cpuPerCycle[k])} = daemon ${f2(pc.map((c) => c.daemon))}` +
+      ` + sandboxes ${f2(pc.map((c) => c.sandboxes))}; client ${f2(pc.map((c) => c.client))};` +
+      ` whole machine ${f2(pc.map((c) => c.machine))}`
+  console.log(line)
+}
 console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').trim()}`)
