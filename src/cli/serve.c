@@ -190,6 +190,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
+	hu_sbx_finish_kills(d);
 	/* pool sandboxes hold no session: destroyed, not left for adoption */
 	hu_pool_stop(d);
 	/* Sandboxes keep running (paused ones stay paused): the next start

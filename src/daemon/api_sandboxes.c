@@ -135,11 +135,16 @@ static void get_sandbox(struct hu_req *r)
 	hu_reply_json(r, 200, v);
 }
 
+/* Whatever teardown could not undo is logged; the sandbox is gone from the
+ * API either way, so the caller gets its 204. */
+static void on_killed(struct hu_daemon *d, const hu_err *err, void *arg)
+{
+	hu_reply_empty(arg, 204);
+}
+
 static void kill_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
-	hu_err err;
-
 	const char *only = hu_req_query(r, "state");
 
 	if (!s)
@@ -156,10 +161,9 @@ static void kill_sandbox(struct hu_req *r)
 			       s->state == HU_SBX_PAUSED ? "paused" : "running");
 		return;
 	}
-	/* Whatever teardown could not undo is logged; the sandbox is gone
-	 * from the API either way, so the caller gets its 204. */
-	hu_sbx_kill(r->d, s, "killed by the API", &err);
-	hu_reply_empty(r, 204);
+	/* answered when the teardown is complete, without holding the loop
+	 * while init dies */
+	hu_sbx_kill_async(r->d, s, "killed by the API", on_killed, r);
 }
 
 static void set_timeout(struct hu_req *r)

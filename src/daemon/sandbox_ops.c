@@ -578,38 +578,6 @@ void hu_sbx_abort_creates(struct hu_daemon *d)
 	}
 }
 
-int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err)
-{
-	hu_err e;
-	int rc = 0;
-
-	hu_log(HU_LOG_INFO, s->id, 0, "kill: %s", why);
-	hu_stat_add(HU_STAT_KILLS, 1);
-	/* the intent first: a daemon killed mid-way finishes the kill at its
-	 * next start instead of reporting the sandbox as lost */
-	if (hu_store_sandbox_set_state(d->store, s->id, HU_SBX_KILLING, &e) < 0)
-		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
-	hu_fault_point("kill.marked");
-	/* Unwatch first: destroying closes the pidfd the watch polls. */
-	hu_registry_remove(d->reg, s);
-	if (s->rt && hu_sandbox_destroy(s->rt, &e) < 0) {
-		hu_log(HU_LOG_ERROR, s->id, 0, "%s", e.msg);
-		*err = e;
-		rc = -1;
-	}
-	s->rt = NULL;
-	hu_fault_point("kill.destroyed");
-	hu_http_forget_sandbox(d, s);
-	if (hu_store_sandbox_delete(d->store, s->id, &e) < 0) {
-		hu_log(HU_LOG_ERROR, s->id, 0, "%s", e.msg);
-		if (rc == 0)
-			*err = e;
-		rc = -1;
-	}
-	hu_sbx_free(s);
-	return rc;
-}
-
 /* Save s, or put the fields a failed save must not leave changed back. */
 static int save(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 {

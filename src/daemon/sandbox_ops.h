@@ -39,8 +39,16 @@ void hu_sbx_abort_creates(struct hu_daemon *d);
 
 /* Destroy the sandbox and forget it: runtime, store row, registry entry,
  * then s itself. s is gone even when this returns -1 (the error says what
- * could not be cleaned up, for the log). `why` is logged. */
+ * could not be cleaned up, for the log). `why` is logged. (sbx_kill.c) */
 int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err);
+/* The same without blocking the loop while init dies: s leaves the API at
+ * once (registry, requests in flight), and `done` is called once the
+ * teardown is complete, with NULL or what could not be cleaned up. */
+typedef void (*hu_sbx_killed_fn)(struct hu_daemon *d, const hu_err *err, void *arg);
+void hu_sbx_kill_async(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_sbx_killed_fn done, void *arg);
+/* Daemon shutdown: kills still waiting for an init to die are completed
+ * (blocking, bounded by HU_SANDBOX_EXIT_WAIT_MS each). */
+void hu_sbx_finish_kills(struct hu_daemon *d);
 
 /* Freeze a running sandbox: CPU 0, memory kept, its deadline stops. With
  * release_memory (pause {"memory": false}, autoPauseMemory: false) its

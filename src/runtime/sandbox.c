@@ -384,20 +384,30 @@ out:
 	return 0;
 }
 
-/* SIGKILL hutch-init first: when a PID namespace's init dies the kernel kills
- * every other process in it before the pidfd reports the exit, so the cgroup
- * is empty by then and its kill finds nothing to wait for. The cgroup kill
+/* SIGKILL hutch-init: when a PID namespace's init dies the kernel kills
+ * every other process in it before the pidfd reports the exit. 0 if sent. */
+static int kill_init(struct hu_sandbox *sb)
+{
+	hu_err ignore;
+	if (sb->pidfd < 0 || syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0) < 0)
+		return -1;
+	/* a paused sandbox: a v1-frozen init cannot die until thawed */
+	if (sb->cg)
+		hu_cgroup_thaw(sb->cg, &ignore);
+	return 0;
+}
+
+/* SIGKILL hutch-init first and wait for its exit (unless
+ * hu_sandbox_destroy_start did that and its caller waited): the cgroup is
+ * empty by then and its kill finds nothing to wait for. The cgroup kill
  * stays as the safety net (and is the only way for a sandbox whose pidfd is
  * gone). Bounded: after SIGKILL nothing can delay the exit for long. */
 void hu_sbx_stop_processes(struct hu_sandbox *sb)
 {
 	hu_err ignore;
-	if (sb->pidfd >= 0 && syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0) == 0) {
+	if (!sb->init_killed && kill_init(sb) == 0) {
 		struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
-		/* a paused sandbox: a v1-frozen init cannot die until thawed */
-		if (sb->cg)
-			hu_cgroup_thaw(sb->cg, &ignore);
-		poll(&pfd, 1, 5000);
+		poll(&pfd, 1, HU_SANDBOX_EXIT_WAIT_MS);
 	}
 	if (sb->cg)
 		hu_cgroup_kill_all(sb->cg, &ignore);
@@ -606,6 +616,14 @@ void hu_sandbox_close(struct hu_sandbox *sb)
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
 	free(sb);
+}
+
+int hu_sandbox_destroy_start(struct hu_sandbox *sb)
+{
+	if (sb->init_killed || kill_init(sb) < 0)
+		return -1;
+	sb->init_killed = 1;
+	return sb->pidfd;
 }
 
 int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err)

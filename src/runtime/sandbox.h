@@ -158,7 +158,14 @@ int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
  * the next start adopts it). */
 void hu_sandbox_close(struct hu_sandbox *sb);
 /* Kill every process, unmount, remove the cgroup, the directories and the
- * uid slot, and free sb (also on error: what can be removed is removed). */
+ * uid slot, and free sb (also on error: what can be removed is removed).
+ * Blocks while init dies (a few ms; at most HU_SANDBOX_EXIT_WAIT_MS). */
 int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err);
+/* The same in two steps, for a caller with an event loop: _start sends init
+ * its SIGKILL and returns the fd that becomes readable when init has exited
+ * (-1: nothing to wait for). Wait for it (or HU_SANDBOX_EXIT_WAIT_MS), then
+ * hu_sandbox_destroy does the rest without waiting for init again. */
+#define HU_SANDBOX_EXIT_WAIT_MS 5000
+int hu_sandbox_destroy_start(struct hu_sandbox *sb);
 
 #endif

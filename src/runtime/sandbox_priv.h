@@ -18,6 +18,7 @@ struct hu_sandbox {
 	struct hu_cgroup *cg;
 	int have_slot, have_dir, have_net;
 	int adopted; /* not our child: its reaping (and so its namespaces' end) is up to the host's init */
+	int init_killed; /* hu_sandbox_destroy_start sent init its SIGKILL; its caller waited for the exit */
 };
 
 /* A handle for sandbox `id`: its directory and socket paths, nothing

@@ -3,6 +3,7 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { Sandbox, Template, AuthenticationError, NotFoundError } from 'e2b'
+import { execFileSync } from 'node:child_process'
 import { startDaemon, api, sleep } from './harness.mjs'
 
 let d
@@ -123,6 +124,29 @@ test('kill removes the sandbox; a second kill returns false', async () => {
   assert.equal(await sbx.kill(), true)
   assert.equal(await Sandbox.kill(sbx.sandboxId), false)
   await assert.rejects(Sandbox.connect(sbx.sandboxId), NotFoundError)
+})
+
+test('a kill answers after the teardown and holds no other request meanwhile', async () => {
+  const sbx = await Sandbox.create()
+  const id = sbx.sandboxId
+  // a process whose exit takes the kernel a while: 400 MiB of touched memory
+  // to free before init (and so the sandbox) is gone
+  await sbx.commands.run(
+    `python3 -c "b = b'x' * (400 << 20); open('/tmp/ready', 'w').close(); import time; time.sleep(600)"`,
+    { background: true })
+  await sbx.commands.run('while [ ! -e /tmp/ready ]; do sleep 0.05; done', { timeoutMs: 30000 })
+  const groups = () => execFileSync('sh', ['-c', `ls -d /sys/fs/cgroup/*/${d.env.HUTCH_CGROUP_PARENT}/${id} 2>/dev/null | wc -l`]).toString().trim()
+  assert.notEqual(groups(), '0')
+  const order = []
+  const del = api(d, 'DELETE', `/sandboxes/${id}`).then((r) => { order.push('delete'); return r })
+  await sleep(2) // the daemon has the DELETE first
+  const health = api(d, 'GET', '/health').then((r) => { order.push('health'); return r })
+  assert.equal((await del).status, 204)
+  assert.equal((await health).status, 200)
+  // a blocking kill would have answered the DELETE before reading /health
+  assert.deepEqual(order, ['health', 'delete'], 'the loop served /health while the sandbox died')
+  assert.equal(groups(), '0', 'the 204 came after the teardown: no cgroup is left')
+  assert.equal((await api(d, 'GET', `/sandboxes/${id}`)).status, 404)
 })
 
 test('wrong API key: 401 and nothing happens', async () => {
