@@ -148,6 +148,8 @@ static int status_for_errno(int code)
 	case EDQUOT:
 		return 507;
 	case ENOMEM:
+	case EMFILE: /* out of descriptors: capacity, like memory (fd_budget.h) */
+	case ENFILE:
 		return 503;
 	case ETIMEDOUT:
 		return 504;
