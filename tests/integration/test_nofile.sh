@@ -26,7 +26,8 @@ stop_daemon() {
 	kill "$daemon" 2>/dev/null
 	wait "$daemon" 2>/dev/null
 }
-trap 'stop_daemon; cleanup_test_dirs' EXIT
+holder=
+trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; stop_daemon; cleanup_test_dirs' EXIT
 
 key=
 for _ in $(seq 100); do
@@ -82,6 +83,51 @@ out=$(api POST /sandboxes '{"templateID": "base", "timeout": 300}')
 expect_eq "a create succeeds again after the kill" "201" "${out%% *}"
 ids[0]=$(sed -n 2p <<<"$out" | jq -r .sandboxID)
 
+# past admission: idle client connections take the reserve, so the next
+# create meets EMFILE in the middle of its build. It must say so (503, "Too
+# many open files"), never ENOENT, and leave nothing behind. 6 descriptors
+# are left free: a create needs about 10 (the child's copies included).
+for id in "${ids[@]:1}"; do
+	api DELETE "/sandboxes/$id" >/dev/null
+done
+ids=("${ids[0]}")
+python3 - "$port" "/proc/$daemon/fd" $((NOFILE - 6)) "$HUTCH_TEST_TMP/held" <<'PY' &
+import os, socket, sys, time
+port, fddir, target, flag = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4]
+held = []
+for _ in range(400):
+    n = len(os.listdir(fddir))
+    if n >= target:
+        break
+    held.append(socket.create_connection(("127.0.0.1", port)))
+    # one at a time, each accepted before the next: never past the target
+    for _ in range(200):
+        if len(os.listdir(fddir)) > n:
+            break
+        time.sleep(0.01)
+open(flag, "w").write(str(len(held)))
+for _ in range(600):  # hold them at most 60 s, until told to let go
+    if not os.path.exists(flag):
+        break
+    time.sleep(0.1)
+PY
+holder=$!
+for _ in $(seq 100); do [ -s "$HUTCH_TEST_TMP/held" ] && break; sleep 0.1; done
+before=$(groups)
+out=$(api POST /sandboxes '{"templateID": "base", "timeout": 300}')
+echo "# answer: $(tail -1 <<<"$out")"
+expect_match "a create that meets EMFILE answers 503 with Retry-After" "^503 [0-9]+" "$out"
+expect_match "and says too many open files" "Too many open files" "$out"
+expect_match "and names the limit to raise" "RLIMIT_NOFILE.*LimitNOFILE" "$out"
+expect_no_match "and is no ENOENT" "No such file" "$out"
+rm -f "$HUTCH_TEST_TMP/held"
+wait "$holder"
+expect_eq "the failed create left no cgroup" "$before" "$(groups)"
+expect_eq "the failed create left no run dir entry" "$before" "$(rundirs)"
+out=$(api POST /sandboxes '{"templateID": "base", "timeout": 300}')
+expect_eq "a create succeeds once the connections are gone" "201" "${out%% *}"
+ids+=("$(sed -n 2p <<<"$out" | jq -r .sandboxID)")
+
 for id in "${ids[@]}"; do
 	api DELETE "/sandboxes/$id" >/dev/null
 done
@@ -91,4 +137,5 @@ expect_eq "no cgroup is left" "0" "$(groups)"
 expect_eq "no run dir entry is left" "0" "$(rundirs)"
 check "the daemon still answers /health at the end" curl -sfo /dev/null "$url/health"
 stop_daemon
+expect_no_match "the daemon's log has no sanitizer report" "AddressSanitizer|LeakSanitizer|runtime error" "$(cat "$log")"
 finish
