@@ -1355,7 +1355,7 @@ static void check_nofile(const struct ctx *cx, struct result *r)
 		      (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_max));
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < NOFILE_WANTED)
 		verdict(r, ST_WARN,
-			"the daemon holds a few descriptors per sandbox and may hit EMFILE with many sandboxes "
+			"admission refuses creates beyond that count "
 			"(raise the hard limit to %llu: LimitNOFILE= or limits.conf)",
 			NOFILE_WANTED);
 }
