@@ -64,6 +64,8 @@ expect_match "the refusal is a capacity answer with Retry-After" "^(503|429) [0-
 expect_match "the refusal names the descriptor limit" "open files|descriptors" "$refusal"
 expect_match "the refusal says how to raise it" "LimitNOFILE" "$refusal"
 expect_no_match "the refusal is no ENOENT" "No such file" "$refusal"
+metrics=$(curl -s -H "X-API-KEY: $key" "$url/metrics")
+expect_match "/metrics shows the descriptor limit" "hutch_open_files\{kind=\"limit\"\} $NOFILE" "$metrics"
 check "the daemon still answers /health" curl -sfo /dev/null "$url/health"
 
 # nothing was half-created: as many sandbox groups and run dirs as sandboxes
