@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "daemon/fd_budget.h"
 #include "runtime/cgroup.h"
 #include "runtime/mountapi.h"
 #include "runtime/sandbox.h"
@@ -1347,9 +1348,14 @@ static void check_nofile(const struct ctx *cx, struct result *r)
 	snprintf(soft, sizeof(soft), rl.rlim_cur == RLIM_INFINITY ? "unlimited" : "%llu", (unsigned long long)rl.rlim_cur);
 	snprintf(hard, sizeof(hard), rl.rlim_max == RLIM_INFINITY ? "unlimited" : "%llu", (unsigned long long)rl.rlim_max);
 	found(r, "RLIMIT_NOFILE soft %s, hard %s", soft, hard);
+	/* hutch serve raises its soft limit to the hard one; admission then
+	 * refuses creates beyond this (fd_budget.h) */
+	if (rl.rlim_max != RLIM_INFINITY)
+		found(r, "hutch serve would admit about %llu sandboxes by descriptors (2 each, plus a reserve)",
+		      (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_max));
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < NOFILE_WANTED)
 		verdict(r, ST_WARN,
-			"the daemon holds a few descriptors per sandbox and may hit EMFILE with many sandboxes "
+			"admission refuses creates beyond that count "
 			"(raise the hard limit to %llu: LimitNOFILE= or limits.conf)",
 			NOFILE_WANTED);
 }

@@ -18,6 +18,7 @@
 #include "daemon/daemon.h"
 #include "daemon/dns_proxy.h"
 #include "daemon/fault.h"
+#include "daemon/fd_budget.h"
 #include "daemon/lifecycle.h"
 #include "daemon/pool.h"
 #include "daemon/registry.h"
@@ -54,6 +55,19 @@ static void raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/* What raise_nofile() got, once the log is open: admission refuses creates
+ * beyond it (fd_budget.h). */
+static void log_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	hu_log(HU_LOG_INFO, NULL, 0,
+	       "open files: %llu (RLIMIT_NOFILE, soft raised to hard), about %llu sandboxes; LimitNOFILE= raises it",
+	       (unsigned long long)rl.rlim_cur,
+	       (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_cur));
 }
 
 static void base_url(const struct hu_config *cfg, char *out, size_t n)
@@ -130,6 +144,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
 	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
+	log_nofile();
 	hu_fault_init();
 	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
 		return -1;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/fd_budget.h"
 #include "daemon/host_readings.h"
 #include "daemon/lifecycle.h"
 #include "daemon/pool.h"
@@ -60,6 +61,10 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 	cap->pids_committed += (uint64_t)d->n_creating * cap->pids_per_sandbox;
 	/* and so are the warm pools (built, or being built) */
 	hu_pool_commitments(d, &cap->mem_committed, &cap->pids_committed);
+	/* descriptors: every sandbox the daemon holds, warm ones included */
+	cap->fds_held = (d->reg ? hu_registry_count(d->reg) : 0) + hu_pool_count(d) + d->n_creating;
+	cap->fds_creating = d->n_creating;
+	hu_fd_budget_read(cap->fds_held, &cap->fd_limit, &cap->fd_base);
 	return 0;
 }
 
@@ -92,6 +97,15 @@ int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_
 				  "or lower default_pids)",
 				  (unsigned long long)cap.pids_committed, (unsigned long long)pids,
 				  (unsigned long long)cap.pids_budget);
+	if (cap.fd_limit != UINT64_MAX &&
+	    hu_fd_needed(cap.fd_base, cap.fd_limit, cap.fds_held + 1, cap.fds_creating + 1) > cap.fd_limit)
+		return hu_err_set(err, -EAGAIN,
+				  "too many open files for one more sandbox: the daemon's descriptor limit "
+				  "(RLIMIT_NOFILE) is %llu, enough for about %llu sandboxes, and it holds %llu; "
+				  "raise it (LimitNOFILE= in the service unit, or ulimit -n before hutch serve)",
+				  (unsigned long long)cap.fd_limit,
+				  (unsigned long long)hu_fd_sandboxes_allowed(cap.fd_base, cap.fd_limit),
+				  (unsigned long long)cap.fds_held);
 	/* real pressure: the lifecycle tick releases paused sandboxes first;
 	 * with none left to release, new sandboxes would only make it worse */
 	if (d->cfg.admission_refuse_under_pressure && cap.holding_paused == 0 &&

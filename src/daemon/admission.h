@@ -6,7 +6,9 @@
  * ratio, because limits are caps that idle sandboxes rarely reach. A create
  * beyond the budget is refused with 429 and Retry-After before anything is
  * built. Under real memory pressure (lifecycle.h) paused sandboxes release
- * memory first; when none is left to release, creates get 503.
+ * memory first; when none is left to release, creates get 503. The
+ * daemon's own descriptors are budgeted too (fd_budget.h): a create that
+ * would run it out of them is refused with 429 like the others.
  */
 #ifndef HUTCH_DAEMON_ADMISSION_H
 #define HUTCH_DAEMON_ADMISSION_H
@@ -27,6 +29,8 @@ struct hu_capacity {
 	uint64_t pids_committed;
 	uint64_t pids_per_sandbox;         /* every sandbox gets default_pids */
 	unsigned holding_paused;           /* paused sandboxes that still hold memory */
+	uint64_t fd_limit, fd_base;        /* soft RLIMIT_NOFILE (UINT64_MAX: none), fds before sandboxes */
+	uint64_t fds_held, fds_creating;   /* sandboxes holding descriptors (fd_budget.h), creates among them */
 };
 
 /* The account now (no side effects). */

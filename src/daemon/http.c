@@ -148,6 +148,8 @@ static int status_for_errno(int code)
 	case EDQUOT:
 		return 507;
 	case ENOMEM:
+	case EMFILE: /* out of descriptors: capacity, like memory (fd_budget.h) */
+	case ENFILE:
 		return 503;
 	case ETIMEDOUT:
 		return 504;
@@ -344,7 +346,15 @@ void hu_reply_err(struct hu_req *r, const hu_err *err)
 	/* over capacity or under pressure: a client should come back */
 	if (status == 429 || status == 503)
 		hu_reply_header(r, "Retry-After", "5");
-	hu_reply_error(r, status, "%s", err->msg);
+	/* out of descriptors, past admission (connections took the reserve):
+	 * say which limit, wherever it struck */
+	if (err->code == EMFILE)
+		hu_reply_error(r, status, "%s (the daemon reached its open files limit, RLIMIT_NOFILE: raise LimitNOFILE=)",
+			       err->msg);
+	else if (err->code == ENFILE)
+		hu_reply_error(r, status, "%s (the host reached its open files limit, fs.file-max)", err->msg);
+	else
+		hu_reply_error(r, status, "%s", err->msg);
 }
 
 void hu_reply_header(struct hu_req *r, const char *name, const char *value)

@@ -6,6 +6,7 @@
 
 #include "daemon/admission.h"
 #include "daemon/daemon.h"
+#include "daemon/fd_budget.h"
 #include "daemon/pool.h"
 #include "daemon/registry.h"
 
@@ -147,6 +148,14 @@ int hu_stats_render(struct hu_daemon *d, struct evbuffer *o)
 		header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (limits), admission budget.");
 		evbuffer_add_printf(o, "hutch_pids{kind=\"committed\"} %llu\nhutch_pids{kind=\"budget\"} %llu\n",
 				    (unsigned long long)cap.pids_committed, (unsigned long long)cap.pids_budget);
+		if (cap.fd_limit != UINT64_MAX) {
+			header(o, "hutch_open_files", "gauge",
+			       "The daemon's descriptors: committed (fd_budget.h: the base, the reserve, 2 per sandbox), the limit.");
+			evbuffer_add_printf(o, "hutch_open_files{kind=\"committed\"} %llu\nhutch_open_files{kind=\"limit\"} %llu\n",
+					    (unsigned long long)hu_fd_needed(cap.fd_base, cap.fd_limit, cap.fds_held,
+									     cap.fds_creating),
+					    (unsigned long long)cap.fd_limit);
+		}
 	}
 	return 0;
 }

@@ -197,6 +197,10 @@ struct spawn_args {
 	int listen_fd, sync_fd, init_memfd, devnull;
 	char *const *argv;
 	char *const *envp;
+	/* the child's errno when it fails before exec (it shares our memory):
+	 * without it the parent only met a dead child later, as an ENOENT on
+	 * /proc/<pid>/root, where the cause was EMFILE */
+	int *failed_errno;
 };
 
 /* Runs on its own stack in the parent's memory (CLONE_VM) while the parent
@@ -216,8 +220,10 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	int nul = fcntl(a->devnull, F_DUPFD, 6), lis = fcntl(a->listen_fd, F_DUPFD, 6);
 	int syn = fcntl(a->sync_fd, F_DUPFD, 6), mem = fcntl(a->init_memfd, F_DUPFD, 6);
 	if (nul < 0 || lis < 0 || syn < 0 || mem < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 ||
-	    dup2(lis, HU_SETUP_LISTEN_FD) < 0 || dup2(syn, HU_SETUP_SYNC_FD) < 0 || dup2(mem, 5) < 0)
+	    dup2(lis, HU_SETUP_LISTEN_FD) < 0 || dup2(syn, HU_SETUP_SYNC_FD) < 0 || dup2(mem, 5) < 0) {
+		*a->failed_errno = errno;
 		_exit(126);
+	}
 	syscall(SYS_close_range, 6, ~0U, 0);
 	/* The uid map is written after this exec, so at exec time the process is
 	 * not root of its user namespace and would lose the capabilities a new
@@ -237,6 +243,7 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, 5, "", a->argv, a->envp, AT_EMPTY_PATH);
+	*a->failed_errno = errno;
 	_exit(127);
 }
 
@@ -319,13 +326,17 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		 asan_env ? asan_env : "", asan_env ? ":" : "");
 	char *argv[] = {"hutch-init", "--setup", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
+	int failed_errno = 0;
 	struct spawn_args args = {
 		.listen_fd = listen_fd, .sync_fd = child_end, .init_memfd = sb->rt->init_memfd, .devnull = devnull,
-		.argv = argv, .envp = envp,
+		.argv = argv, .envp = envp, .failed_errno = &failed_errno,
 	};
 	sb->pid = clone_child(sb, &args, err);
 	if (sb->pid < 0)
 		return -1;
+	/* CLONE_VFORK: the child has executed or exited by now */
+	if (failed_errno)
+		return hu_err_set(err, failed_errno, "start the sandbox's init");
 	close(hu_take_fd(&child_end));
 	/* a restarted daemon finds hutch-init again through this file (and
 	 * checks that the pid still names this sandbox's init) */
