@@ -57,12 +57,20 @@ printf 'network = nat\nnetwork_pool6 = bogus\n' >"$conf"
 v6=$(timeout -k 5 60 "$HUTCH" doctor --config "$conf" 2>/dev/null | grep ' IPv6: ')
 expect_match "a configuration the daemon would refuse is a warning that says so" \
 	"^warn +IPv6: configuration: .*network_pool6.*bogus" "$v6"
-fwd_before=$(cat /proc/sys/net/ipv6/conf/all/forwarding)
-ff_before=$(cat /proc/sys/net/ipv6/conf/*/force_forwarding 2>/dev/null | tr -d '\n')
+# the host-wide switch and the interfaces the check looks at (not the glob of
+# all: other sandboxes' veths come and go meanwhile)
+fwd_state() {
+	local i dev
+	dev=$(ip -6 route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "dev") print $(i + 1)}' | head -n1)
+	for i in all default lo $dev; do
+		printf '%s=%s/%s ' "$i" "$(cat /proc/sys/net/ipv6/conf/$i/forwarding 2>/dev/null)" \
+			"$(cat /proc/sys/net/ipv6/conf/$i/force_forwarding 2>/dev/null)"
+	done
+}
+before=$(fwd_state)
 printf 'network = nat\n' >"$conf"
 timeout -k 5 60 "$HUTCH" doctor --config "$conf" >/dev/null 2>&1
-expect_eq "the IPv6 check changes no forwarding setting" "$fwd_before $ff_before" \
-	"$(cat /proc/sys/net/ipv6/conf/all/forwarding) $(cat /proc/sys/net/ipv6/conf/*/force_forwarding 2>/dev/null | tr -d '\n')"
+expect_eq "the IPv6 check changes no forwarding setting" "$before" "$(fwd_state)"
 
 # --- JSON --------------------------------------------------------------------
 json=$(timeout -k 5 60 "$HUTCH" doctor --json 2>"$errf")
