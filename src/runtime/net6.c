@@ -130,6 +130,7 @@ int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
 		if (forward_from(cfg->v6_uplinks[i], 1, err) < 0) {
 			hu_err_prefix(err, "IPv6 uplink %s", cfg->v6_uplinks[i]);
 			cfg->v6 = 0;
+			cfg->v6_off = "turning on IPv6 forwarding failed";
 			return -1;
 		}
 	return 0;
