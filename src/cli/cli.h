@@ -7,6 +7,8 @@ int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+/* `hutch template rm` (template_rm.c) */
+int cmd_template_rm(int argc, char **argv);
 
 /* Print "hutch: <msg>" to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

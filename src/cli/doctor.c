@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
@@ -36,9 +37,14 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "daemon/config.h"
 #include "daemon/fd_budget.h"
+#include "daemon/sbx_network.h"
 #include "runtime/cgroup.h"
 #include "runtime/mountapi.h"
+#include "runtime/net.h"
+#include "runtime/net6.h"
+#include "runtime/netlink.h"
 #include "runtime/sandbox.h"
 #include "util/cleanup.h"
 #include "util/err.h"
@@ -106,6 +112,7 @@ struct ctx {
 	unsigned kmajor, kminor;
 	char krelease[65];
 	uint64_t swap_kib;
+	const char *config_path; /* --config, NULL: what `hutch serve` reads without flags */
 };
 
 /* ---------------------------------------------------------------- text */
@@ -1399,6 +1406,96 @@ static void check_kernel(const struct ctx *cx, struct result *r)
 	found(r, "pidfd_open works");
 }
 
+/* ---------------------------------------------------------- check: IPv6 */
+
+/* The host's IPv6 way out: the configured uplinks, else the interface of
+ * the IPv6 default route ("" when there is none). */
+static void ipv6_way_out(const struct hu_net_config *net, struct result *r, char ifname[IF_NAMESIZE])
+{
+	struct hu_nl nl;
+	hu_err err;
+	int index;
+
+	ifname[0] = '\0';
+	if (net->n_uplinks) {
+		snprintf(ifname, IF_NAMESIZE, "%s", net->uplinks[0]);
+		found(r, "network_uplink %s%s", net->uplinks[0], net->n_uplinks > 1 ? " (and more)" : "");
+		return;
+	}
+	if (hu_nl_open(&nl, &err) < 0) {
+		found(r, "routes: %s", err.msg);
+		return;
+	}
+	if (hu_nl_default_oif6(&nl, &index, &err) == 0 && if_indextoname((unsigned)index, ifname))
+		found(r, "IPv6 default route via %s", ifname);
+	else
+		found(r, "no IPv6 default route");
+	hu_nl_close(&nl);
+}
+
+/* Whether sandboxes get IPv6, decided as `hutch serve` decides it at start
+ * (net6.c: a pool, an IPv6 way out, a way to forward) from the
+ * configuration it would read. Reads routes and /proc/sys; never writes. */
+static void check_ipv6(const struct ctx *cx, struct result *r)
+{
+	char *args[] = {"doctor", "--config", (char *)cx->config_path, NULL};
+	struct hu_config cfg;
+	struct hu_runtime_config rc;
+	struct hu_net_config net;
+	char ifname[IF_NAMESIZE], pool[HU_CIDR6_TEXT];
+	hu_err err;
+
+	if (access("/proc/sys/net/ipv6", F_OK) < 0) {
+		found(r, "IPv6 is disabled on this host (no /proc/sys/net/ipv6)");
+		found(r, "sandboxes get no IPv6");
+		return;
+	}
+	if (hu_config_from_args(&cfg, cx->config_path ? 3 : 1, args, &err) < 0) {
+		found(r, "configuration: %s", err.msg);
+		verdict(r, ST_WARN, "could not be checked (the daemon would not start with this configuration)");
+		return;
+	}
+	hu_runtime_config_defaults(&rc);
+	hu_daemon_net_config(&cfg, &rc);
+	if (hu_net_config_parse(&net, rc.net_mode, rc.net_name, rc.net_pool, rc.net_dns, rc.net_uplinks, rc.net_allow,
+				rc.net_deny, &err) < 0 ||
+	    hu_net_pool6_parse(&net, rc.net_pool6, &err) < 0) {
+		found(r, "network configuration: %s", err.msg);
+		verdict(r, ST_WARN, "could not be checked (the daemon would not start with this configuration)");
+		return;
+	}
+	ipv6_way_out(&net, r, ifname);
+	/* lo stands in when there is no way out: force_forwarding is per
+	 * interface, and every interface has it on a kernel that has it */
+	const char *fwd = hu_net6_forwarding(ifname[0] ? ifname : "lo");
+	found(r, "%s", fwd ? fwd : "net.ipv6.conf.all.forwarding off and no per-interface force_forwarding (Linux < 6.17)");
+	if (net.has_pool6) {
+		hu_cidr6_format(&net.pool6, pool, sizeof(pool));
+		found(r, "network_pool6 %s", pool);
+	} else {
+		found(r, "network_pool6 none");
+	}
+	if (net.mode != HU_NET_NAT) {
+		found(r, "network none: sandboxes have no network, so no IPv6");
+		return;
+	}
+	if (!net.has_pool6) {
+		found(r, "sandboxes get no IPv6 (turned off by network_pool6)");
+		return;
+	}
+	if (hu_net6_plan(&net, &err) < 0) {
+		found(r, "%s", err.msg);
+		verdict(r, ST_WARN, "could not be checked");
+		return;
+	}
+	if (net.v6) {
+		found(r, "sandboxes with internet access get IPv6");
+		return;
+	}
+	found(r, "sandboxes get no IPv6");
+	verdict(r, ST_WARN, "sandboxes get IPv4 only: %s", net.v6_off);
+}
+
 /* -------------------------------------------------------------- table */
 
 typedef void check_fn(const struct ctx *cx, struct result *r);
@@ -1424,6 +1521,7 @@ static const struct {
 	{"resource floor", check_floor},
 	{"file descriptors", check_nofile},
 	{"capped volumes", check_volumes},
+	{"IPv6", check_ipv6},
 	{"kernel", check_kernel},
 };
 
@@ -1570,27 +1668,32 @@ static void print_json(const struct result *res, size_t n, const int count[3])
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hutch doctor [--json]\n\n"
+	fprintf(f, "usage: hutch doctor [--json] [--config FILE]\n\n"
 		   "Check what this host provides for sandboxes (run as root). Each line is\n"
 		   "ok, warn or FAIL; FAIL means sandboxes cannot start. Exit status 0 when\n"
 		   "nothing FAILs, 1 otherwise.\n\n"
-		   "  --json   print the results as one JSON object\n");
+		   "  --json          print the results as one JSON object\n"
+		   "  --config FILE   the configuration `hutch serve` uses (for the IPv6 check;\n"
+		   "                  default: what `hutch serve` reads without flags)\n");
 }
 
 int cmd_doctor(int argc, char **argv)
 {
 	bool json = false;
+	const char *config_path = NULL;
 	struct ctx cx;
 	int count[3] = {0, 0, 0};
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
 			json = true;
+		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+			config_path = argv[++i];
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
 		} else {
-			cli_error("doctor: unknown %s '%s' (usage: hutch doctor [--json])",
+			cli_error("doctor: unknown %s '%s' (usage: hutch doctor [--json] [--config FILE])",
 				  argv[i][0] == '-' ? "option" : "argument", argv[i]);
 			return 2;
 		}
@@ -1602,6 +1705,7 @@ int cmd_doctor(int argc, char **argv)
 		return 1;
 	}
 	ctx_init(&cx);
+	cx.config_path = config_path;
 	for (size_t i = 0; i < HU_ARRAY_LEN(checks); i++) {
 		res[i].status = ST_OK;
 		res[i].name = checks[i].name;

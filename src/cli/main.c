@@ -15,7 +15,7 @@ static const struct verb verbs[] = {
 	{"doctor", cmd_doctor, "check what this host provides for sandboxes"},
 	{"serve", cmd_serve, "run the E2B-compatible sandbox service"},
 	{"keys", cmd_keys, "create API keys (keys create --team NAME)"},
-	{"template", cmd_template, "build and list templates (template build NAME --from DIR)"},
+	{"template", cmd_template, "build, list and remove templates (template build NAME --from DIR)"},
 };
 
 void cli_error(const char *fmt, ...)

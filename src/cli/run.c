@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "daemon/datadir_lock.h"
 #include "proto/initproto.h"
 #include "runtime/initclient.h"
 #include "runtime/sandbox.h"
@@ -368,7 +369,7 @@ int cmd_run(int argc, char **argv)
 	struct hu_sandbox *sb = NULL;
 	struct session s = {.fd = -1, .stdin_open = 1};
 	hu_err err = {0};
-	int code = EXIT_SANDBOX;
+	int code = EXIT_SANDBOX, lock = -1;
 	sigset_t mask, old;
 
 	if (parse_opts(argc, argv, &o) < 0)
@@ -386,6 +387,9 @@ int cmd_run(int argc, char **argv)
 
 	hu_runtime_config_defaults(&cfg);
 	if (hu_runtime_open(&cfg, &rt, &err) < 0)
+		goto out;
+	/* like a daemon: no `hutch template rm` while this sandbox stands on a template */
+	if ((lock = hu_datadir_lock_shared(cfg.data_dir, &err)) < 0)
 		goto out;
 	sweep_leftovers(rt);
 	if (hu_template_ensure_base(rt, &err) < 0 ||
@@ -407,6 +411,8 @@ out:
 		code = EXIT_SANDBOX;
 	}
 	hu_runtime_close(rt);
+	if (lock >= 0)
+		close(lock);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return code;
 }

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "daemon/config.h"
 #include "daemon/daemon.h"
+#include "daemon/datadir_lock.h"
 #include "daemon/dns_proxy.h"
 #include "daemon/fault.h"
 #include "daemon/fd_budget.h"
@@ -142,6 +144,10 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	hu_log_level_parse(d->cfg.log_level, &lvl); /* validated by the config */
 	if (hu_mkdir_p(d->cfg.data_dir, 0700, err) < 0 || hu_log_open(d->cfg.data_dir, lvl, err) < 0)
 		return -1;
+	/* before the store and the templates: `hutch template rm` works only
+	 * while no daemon holds this (it waits for a removal under way) */
+	if ((d->datadir_lock = hu_datadir_lock_shared(d->cfg.data_dir, err)) < 0)
+		return -1;
 	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
 	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
 	log_nofile();
@@ -221,6 +227,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 		hu_runtime_close(d->rt);
 	if (d->base)
 		event_base_free(d->base);
+	if (d->datadir_lock >= 0)
+		close(d->datadir_lock);
 	hu_log_close();
 }
 
@@ -231,6 +239,7 @@ int cmd_serve(int argc, char **argv)
 	hu_err err;
 	int rc = 0;
 
+	d.datadir_lock = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			serve_usage(stdout);

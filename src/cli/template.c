@@ -6,6 +6,7 @@
  *
  *   hutch template build NAME --from DIR | --from-tar FILE | --from-oci DIR [options]
  *   hutch template ls
+ *   hutch template rm NAME        (template_rm.c)
  */
 #include <fcntl.h>
 #include <getopt.h>
@@ -25,7 +26,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: hutch template build NAME (--from DIR | --from-tar FILE | --from-oci DIR) [options]\n"
-		   "       hutch template ls [--data-dir DIR]\n\n"
+		   "       hutch template ls [--data-dir DIR]\n"
+		   "       hutch template rm NAME [--data-dir DIR] [--force]   (stop `hutch serve` first)\n\n"
 		   "  NAME              the template id and alias: 1 to 63 of [a-z0-9-] (not 'base')\n"
 		   "  --from DIR        copy a directory tree (a root file system)\n"
 		   "  --from-tar FILE   a tar archive, plain, gzip or zstd\n"
@@ -255,6 +257,8 @@ int cmd_template(int argc, char **argv)
 		return build(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ls"))
 		return list(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "rm"))
+		return cmd_template_rm(argc - 1, argv + 1);
 	cli_error("unknown template command '%s'", argv[1]);
 	usage(stderr);
 	return 2;

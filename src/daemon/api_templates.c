@@ -92,7 +92,7 @@ static void delete_template(struct hu_req *r)
 	int owner = m.team[0] && !strcmp(m.team, r->team);
 	hu_tpl_meta_free(&m);
 	if (!owner) {
-		hu_reply_error(r, 403, "template '%.64s' belongs to the operator; delete it with the hutch CLI",
+		hu_reply_error(r, 403, "template '%.64s' belongs to the operator; remove it with `hutch template rm`",
 			       r->param);
 		return;
 	}

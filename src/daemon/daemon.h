@@ -104,6 +104,7 @@ struct hu_daemon {
 	struct hu_pools *pools;       /* warm pools (pool.c) */
 	uint64_t lifecycle_ticks;
 	struct hu_dns_proxy *dns; /* dns_proxy.c (network nat only) */
+	int datadir_lock;         /* datadir_lock.h: held shared while serving, -1 before */
 };
 
 /* Which credentials a route needs. */

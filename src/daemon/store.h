@@ -40,6 +40,10 @@ int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void
 /* Only the state (KILLING is written before the runtime destroys). */
 int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err);
 
+/* How many stored sandboxes (any state) are built on template_id
+ * (store_templates.c). */
+int hu_store_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);
+
 /* Sandboxes found dead at start (their init died while no daemon ran):
  * remembered for a week so that the API can say what became of them. */
 int hu_store_lost_add(struct hu_store *st, const char *id, const char *team, const char *reason, hu_err *err);

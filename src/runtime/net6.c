@@ -78,7 +78,16 @@ static int forward_from(const char *ifname, int uplink, hu_err *err)
 	return conf_write(ifname, "force_forwarding", 1, err);
 }
 
-int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
+const char *hu_net6_forwarding(const char *ifname)
+{
+	if (conf_read("all", "forwarding") == 1)
+		return "net.ipv6.conf.all.forwarding is on";
+	if (conf_read(ifname, "force_forwarding") >= 0)
+		return "per-interface force_forwarding (Linux 6.17+)";
+	return NULL;
+}
+
+int hu_net6_plan(struct hu_net_config *cfg, hu_err *err)
 {
 	cfg->v6 = 0;
 	cfg->n_v6_uplinks = 0;
@@ -104,15 +113,26 @@ int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
 	}
 	/* a kernel without force_forwarding on a host that does not forward */
 	cfg->v6_off = "net.ipv6.conf.all.forwarding is off and the kernel has no force_forwarding (Linux < 6.17)";
-	if (conf_read("all", "forwarding") != 1 && conf_read(cfg->v6_uplinks[0], "force_forwarding") < 0)
+	if (!hu_net6_forwarding(cfg->v6_uplinks[0]))
+		return 0;
+	cfg->v6 = 1;
+	cfg->v6_off = NULL;
+	return 0;
+}
+
+int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err)
+{
+	if (hu_net6_plan(cfg, err) < 0)
+		return -1;
+	if (!cfg->v6)
 		return 0;
 	for (unsigned i = 0; i < cfg->n_v6_uplinks; i++)
 		if (forward_from(cfg->v6_uplinks[i], 1, err) < 0) {
 			hu_err_prefix(err, "IPv6 uplink %s", cfg->v6_uplinks[i]);
+			cfg->v6 = 0;
+			cfg->v6_off = "turning on IPv6 forwarding failed";
 			return -1;
 		}
-	cfg->v6 = 1;
-	cfg->v6_off = NULL;
 	return 0;
 }
 

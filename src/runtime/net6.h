@@ -7,9 +7,16 @@
 #include "runtime/net.h"
 #include "runtime/netlink.h"
 
-/* Decide whether sandboxes get IPv6 on this host (cfg->v6), and if so turn
- * on forwarding from the IPv6 uplinks. Called after the IPv4 setup. */
+/* Decide whether sandboxes get IPv6 on this host (cfg->v6, else why in
+ * cfg->v6_off), and if so turn on forwarding from the IPv6 uplinks. Called
+ * after the IPv4 setup. */
 int hu_net6_runtime_open(struct hu_net_config *cfg, hu_err *err);
+/* The same decision without changing anything (hutch doctor): reads the
+ * routes and /proc/sys only. */
+int hu_net6_plan(struct hu_net_config *cfg, hu_err *err);
+/* How the host can forward IPv6 arriving on ifname: a phrase, or NULL when
+ * it cannot (all.forwarding off and no force_forwarding). */
+const char *hu_net6_forwarding(const char *ifname);
 /* A sandbox's host end `index` (named ifname) on `slot`: fe80::1/64, the
  * gateway's /127, forwarding. Nothing without IPv6. */
 int hu_net6_host_end(const struct hu_net_config *cfg, struct hu_nl *nl, int index, const char *ifname, uint32_t slot,

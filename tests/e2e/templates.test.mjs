@@ -5,11 +5,13 @@
 // scoping; templates across a daemon restart and a memory release; and
 // hostile archives (absolute paths, '..', a symlink then a write through it,
 // a hard link out, device nodes, a too-big file) that are refused or
-// neutralised with nothing written outside the build directory.
+// neutralised with nothing written outside the build directory; and
+// `hutch template rm` with its refusals (daemon running, base, bad ids, a
+// symlink, in use) and a removal that survives a restart.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync, readFileSync } from 'node:fs'
+import { mkdtempSync, writeFileSync, existsSync, readdirSync, rmSync, readFileSync, symlinkSync, mkdirSync, lstatSync, unlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
@@ -342,4 +344,72 @@ test('a start command runs at sandbox start and create answers only after the re
   mustBuild('bad-start', ['--from', join(work, 'root'), '--start-cmd', 'true', '--user', 'nosuchuser'])
   await assert.rejects(Sandbox.create('bad-start'), /start command/)
   assert.equal((await api(d, 'GET', '/v2/sandboxes')).json.length, before)
+})
+
+test('hutch template rm: refused while the daemon runs, for base, bad ids, a symlink and a template in use; a removal is gone after a restart', async () => {
+  const rm = (...args) => spawnSync(hutchBin, ['template', 'rm', ...args, '--data-dir', dataDir()], { env: d.env, encoding: 'utf8' })
+  const stopDaemon = async () => { process.kill(d.pid, 'SIGTERM'); await d.exited }
+  mustBuild('rmme', ['--from', join(work, 'root')])
+  const sbx = await Sandbox.create('rmme', { timeoutMs: 120000 })
+  const id = sbx.sandboxId
+  // a daemon on the data dir: refused, it may be building on the template
+  let r = rm('rmme')
+  assert.equal(r.status, 1, r.stderr)
+  assert.match(r.stderr, new RegExp(`\\(pid ${d.pid}\\) is using data dir .*stop it first`))
+  assert.ok(existsSync(join(tplDir(), 'rmme', 'template.json')))
+  // names that are no template id never reach the file system
+  r = rm('base')
+  assert.equal(r.status, 1)
+  assert.match(r.stderr, /'base' cannot be removed/)
+  for (const bad of ['..', '../outside', 'a/b', '/etc', 'UPPER', 'x_y', '.delete-rmme', '']) {
+    r = rm(bad)
+    assert.equal(r.status, 1, `rm '${bad}': ${r.stderr}`)
+    assert.match(r.stderr, /is not a template id/)
+  }
+  assert.deepEqual(readdirSync(outside), ['canary'])
+  // the daemon stopped: its sandbox keeps running and is in the store
+  await stopDaemon()
+  r = rm('rmme')
+  assert.equal(r.status, 1, r.stderr)
+  assert.match(r.stderr, /template 'rmme' is in use by 1 sandbox/)
+  assert.ok(existsSync(join(tplDir(), 'rmme', 'rootfs')), 'nothing changed')
+  // a symlink at a template's name is refused and left alone, its target untouched
+  symlinkSync(outside, join(tplDir(), 'linked'))
+  r = rm('linked')
+  assert.equal(r.status, 1)
+  assert.match(r.stderr, /is not a directory \(a symlink\): refusing/)
+  assert.ok(lstatSync(join(tplDir(), 'linked')).isSymbolicLink())
+  assert.deepEqual(readdirSync(outside), ['canary'])
+  unlinkSync(join(tplDir(), 'linked'))
+  // a template whose rootfs is a symlink out: the link goes, never what it points at
+  mkdirSync(join(tplDir(), 'rootlink'))
+  symlinkSync(outside, join(tplDir(), 'rootlink', 'rootfs'))
+  r = rm('rootlink')
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(existsSync(join(tplDir(), 'rootlink')), false)
+  assert.deepEqual(readdirSync(outside), ['canary'])
+  // missing: an error, unless --force
+  r = rm('nosuch')
+  assert.equal(r.status, 1)
+  assert.match(r.stderr, /template 'nosuch' not found/)
+  assert.equal(rm('nosuch', '--force').status, 0)
+  // its sandbox killed, the template goes
+  d = await d.restart()
+  await Sandbox.kill(id)
+  await stopDaemon()
+  r = rm('rmme')
+  assert.equal(r.status, 0, r.stderr)
+  assert.equal(r.stdout, 'template rmme removed\n')
+  assert.equal(existsSync(join(tplDir(), 'rmme')), false)
+  noLeftovers()
+  const ls = spawnSync(hutchBin, ['template', 'ls', '--data-dir', dataDir()], { env: d.env, encoding: 'utf8' })
+  assert.equal(ls.status, 0)
+  assert.doesNotMatch(ls.stdout, /^rmme /m)
+  assert.match(ls.stdout, /^dirtpl /m)
+  d = await d.restart()
+  const list = (await api(d, 'GET', '/templates')).json
+  assert.ok(!list.find((t) => t.templateID === 'rmme'), 'gone after a restart')
+  assert.ok(list.find((t) => t.templateID === 'dirtpl'), 'the others stay')
+  assert.equal((await api(d, 'GET', '/templates/rmme')).status, 404)
+  await assert.rejects(Sandbox.create('rmme'), /not found/i)
 })

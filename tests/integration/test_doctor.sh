@@ -18,7 +18,7 @@ expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$e
 # one line per check: "<status> <name>: <finding>"
 for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
 	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "Landlock" "memory" \
-	"file descriptors" "capped volumes" "kernel"; do
+	"file descriptors" "capped volumes" "IPv6" "kernel"; do
 	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
 	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
 done
@@ -35,6 +35,42 @@ expect_eq "the floor measurement leaves no cgroup behind" "" \
 expect_no_match "no check FAILs" "^FAIL " "$out"
 expect_match "doctor ends with a summary" "[0-9]+ ok, [0-9]+ warn, 0 FAIL" "$(tail -n1 <<<"$out")"
 nlines=$(grep -cE '^(ok|warn|FAIL) ' <<<"$out")
+
+# --- IPv6 ------------------------------------------------------------------------
+# The facts depend on the host; their shape does not. Then the verdicts,
+# from configurations and a network namespace of our own without routes.
+v6=$(grep ' IPv6: ' <<<"$out")
+expect_match "IPv6 line names the way out" "IPv6: (IPv6 default route via [^;]+|no IPv6 default route);" "$v6"
+expect_match "IPv6 line says how the host forwards" \
+	"; (net.ipv6.conf.all.forwarding is on|per-interface force_forwarding \(Linux 6.17\+\)|net.ipv6.conf.all.forwarding off and no per-interface force_forwarding \(Linux < 6.17\)); " "$v6"
+expect_match "IPv6 line names the configured pool" "; network_pool6 [0-9a-f:]+/[0-9]+; " "$v6"
+conf="$HUTCH_TEST_TMP/doctor-v6.conf"
+printf 'network = nat\nnetwork_pool6 = none\n' >"$conf"
+v6=$(timeout -k 5 60 "$HUTCH" doctor --config "$conf" 2>/dev/null | grep ' IPv6: ')
+expect_match "network_pool6 none: no IPv6 by configuration, not a warning" \
+	"^ok +IPv6: .*network_pool6 none; sandboxes get no IPv6 \(turned off by network_pool6\)$" "$v6"
+printf 'network = nat\n' >"$conf"
+v6=$(timeout -k 5 60 unshare -n "$HUTCH" doctor --config "$conf" 2>/dev/null | grep ' IPv6: ')
+expect_match "no IPv6 default route (own netns): sandboxes get IPv4 only, a warning" \
+	"^warn +IPv6: no IPv6 default route; .*network_pool6 fd68:7574:6368::/64; sandboxes get no IPv6 — sandboxes get IPv4 only: the host has no IPv6 default route" "$v6"
+printf 'network = nat\nnetwork_pool6 = bogus\n' >"$conf"
+v6=$(timeout -k 5 60 "$HUTCH" doctor --config "$conf" 2>/dev/null | grep ' IPv6: ')
+expect_match "a configuration the daemon would refuse is a warning that says so" \
+	"^warn +IPv6: configuration: .*network_pool6.*bogus" "$v6"
+# the host-wide switch and the interfaces the check looks at (not the glob of
+# all: other sandboxes' veths come and go meanwhile)
+fwd_state() {
+	local i dev
+	dev=$(ip -6 route show default 2>/dev/null | awk '{for (i = 1; i < NF; i++) if ($i == "dev") print $(i + 1)}' | head -n1)
+	for i in all default lo $dev; do
+		printf '%s=%s/%s ' "$i" "$(cat /proc/sys/net/ipv6/conf/$i/forwarding 2>/dev/null)" \
+			"$(cat /proc/sys/net/ipv6/conf/$i/force_forwarding 2>/dev/null)"
+	done
+}
+before=$(fwd_state)
+printf 'network = nat\n' >"$conf"
+timeout -k 5 60 "$HUTCH" doctor --config "$conf" >/dev/null 2>&1
+expect_eq "the IPv6 check changes no forwarding setting" "$before" "$(fwd_state)"
 
 # --- JSON --------------------------------------------------------------------
 json=$(timeout -k 5 60 "$HUTCH" doctor --json 2>"$errf")
@@ -64,7 +100,7 @@ expect_eq "stray argument exits 2" 2 "$?"
 hout=$("$HUTCH" doctor --help 2>&1)
 rc=$?
 expect_eq "--help exits 0" 0 "$rc"
-expect_match "--help shows the usage" "usage: hutch doctor \[--json\]" "$hout"
+expect_match "--help shows the usage" "usage: hutch doctor \[--json\] \[--config FILE\]" "$hout"
 
 # --- nothing left behind --------------------------------------------------------
 # The cgroup probe group is named after the doctor's pid.

@@ -240,6 +240,40 @@ static void test_lifecycle_rows(void **state)
 	free_sbx(b);
 }
 
+/* `hutch template rm` asks how many stored sandboxes stand on a template:
+ * every state counts, other templates do not, and the id is a bound value. */
+static void test_template_users(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_sbx *a = sample_sbx(), *b = sample_sbx();
+	int n = -1;
+	hu_err err;
+
+	snprintf(a->template_id, sizeof(a->template_id), "tools");
+	snprintf(b->id, sizeof(b->id), "ibbb");
+	snprintf(b->template_id, sizeof(b->template_id), "tools");
+	b->state = HU_SBX_PAUSED;
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), 0);
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(hu_store_sandbox_set_state(f->st, "ibbb", HU_SBX_KILLING, &err), 0);
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(hu_store_template_users(f->st, "base", &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(hu_store_template_users(f->st, "tools' OR '1'='1", &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(hu_store_sandbox_delete(f->st, a->id, &err), 0);
+	assert_int_equal(hu_store_sandbox_delete(f->st, b->id, &err), 0);
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 0);
+	free_sbx(a);
+	free_sbx(b);
+}
+
 static void test_schema_and_mode(void **state)
 {
 	struct fixture *f = *state;
@@ -317,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_key_buffer_too_small, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sandbox_put_update_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_template_users, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_schema_and_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reopen_and_newer_schema, setup, teardown),
