@@ -61,8 +61,9 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 	cap->pids_committed += (uint64_t)d->n_creating * cap->pids_per_sandbox;
 	/* and so are the warm pools (built, or being built) */
 	hu_pool_commitments(d, &cap->mem_committed, &cap->pids_committed);
-	/* descriptors: every sandbox the daemon holds, warm ones included */
-	cap->fds_held = (d->reg ? hu_registry_count(d->reg) : 0) + hu_pool_count(d) + d->n_creating;
+	/* descriptors: every sandbox the daemon holds, warm ones and ones
+	 * being killed included */
+	cap->fds_held = (d->reg ? hu_registry_count(d->reg) : 0) + hu_pool_count(d) + d->n_creating + d->n_killing;
 	cap->fds_creating = d->n_creating;
 	hu_fd_budget_read(cap->fds_held, &cap->fd_limit, &cap->fd_base);
 	return 0;

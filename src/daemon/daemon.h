@@ -99,6 +99,7 @@ struct hu_daemon {
 	struct hu_pending_create *creating; /* sandboxes being created (sandbox_ops.c) */
 	unsigned n_creating;
 	struct hu_pending_kill *killing; /* kills waiting for an init to die (sbx_kill.c) */
+	unsigned n_killing;
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 	struct event *lifecycle_tick; /* lifecycle.c */
 	struct hu_pools *pools;       /* warm pools (pool.c) */

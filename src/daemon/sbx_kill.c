@@ -83,6 +83,7 @@ static void pending_unlink(struct hu_pending_kill *pk)
 		pp = &(*pp)->next;
 	if (*pp)
 		*pp = pk->next;
+	pk->d->n_killing--;
 }
 
 static void complete(struct hu_pending_kill *pk)
@@ -117,6 +118,7 @@ void hu_sbx_kill_async(struct hu_daemon *d, struct hu_sbx *s, const char *why, h
 		pk->exited = event_new(d->base, fd, EV_READ, on_init_exited, pk);
 		if (pk->exited && event_add(pk->exited, &tv) == 0) {
 			d->killing = pk;
+			d->n_killing++;
 			return;
 		}
 		if (pk->exited)
