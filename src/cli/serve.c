@@ -29,6 +29,7 @@
 #include "daemon/sbx_network.h"
 #include "daemon/store.h"
 #include "daemon/templates.h"
+#include "daemon/tpl_start.h"
 #include "daemon/volumes.h"
 #include "util/fileutil.h"
 
@@ -211,6 +212,9 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
 	hu_sbx_abort_creates(d);
+	/* creates waiting for their template's readiness check fail and are
+	 * undone; restarted sandboxes keep running without the wait */
+	hu_tpl_start_cancel_all(d);
 	hu_sbx_finish_kills(d);
 	/* pool sandboxes hold no session: destroyed, not left for adoption */
 	hu_pool_stop(d);

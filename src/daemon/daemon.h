@@ -100,6 +100,7 @@ struct hu_daemon {
 	unsigned n_creating;
 	struct hu_pending_kill *killing; /* kills waiting for an init to die (sbx_kill.c) */
 	unsigned n_killing;
+	struct tpl_start *tpl_starts; /* template start commands being started (tpl_start.c) */
 	struct hu_router *router; /* http.c: routes, listener, requests in flight */
 	struct event *lifecycle_tick; /* lifecycle.c */
 	struct hu_pools *pools;       /* warm pools (pool.c) */

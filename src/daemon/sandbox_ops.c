@@ -658,6 +658,39 @@ static int restart_init(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 	return 0;
 }
 
+static void restarted_template_ready(void *arg, const hu_err *why)
+{
+	char *id = arg;
+
+	if (why)
+		hu_log(HU_LOG_WARN, id, 0, "template start command after a cold boot: %s", why->msg);
+	else
+		hu_log(HU_LOG_INFO, id, 0, "template start command after a cold boot: ready");
+	free(id);
+}
+
+/* A fresh init runs none of the sandbox's processes: its template's start
+ * command runs again, as at create. The resume does not wait for the
+ * readiness check (resumes are answered at once, and a data-plane request
+ * may be the one resuming); a failure is logged, the sandbox kept. */
+static void restart_template_start(struct hu_daemon *d, struct hu_sbx *s)
+{
+	struct hu_tpl_meta m;
+	hu_err err;
+
+	if (hu_template_lookup(d, NULL, s->template_id, &m, &err) < 0)
+		return;
+	if (m.start_cmd[0] || m.ready_cmd[0]) {
+		char *id = strdup(s->id);
+		if (!id || hu_tpl_start(d, s, &m, restarted_template_ready, id, &err) < 0) {
+			hu_log(HU_LOG_WARN, s->id, 0, "template start command after a cold boot: %s",
+			       id ? err.msg : "out of memory");
+			free(id);
+		}
+	}
+	hu_tpl_meta_free(&m);
+}
+
 int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
 {
 	int64_t old_end = s->end_at_ms, old_paused = s->paused_at_ms;
@@ -691,6 +724,8 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 	hu_stat_add(HU_STAT_RESUMES, 1);
 	hu_stat_observe(HU_HIST_RESUME, (double)(hu_mono_ms() - t0) / 1000.0);
 	hu_log(HU_LOG_INFO, s->id, 0, "resumed%s", was_released ? " with a fresh init (memory had been released)" : "");
+	if (was_released)
+		restart_template_start(d, s);
 	return 0;
 }
 

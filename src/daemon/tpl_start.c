@@ -26,10 +26,16 @@ struct tpl_start {
 	char *envv[ENV_MAX];
 	size_t envc;
 	uint32_t timeout_s;
+	struct tpl_start *next; /* d->tpl_starts */
 };
 
 static void ts_free(struct tpl_start *t)
 {
+	struct tpl_start **pp = &t->d->tpl_starts;
+	while (*pp && *pp != t)
+		pp = &(*pp)->next;
+	if (*pp)
+		*pp = t->next;
 	if (t->conn)
 		hu_initconn_free(t->conn);
 	if (t->poll)
@@ -167,6 +173,8 @@ int hu_tpl_start(struct hu_daemon *d, struct hu_sbx *s, const struct hu_tpl_meta
 		ts_free(t);
 		return err->code ? -1 : hu_err_set(err, ENOMEM, "template start");
 	}
+	t->next = d->tpl_starts;
+	d->tpl_starts = t;
 	if (t->start_cmd[0]) {
 		t->phase = PH_START;
 		if (spawn(t, t->start_cmd, "template-start", err) < 0) {
@@ -180,4 +188,10 @@ int hu_tpl_start(struct hu_daemon *d, struct hu_sbx *s, const struct hu_tpl_meta
 	struct timeval now = {0, 0};
 	evtimer_add(t->poll, &now);
 	return 0;
+}
+
+void hu_tpl_start_cancel_all(struct hu_daemon *d)
+{
+	while (d->tpl_starts)
+		fail(d->tpl_starts, "start", "the server is shutting down");
 }

@@ -346,6 +346,28 @@ test('a start command runs at sandbox start and create answers only after the re
   assert.equal((await api(d, 'GET', '/v2/sandboxes')).json.length, before)
 })
 
+test('after a memory release, the resume runs the template start command again', async () => {
+  mustBuild('restartable', ['--from', join(work, 'root'),
+    '--start-cmd', 'echo started >> /home/user/starts; exec sleep 600',
+    '--ready-cmd', 'test -s /home/user/starts'])
+  const sbx = await Sandbox.create('restartable')
+  try {
+    assert.equal((await sh(sbx, 'cat /home/user/starts')).stdout, 'started\n')
+    assert.equal((await api(d, 'POST', `/sandboxes/${sbx.sandboxId}/pause`, { memory: false })).status, 204)
+    const again = await Sandbox.connect(sbx.sandboxId) // a fresh init over the same files
+    let starts = ''
+    for (let i = 0; i < 50 && starts !== 'started\nstarted\n'; i++) {
+      starts = (await sh(again, 'cat /home/user/starts')).stdout
+      if (starts !== 'started\nstarted\n') await sleep(200)
+    }
+    assert.equal(starts, 'started\nstarted\n', 'the start command ran once at create and once after the cold boot')
+    const procs = await again.commands.list()
+    assert.ok(procs.find((p) => p.tag === 'template-start'), JSON.stringify(procs))
+  } finally {
+    await sbx.kill()
+  }
+})
+
 test('hutch template rm: refused while the daemon runs, for base, bad ids, a symlink and a template in use; a removal is gone after a restart', async () => {
   const rm = (...args) => spawnSync(hutchBin, ['template', 'rm', ...args, '--data-dir', dataDir()], { env: d.env, encoding: 'utf8' })
   const stopDaemon = async () => { process.kill(d.pid, 'SIGTERM'); await d.exited }
