@@ -167,7 +167,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		struct hu_sbx *s = w.reclaim.v[i];
 		snprintf(why, sizeof(why), "reclaimed: paused since %lld s", (long long)((w.now - s->paused_at_ms) / 1000));
 		hu_stat_add(HU_STAT_RECLAIMS, 1);
-		hu_sbx_kill(d, s, why, &err);
+		hu_sbx_kill_async(d, s, why, hu_sbx_killed_log, NULL);
 	}
 	for (size_t i = 0; i < w.release.n; i++) {
 		if (hu_sbx_release(d, w.release.v[i], "paused longer than pause.release_after", &err) < 0)

@@ -90,8 +90,9 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 			hu_log(HU_LOG_WARN, s->id, 0, "timeout pause: %s", err.msg);
 		return;
 	}
-	if (hu_sbx_kill(d, s, "timeout reached", &err) < 0)
-		hu_log(HU_LOG_WARN, NULL, 0, "timeout kill: %s", err.msg);
+	/* many deadlines can fall in one loop iteration: none of these kills
+	 * holds the loop while its init dies */
+	hu_sbx_kill_async(d, s, "timeout reached", hu_sbx_killed_log, NULL);
 }
 
 void hu_sbx_arm_deadline(struct hu_sbx *s)

@@ -46,6 +46,9 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
  * teardown is complete, with NULL or what could not be cleaned up. */
 typedef void (*hu_sbx_killed_fn)(struct hu_daemon *d, const hu_err *err, void *arg);
 void hu_sbx_kill_async(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_sbx_killed_fn done, void *arg);
+/* A hu_sbx_killed_fn for kills nobody waits for (timeouts, reclaims): a
+ * teardown that left something behind is logged as a warning. */
+void hu_sbx_killed_log(struct hu_daemon *d, const hu_err *err, void *arg);
 /* Daemon shutdown: kills still waiting for an init to die are completed
  * (blocking, bounded by HU_SANDBOX_EXIT_WAIT_MS each). */
 void hu_sbx_finish_kills(struct hu_daemon *d);

@@ -135,3 +135,9 @@ void hu_sbx_finish_kills(struct hu_daemon *d)
 	while (d->killing)
 		complete(d->killing);
 }
+
+void hu_sbx_killed_log(struct hu_daemon *d, const hu_err *err, void *arg)
+{
+	if (err)
+		hu_log(HU_LOG_WARN, NULL, 0, "%s", err->msg);
+}
