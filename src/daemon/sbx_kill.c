@@ -45,6 +45,10 @@ static void kill_begin(struct hu_daemon *d, struct hu_sbx *s, const char *why)
 	/* Unwatch first: destroying closes the pidfd the watch polls. */
 	hu_registry_remove(d->reg, s);
 	hu_http_forget_sandbox(d, s);
+	/* its deadline must not fire (and kill it again) while an
+	 * asynchronous kill waits for init */
+	if (s->timer)
+		evtimer_del(s->timer);
 }
 
 /* The rest of the teardown, the row, then s. */
