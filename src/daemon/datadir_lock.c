@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/daemon.h"
 #include "daemon/datadir_lock.h"
 #include "util/cleanup.h"
 
@@ -37,6 +38,14 @@ int hu_datadir_lock_shared(const char *data_dir, hu_err *err)
 	if (fd < 0)
 		return -1;
 	whole_file(&fl, F_RDLCK);
+	if (fcntl(fd, F_SETLK, &fl) == 0)
+		return hu_take_fd(&fd);
+	/* held exclusively (a `hutch template rm`): say why the start waits */
+	struct flock who;
+	whole_file(&who, F_RDLCK);
+	if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK)
+		hu_log(HU_LOG_INFO, NULL, 0, "data dir %s is locked by pid %d (hutch template rm); waiting", data_dir,
+		       (int)who.l_pid);
 	while (fcntl(fd, F_SETLKW, &fl) < 0)
 		if (errno != EINTR)
 			return hu_err_sys(err, "lock %s/%s", data_dir, HU_DATADIR_LOCK_FILE);

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,11 +86,17 @@ static void test_exclusive_holder_then_shared(void **state)
 	pid_t holder;
 	int fd = hu_datadir_lock_exclusive(dir, &holder, &err);
 	assert_true(fd >= 0);
-	/* a daemon starting meanwhile waits, then gets it */
+	/* a daemon starting meanwhile waits, says so (naming the holder) on
+	 * stderr, then gets it */
+	char logpath[128], log[512] = "", want[64];
+	snprintf(logpath, sizeof(logpath), "%s/stderr", dir);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		hu_err e;
+		int out = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (out < 0 || dup2(out, STDERR_FILENO) < 0)
+			_exit(2);
 		_exit(hu_datadir_lock_shared(dir, &e) >= 0 ? 0 : 1);
 	}
 	usleep(200 * 1000);
@@ -98,6 +105,11 @@ static void test_exclusive_holder_then_shared(void **state)
 	close(fd);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	hu_err err2;
+	assert_true(hu_read_file(logpath, log, sizeof(log), &err2) > 0);
+	snprintf(want, sizeof(want), "locked by pid %d", (int)getpid());
+	if (!strstr(log, want) || !strstr(log, "waiting"))
+		fail_msg("no waiting message naming the holder: %s", log);
 }
 
 static void test_symlink_refused(void **state)
