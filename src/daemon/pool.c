@@ -13,6 +13,7 @@
 #include "daemon/templates.h"
 #include "daemon/store.h"
 #include "util/clock.h"
+#include "util/slist.h"
 
 #define REFILL_RETRY_MS 1000 /* a refill that admission or pressure held back tries again */
 #define REFILL_BUSY_MS 20     /* requests' creates in progress go first */
@@ -123,11 +124,7 @@ static void destroy(struct hu_daemon *d, struct hu_sbx *s)
 
 static void build_unlink(struct build *b)
 {
-	struct build **pp = &b->pools->building;
-	while (*pp && *pp != b)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = b->next;
+	HU_SLIST_UNLINK(&b->pools->building, b);
 	b->pools->n_building--;
 	b->ps->filling--;
 	event_free(b->ready);

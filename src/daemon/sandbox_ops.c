@@ -19,6 +19,7 @@
 #include "daemon/templates.h"
 #include "daemon/tpl_start.h"
 #include "runtime/net.h"
+#include "util/slist.h"
 
 #define ID_LEN 20          /* like E2B's ids: "i" + 19 of [a-z0-9] */
 #define TOKEN_BYTES 32     /* access token: 64 hex chars */
@@ -194,11 +195,7 @@ struct hu_pending_create {
 
 static void pending_unlink(struct hu_pending_create *pc)
 {
-	struct hu_pending_create **pp = &pc->d->creating;
-	while (*pp && *pp != pc)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = pc->next;
+	HU_SLIST_UNLINK(&pc->d->creating, pc);
 	pc->d->n_creating--;
 	event_free(pc->ready);
 }
@@ -267,26 +264,17 @@ static void template_ready(void *arg, const hu_err *why)
  * could not start. */
 static int template_start(struct hu_pending_create *pc, hu_err *err)
 {
-	struct hu_tpl_meta m;
-	hu_err ignore;
-	int rc = 0;
-
 	hu_err_clear(err);
-	if (!pc->template_starts || hu_template_lookup(pc->d, NULL, pc->s->template_id, &m, &ignore) < 0)
+	if (!pc->template_starts)
 		return 0;
-	if (m.start_cmd[0] || m.ready_cmd[0]) {
-		struct template_wait *w = calloc(1, sizeof(*w));
-		if (!w) {
-			rc = hu_err_set(err, ENOMEM, "template start");
-		} else {
-			w->pc = pc;
-			snprintf(w->id, sizeof(w->id), "%s", pc->s->id);
-			rc = hu_tpl_start(pc->d, pc->s, &m, template_ready, w, err) < 0 ? -1 : 1;
-			if (rc < 0)
-				free(w);
-		}
-	}
-	hu_tpl_meta_free(&m);
+	struct template_wait *w = calloc(1, sizeof(*w));
+	if (!w)
+		return hu_err_set(err, ENOMEM, "template start");
+	w->pc = pc;
+	snprintf(w->id, sizeof(w->id), "%s", pc->s->id);
+	int rc = hu_tpl_start_sandbox(pc->d, pc->s, template_ready, w, err);
+	if (rc <= 0)
+		free(w);
 	return rc;
 }
 
@@ -676,20 +664,18 @@ static void restarted_template_ready(void *arg, const hu_err *why)
  * may be the one resuming); a failure is logged, the sandbox kept. */
 static void restart_template_start(struct hu_daemon *d, struct hu_sbx *s)
 {
-	struct hu_tpl_meta m;
 	hu_err err;
+	char *id = strdup(s->id);
 
-	if (hu_template_lookup(d, NULL, s->template_id, &m, &err) < 0)
+	if (!id) {
+		hu_log(HU_LOG_WARN, s->id, 0, "template start command after a cold boot: out of memory");
 		return;
-	if (m.start_cmd[0] || m.ready_cmd[0]) {
-		char *id = strdup(s->id);
-		if (!id || hu_tpl_start(d, s, &m, restarted_template_ready, id, &err) < 0) {
-			hu_log(HU_LOG_WARN, s->id, 0, "template start command after a cold boot: %s",
-			       id ? err.msg : "out of memory");
-			free(id);
-		}
 	}
-	hu_tpl_meta_free(&m);
+	int rc = hu_tpl_start_sandbox(d, s, restarted_template_ready, id, &err);
+	if (rc < 0)
+		hu_log(HU_LOG_WARN, s->id, 0, "template start command after a cold boot: %s", err.msg);
+	if (rc <= 0)
+		free(id);
 }
 
 int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)

@@ -20,6 +20,7 @@
 #include "daemon/stats.h"
 #include "daemon/store.h"
 #include "runtime/sandbox.h"
+#include "util/slist.h"
 
 struct hu_pending_kill {
 	struct hu_daemon *d;
@@ -82,11 +83,7 @@ int hu_sbx_kill(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *
 
 static void pending_unlink(struct hu_pending_kill *pk)
 {
-	struct hu_pending_kill **pp = &pk->d->killing;
-	while (*pp && *pp != pk)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = pk->next;
+	HU_SLIST_UNLINK(&pk->d->killing, pk);
 	pk->d->n_killing--;
 }
 

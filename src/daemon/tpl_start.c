@@ -5,8 +5,10 @@
 
 #include "daemon/initconn.h"
 #include "daemon/registry.h"
+#include "daemon/templates.h"
 #include "daemon/tpl_start.h"
 #include "runtime/initclient.h"
+#include "util/slist.h"
 
 #define READY_POLL_MS 200
 #define ENV_MAX 256
@@ -31,11 +33,7 @@ struct tpl_start {
 
 static void ts_free(struct tpl_start *t)
 {
-	struct tpl_start **pp = &t->d->tpl_starts;
-	while (*pp && *pp != t)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = t->next;
+	HU_SLIST_UNLINK(&t->d->tpl_starts, t);
 	if (t->conn)
 		hu_initconn_free(t->conn);
 	if (t->poll)
@@ -188,6 +186,21 @@ int hu_tpl_start(struct hu_daemon *d, struct hu_sbx *s, const struct hu_tpl_meta
 	struct timeval now = {0, 0};
 	evtimer_add(t->poll, &now);
 	return 0;
+}
+
+int hu_tpl_start_sandbox(struct hu_daemon *d, struct hu_sbx *s, hu_tpl_start_fn done, void *arg, hu_err *err)
+{
+	struct hu_tpl_meta m;
+	hu_err ignore;
+	int rc = 0;
+
+	hu_err_clear(err);
+	if (hu_template_lookup(d, NULL, s->template_id, &m, &ignore) < 0)
+		return 0;
+	if (m.start_cmd[0] || m.ready_cmd[0])
+		rc = hu_tpl_start(d, s, &m, done, arg, err) < 0 ? -1 : 1;
+	hu_tpl_meta_free(&m);
+	return rc;
 }
 
 void hu_tpl_start_cancel_all(struct hu_daemon *d)

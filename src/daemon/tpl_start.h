@@ -21,6 +21,10 @@ struct hu_sbx;
 typedef void (*hu_tpl_start_fn)(void *arg, const hu_err *err);
 int hu_tpl_start(struct hu_daemon *d, struct hu_sbx *s, const struct hu_tpl_meta *m, hu_tpl_start_fn done, void *arg,
 		 hu_err *err);
+/* The same for s's own template, read now: 1 started (done follows), 0 the
+ * template has neither command (or is gone: nothing to run), -1 could not
+ * begin (err says why). */
+int hu_tpl_start_sandbox(struct hu_daemon *d, struct hu_sbx *s, hu_tpl_start_fn done, void *arg, hu_err *err);
 /* Daemon shutdown: every start still waiting for its readiness check ends
  * now, its done called with an error (a create then fails and is undone). */
 void hu_tpl_start_cancel_all(struct hu_daemon *d);
