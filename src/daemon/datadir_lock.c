@@ -30,6 +30,16 @@ static void whole_file(struct flock *fl, short type)
 	fl->l_whence = SEEK_SET; /* l_start = l_len = 0: the whole file */
 }
 
+/* The pid of a process whose lock keeps one of `type` off the whole file,
+ * or 0 (none now: it may be gone by the time it is asked). */
+static pid_t holder_of(int fd, short type)
+{
+	struct flock fl;
+
+	whole_file(&fl, type);
+	return fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK ? fl.l_pid : 0;
+}
+
 int hu_datadir_lock_shared(const char *data_dir, hu_err *err)
 {
 	struct flock fl;
@@ -41,11 +51,10 @@ int hu_datadir_lock_shared(const char *data_dir, hu_err *err)
 	if (fcntl(fd, F_SETLK, &fl) == 0)
 		return hu_take_fd(&fd);
 	/* held exclusively (a `hutch template rm`): say why the start waits */
-	struct flock who;
-	whole_file(&who, F_RDLCK);
-	if (fcntl(fd, F_GETLK, &who) == 0 && who.l_type != F_UNLCK)
+	pid_t holder = holder_of(fd, F_RDLCK);
+	if (holder)
 		hu_log(HU_LOG_INFO, NULL, 0, "data dir %s is locked by pid %d (hutch template rm); waiting", data_dir,
-		       (int)who.l_pid);
+		       (int)holder);
 	while (fcntl(fd, F_SETLKW, &fl) < 0)
 		if (errno != EINTR)
 			return hu_err_sys(err, "lock %s/%s", data_dir, HU_DATADIR_LOCK_FILE);
@@ -65,9 +74,6 @@ int hu_datadir_lock_exclusive(const char *data_dir, pid_t *holder, hu_err *err)
 		return hu_take_fd(&fd);
 	if (errno != EAGAIN && errno != EACCES)
 		return hu_err_sys(err, "lock %s/%s", data_dir, HU_DATADIR_LOCK_FILE);
-	/* who holds it, for the message (it may be gone by now) */
-	whole_file(&fl, F_WRLCK);
-	if (fcntl(fd, F_GETLK, &fl) == 0 && fl.l_type != F_UNLCK)
-		*holder = fl.l_pid;
+	*holder = holder_of(fd, F_WRLCK); /* for the message */
 	return hu_err_set(err, -EBUSY, "data dir %s is in use", data_dir);
 }
