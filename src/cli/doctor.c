@@ -39,6 +39,7 @@
 #include "cli/cli.h"
 #include "daemon/config.h"
 #include "daemon/fd_budget.h"
+#include "daemon/host_readings.h"
 #include "daemon/sbx_network.h"
 #include "runtime/cgroup.h"
 #include "runtime/mountapi.h"
@@ -1319,10 +1320,9 @@ static void check_floor(const struct ctx *cx, struct result *r)
 	if (each < 256)
 		each = 256; /* below the noise: count at least the kernel's per-sandbox objects */
 	uint64_t reserve = HOST_RESERVE_MIB * 1024;
-	char pm[32];
-	uint64_t pid_max = 0;
-	if (hu_read_file("/proc/sys/kernel/pid_max", pm, sizeof(pm), &err) >= 0)
-		pid_max = strtoull(pm, NULL, 10);
+	/* the daemon's own reading, so that doctor counts what admission counts */
+	struct hu_host_readings host;
+	uint64_t pid_max = hu_host_readings(&host, &err) == 0 ? host.pid_max : 0;
 	if (pid_max > 4096) {
 		uint64_t by_pids = (pid_max - 4096) / 512;
 		found(r, "kernel.pid_max %" PRIu64 ": admission control allows %" PRIu64 " sandboxes of 512 pids%s", pid_max,

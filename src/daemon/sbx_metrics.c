@@ -4,16 +4,17 @@
 
 #include <stdlib.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "daemon/api_json.h"
+#include "daemon/host_readings.h"
 #include "daemon/registry.h"
 
 int hu_sbx_cpu_count(const struct hu_sbx *s)
 {
 	if (s->cpu_millis == 0) { /* unlimited: the host's CPUs */
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		return n > 0 ? (int)n : 1;
+		struct hu_host_readings host;
+		hu_err ignored;
+		return hu_host_readings(&host, &ignored) == 0 ? (int)host.cpus : 1;
 	}
 	return (int)((s->cpu_millis + 999) / 1000);
 }
