@@ -49,6 +49,19 @@ def gateway6():
     return "none"
 
 
+def source_address(family, target):
+    """The address the sandbox would send from towards target (a UDP
+    connect sends nothing), or "ERR reason"."""
+    u = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        u.connect((target, 9))
+        return u.getsockname()[0]
+    except OSError as e:
+        return "ERR %s" % e.strerror
+    finally:
+        u.close()
+
+
 def send_udp(args, src=None):
     host, port, text = args.split(",", 2)
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -167,12 +180,7 @@ for p in sys.argv[1:]:
         src, _, args = rest.partition(",")
         print("udpfrom %s %s %s" % (src, args.split(",")[0], send_udp(args, src)))
     elif kind == "addr6":
-        u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-        try:
-            u.connect(("3fff:0:100::10", 9))
-            print("addr6 %s" % u.getsockname()[0])
-        except OSError as e:
-            print("addr6 ERR %s" % e.strerror)
+        print("addr6 %s" % source_address(socket.AF_INET6, "3fff:0:100::10"))
     elif kind == "ping6":
         try:
             r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
@@ -196,10 +204,5 @@ for p in sys.argv[1:]:
     elif kind == "gw":
         print("gw %s" % gateway())
     elif kind == "addr":
-        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        try:
-            u.connect(("198.51.100.10", 9))
-            print("addr %s" % u.getsockname()[0])
-        except OSError as e:
-            print("addr ERR %s" % e.strerror)
+        print("addr %s" % source_address(socket.AF_INET, "198.51.100.10"))
     sys.stdout.flush()
