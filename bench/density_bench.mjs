@@ -34,26 +34,22 @@ import { mkdirSync, writeFileSync, readFileSync, readdirSync, existsSync, rmSync
 import { resolve, dirname, join } from 'node:path'
 import { tmpdir } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { arg, now, sleep, harness } from './lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const arg = (name, def) => {
-  const i = process.argv.indexOf('--' + name)
-  return i > 0 ? process.argv[i + 1] : def
-}
 const count = Number(arg('count', 1000))
 const concurrency = Number(arg('concurrency', 4))
 const probes = Number(arg('probes', 400))
 const nofile = arg('nofile', null)
 const hold = Number(arg('hold', 0))
-process.env.HUTCH_BUILD = arg('build', 'build')
 if (process.getuid() !== 0) {
   console.error('density_bench: hutch creates namespaces, mounts and cgroups: run as root')
   process.exit(1)
 }
-const { startDaemon, api } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
+const { startDaemon, api } = await harness()
 
-const now = () => Number(process.hrtime.bigint()) / 1e6
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+// interpolated quantiles, not lib.mjs's nearest rank: the density figures in
+// docs/benchmarks.md were computed this way
 function stats(xs) {
   const s = [...xs].sort((a, b) => a - b)
   const q = (p) => {

@@ -20,33 +20,16 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, rmSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { arg, now, sleep, stats, recorder, harness } from './lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
-const { startDaemon, api } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
-
-const arg = (name, def) => {
-  const i = process.argv.indexOf('--' + name)
-  return i > 0 ? process.argv[i + 1] : def
-}
+const { startDaemon, api } = await harness()
 const rounds = Number(arg('rounds', 3))
 const n = Number(arg('n', 50))
 const density = Number(arg('density', 200))
-process.env.HUTCH_BUILD = arg('build', 'build')
 const WORKLOAD = "import time; b = bytearray(8 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1e6)"
 
-const now = () => Number(process.hrtime.bigint()) / 1e6
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b)
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
-  return { n: s.length, median: q(0.5), p99: q(0.99), min: s[0], max: s[s.length - 1] }
-}
-const figures = {}
-const perRound = {}
-const add = (k, v, r) => {
-  ;(figures[k] ??= []).push(v)
-  ;((perRound[k] ??= [])[r] ??= []).push(v)
-}
+const { figures, perRound, add } = recorder()
 const memAvailableMiB = () => Number(readFileSync('/proc/meminfo', 'utf8').match(/MemAvailable:\s+(\d+)/)[1]) / 1024
 // what the sandboxes' memory cgroups are charged (processes, page cache, tmpfs), exactly, unlike
 // MemAvailable, which moves with everything else on a shared host

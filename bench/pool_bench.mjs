@@ -24,21 +24,13 @@
 //   health_http    GET /health on the same keep-alive connection: the HTTP floor
 //   bwrap_true     spawning bwrap (equivalent namespaces) running /bin/true: a comparable sandbox create
 import http from 'node:http'
-import { spawn, execFileSync } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import { resolve, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { resolve } from 'node:path'
+import { arg, now, sleep, stats, recorder, run, bwrapArgs as bwrap, harness, sdk } from './lib.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const require = createRequire(resolve(here, '..', 'tests', 'e2e', 'package.json'))
-const { Sandbox } = require('e2b')
-const { startDaemon } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
-
-const arg = (name, def) => {
-  const i = process.argv.indexOf('--' + name)
-  return i > 0 ? process.argv[i + 1] : def
-}
+const { Sandbox } = sdk()
+const { startDaemon } = await harness()
 const rounds = Number(arg('rounds', 3))
 const n = Number(arg('n', 100))
 const seconds = Number(arg('seconds', 10))
@@ -46,10 +38,7 @@ const workers = Number(arg('workers', 8))
 const sdkWarmup = Math.max(1, Number(arg('sdk-warmup', 5)))
 const only = arg('only', 'warm,cold,c50,tput').split(',')
 const rundir = arg('rundir', 'shm')
-process.env.HUTCH_BUILD = arg('build', 'build')
 
-const now = () => Number(process.hrtime.bigint()) / 1e6
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 })
 
 // One request on a keep-alive connection; resolves with {status, body}.
@@ -88,28 +77,9 @@ async function poolReady(d, want) {
     await sleep(5)
   }
 }
-function run(cmd, args) {
-  return new Promise((res, rej) => {
-    const p = spawn(cmd, args, { stdio: 'ignore' })
-    p.on('exit', (c) => (c === 0 ? res() : rej(new Error(`${cmd} exited ${c}`))))
-    p.on('error', rej)
-  })
-}
-const bwrapArgs = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup',
-  '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
-  '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '/bin/true']
+const bwrapArgs = bwrap('/bin/true')
 
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b)
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
-  return { n: s.length, median: q(0.5), p95: q(0.95), p99: q(0.99), min: s[0], max: s[s.length - 1] }
-}
-const figures = {}
-const perRound = {}
-const add = (k, v, r) => {
-  ;(figures[k] ??= []).push(v)
-  ;((perRound[k] ??= [])[r] ??= []).push(v)
-}
+const { figures, perRound, add } = recorder()
 async function timed(fn) {
   const t = now()
   const v = await fn()
@@ -180,12 +150,6 @@ async function concurrent50(name, poolSize, firstName) {
   })
 }
 
-// CPU time of the daemon and its reaped children (sandbox inits reap their own), in ms
-function cpuMs(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 10 // fields 14-17, USER_HZ = 100
-}
-const cpuPerCycle = {}
 // 50 creates at once through raw HTTP (one keep-alive agent), and in the same
 // round 50 GET /health at once: the HTTP floor of a burst
 async function concurrent50raw(name, poolSize) {
@@ -209,6 +173,7 @@ const machineBusyMs = () => {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].split(/\s+/).slice(1).map(Number)
   return (f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) * 10 // user nice system irq softirq steal, USER_HZ = 100
 }
+// /proc/<pid>/stat after the comm; the daemon's reaped children (sandbox inits reap their own) are in cutime/cstime
 const procStat = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number)
 async function sustained(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
@@ -217,7 +182,6 @@ async function sustained(name, poolSize) {
       let cycles = 0
       const end = now() + seconds * 1000
       const t0 = now()
-      const c0 = cpuMs(d.pid)
       const p0 = procStat(d.pid), m0 = machineBusyMs(), u0 = process.cpuUsage()
       await Promise.all(Array.from({ length: workers }, async () => {
         while (now() < end) {
@@ -228,7 +192,6 @@ async function sustained(name, poolSize) {
       ;(throughput[name] ??= []).push(cycles / ((now() - t0) / 1000))
       await poolReady(d, poolSize) // the refill's builds belong to these cycles
       await sleep(1000) // and so does the kernel's deferred cleanup (network namespaces, cgroups)
-      ;(cpuPerCycle[name] ??= []).push((cpuMs(d.pid) - c0) / cycles)
       const p1 = procStat(d.pid), u1 = process.cpuUsage()
       // fields 14-17 of /proc/<pid>/stat: utime stime cutime cstime (indices 11-14 after the comm)
       ;(perCycle[name] ??= []).push({
@@ -293,7 +256,7 @@ for (const [k, xs] of Object.entries(throughput)) {
   let line = `${k.padEnd(16)} per second (${workers} in parallel): ${xs.map((x) => x.toFixed(0)).join(' ')} (rounds)`
   const pc = perCycle[k]
   if (pc)
-    line += `; CPU ms per cycle: daemon+sandboxes ${f2(cpuPerCycle[k])} = daemon ${f2(pc.map((c) => c.daemon))}` +
+    line += `; CPU ms per cycle: daemon+sandboxes ${f2(pc.map((c) => c.daemon + c.sandboxes))} = daemon ${f2(pc.map((c) => c.daemon))}` +
       ` + sandboxes ${f2(pc.map((c) => c.sandboxes))}; client ${f2(pc.map((c) => c.client))};` +
       ` whole machine ${f2(pc.map((c) => c.machine))}`
   console.log(line)

@@ -9,54 +9,20 @@
 //   host_true     node spawning `bash --noprofile --norc -c true` on the host (commands.run runs `bash -l -c`,
 //                 whose profile scripts cost ~10 ms more inside a sandbox; the host's root profile is not comparable)
 //   bwrap_python  node spawning bwrap (equivalent namespaces) running python3 -c 'print(1)'
-import { spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { resolve, dirname } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { arg, now, stats, recorder, run, bwrapArgs as bwrap, harness, sdk } from './lib.mjs'
 
-const here = dirname(fileURLToPath(import.meta.url))
-const require = createRequire(resolve(here, '..', 'tests', 'e2e', 'package.json'))
-const { Sandbox } = require('e2b')
-const { startDaemon } = await import(resolve(here, '..', 'tests', 'e2e', 'harness.mjs'))
-
-const arg = (name, def) => {
-  const i = process.argv.indexOf('--' + name)
-  return i > 0 ? process.argv[i + 1] : def
-}
+const { Sandbox } = sdk()
+const { startDaemon } = await harness()
 const rounds = Number(arg('rounds', 3))
 const n = Number(arg('n', 40))
-process.env.HUTCH_BUILD = arg('build', 'build')
-
-const now = () => Number(process.hrtime.bigint()) / 1e6
 async function time(fn) {
   const t = now()
   await fn()
   return now() - t
 }
-function run(cmd, args) {
-  return new Promise((res, rej) => {
-    const p = spawn(cmd, args, { stdio: 'ignore' })
-    p.on('exit', (c) => (c === 0 ? res() : rej(new Error(`${cmd} exited ${c}`))))
-    p.on('error', rej)
-  })
-}
-const bwrapArgs = ['--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-net', '--unshare-cgroup',
-  '--die-with-parent', '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/lib', '/lib',
-  '--symlink', 'usr/lib64', '/lib64', '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp', '/usr/bin/python3', '-c', 'print(1)']
-
-function stats(xs) {
-  const s = [...xs].sort((a, b) => a - b)
-  const q = (p) => s[Math.min(s.length - 1, Math.floor(p * s.length))]
-  return { n: s.length, median: q(0.5), p95: q(0.95), p99: q(0.99), min: s[0], max: s[s.length - 1] }
-}
+const bwrapArgs = bwrap('/usr/bin/python3', '-c', 'print(1)')
 const median = (xs) => stats(xs).median
-
-const figures = {}
-const perRound = {}
-const add = (k, v, r) => {
-  ;(figures[k] ??= []).push(v)
-  ;((perRound[k] ??= [])[r] ??= []).push(v)
-}
+const { figures, perRound, add } = recorder()
 
 const d = await startDaemon()
 try {
