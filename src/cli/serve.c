@@ -207,6 +207,13 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	for (int i = 0; i < 2; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
+	/* Freeing the signal events restored the default action: a second
+	 * SIGTERM or SIGINT (a process group signalled again, make forwarding
+	 * one) would kill the daemon in the middle of the cleanup below and
+	 * leave the pool's sandboxes behind. The shutdown is under way and
+	 * bounded; SIGKILL still ends it. */
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
 	hu_http_close(d);
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */

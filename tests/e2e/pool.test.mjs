@@ -187,6 +187,28 @@ test('restarts leave no pool sandbox behind: SIGTERM destroys them, kill -9 left
   }
 })
 
+test('SIGTERMs that keep arriving during the shutdown do not cut it short: the pool is still destroyed', async () => {
+  const d = await startDaemon(['--pool-size', '6'])
+  await poolReady(d, 6)
+  // a process group signalled again, or make forwarding the signal: the
+  // later ones land while the daemon destroys its pool
+  process.kill(d.pid, 'SIGTERM')
+  for (let i = 0; i < 8; i++) {
+    await sleep(3)
+    try { process.kill(d.pid, 'SIGTERM') } catch { break } // gone
+  }
+  try {
+    const st = await d.exited
+    assert.deepEqual(st, { code: 0, signal: null }, 'a clean exit, not death by the second signal')
+    const h = hostState(d)
+    assert.deepEqual(h.dirs, [])
+    assert.deepEqual(h.groups, [])
+    assert.deepEqual(h.rows, [])
+  } finally {
+    await d.stop() // removes whatever a failure left
+  }
+})
+
 test('a pool sandbox whose init died while it waited is removed and replaced, never handed out', async () => {
   const d = await startDaemon(['--pool-size', '1'])
   const kill = (id) => sh(`for g in /sys/fs/cgroup/unified/${d.env.HUTCH_CGROUP_PARENT}/${id} /sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/${id}; do [ -e $g/cgroup.kill ] && echo 1 > $g/cgroup.kill; done; true`)
