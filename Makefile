@@ -28,7 +28,7 @@ PROTO_SRC   := $(wildcard src/proto/*.c)
 RUNTIME_SRC := $(wildcard src/runtime/*.c)
 INIT_SRC    := $(wildcard src/init/*.c)
 CLI_SRC     := $(wildcard src/cli/*.c)
-DAEMON_SRC  := $(wildcard src/daemon/*.c)
+DAEMON_SRC  := $(wildcard src/daemon/*.c src/daemon/*/*.c)
 TEMPLATE_SRC:= $(wildcard src/template/*.c)
 LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC) $(DAEMON_SRC) $(TEMPLATE_SRC)
 
@@ -37,7 +37,7 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 LIB       := $(BUILD)/libhutch.a
 HUTCH     := $(BUILD)/hutch
 INIT      := $(BUILD)/hutch-init
-UNIT_SRC  := $(wildcard tests/unit/*/test_*.c)
+UNIT_SRC  := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 HELPER_SRC:= $(wildcard tests/helpers/*.c)
 HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC))

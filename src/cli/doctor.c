@@ -37,10 +37,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "daemon/config.h"
-#include "daemon/fd_budget.h"
-#include "daemon/host_readings.h"
-#include "daemon/sbx_network.h"
+#include "daemon/core/config.h"
+#include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/host_readings.h"
+#include "daemon/sandboxes/sbx_network.h"
 #include "runtime/cgroup.h"
 #include "runtime/mountapi.h"
 #include "runtime/net.h"

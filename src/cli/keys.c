@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "daemon/config.h"
-#include "daemon/store.h"
+#include "daemon/core/config.h"
+#include "daemon/store/store.h"
 
 #define EXIT_USAGE 2
 #define TEAM_MAX 63

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "daemon/datadir_lock.h"
+#include "daemon/core/datadir_lock.h"
 #include "proto/initproto.h"
 #include "runtime/initclient.h"
 #include "runtime/sandbox.h"

@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "daemon/datadir_lock.h"
-#include "daemon/store.h"
+#include "daemon/core/datadir_lock.h"
+#include "daemon/store/store.h"
 #include "template/template.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"

@@ -2,7 +2,7 @@
 #ifndef HUTCH_DAEMON_ROUTES_H
 #define HUTCH_DAEMON_ROUTES_H
 
-#include "daemon/daemon.h"
+#include "daemon/core/daemon.h"
 
 void hu_api_sandboxes_register(struct hu_daemon *d); /* control plane (api_sandboxes.c) */
 void hu_api_templates_register(struct hu_daemon *d);  /* template aliases (api_templates.c) */

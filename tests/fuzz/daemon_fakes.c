@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/registry.h"
-#include "daemon/stats.h"
-#include "daemon/store.h"
+#include "daemon/sandboxes/registry.h"
+#include "daemon/common/stats.h"
+#include "daemon/store/store.h"
 #include "daemon_fakes.h"
 
 struct hu_registry {

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/gzip_out.c
+// fuzz-sources: src/daemon/http/gzip_out.c
 /*
  * libFuzzer driver for gzip downloads: the input is an Accept-Encoding
  * value (up to the first NUL) and file content (the rest). The header
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "daemon/gzip_out.h"
+#include "daemon/http/gzip_out.h"
 
 struct sink {
 	uint8_t *buf;

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/api_json.c src/daemon/metadata_filter.c src/daemon/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/api/api_json.c src/daemon/api/metadata_filter.c src/daemon/api/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the control plane's input decoders. A JSON input is
  * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause,
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/api_json.h"
-#include "daemon/registry.h"
+#include "daemon/api/api_json.h"
+#include "daemon/sandboxes/registry.h"
 
 static void bodies(const json_t *body)
 {

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/config.c src/daemon/log.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/core/config.c src/daemon/common/log.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /* hutch serve's settings: every input is a config file body ("key = value"
  * lines, through the real file reader) and then the same lines as single
  * hu_config_set calls. Whatever is accepted must leave a config within its
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
+#include "daemon/core/config.h"
 
 static void check(const struct hu_config *cfg)
 {

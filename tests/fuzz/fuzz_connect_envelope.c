@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/connect.c src/daemon/http.c src/daemon/log.c tests/fuzz/daemon_fakes.c src/daemon/signed_url.c src/daemon/signature.c
+// fuzz-sources: src/daemon/http/connect.c src/daemon/http/http.c src/daemon/common/log.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c
 /*
  * libFuzzer driver for the Connect request envelope (connect.c): the input
  * is the body of a server-streaming request. A parse either yields one JSON
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/connect.h"
+#include "daemon/http/connect.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

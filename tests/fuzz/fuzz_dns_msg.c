@@ -1,6 +1,6 @@
-// fuzz-sources: src/daemon/dns_msg.c
+// fuzz-sources: src/daemon/dns/dns_msg.c
 /*
- * libFuzzer driver for the DNS proxy's message parser (src/daemon/dns_msg.c):
+ * libFuzzer driver for the DNS proxy's message parser (src/daemon/dns/dns_msg.c):
  * the input is tried as a query and as an answer. What is accepted must be
  * consistent: the question ends inside the message, the name is at most
  * 253 characters of lower-case text, addresses are bounded, and a REFUSED
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/dns_msg.h"
+#include "daemon/dns/dns_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

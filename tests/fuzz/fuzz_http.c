@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/http.c src/daemon/connect.c src/daemon/log.c src/daemon/config.c tests/fuzz/daemon_fakes.c src/daemon/signed_url.c src/daemon/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/http/http.c src/daemon/http/connect.c src/daemon/common/log.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the daemon's HTTP front door: the input is the raw
  * bytes a client sends on one TCP connection. They go to the REAL server
@@ -22,9 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
-#include "daemon/connect.h"
-#include "daemon/daemon.h"
+#include "daemon/core/config.h"
+#include "daemon/http/connect.h"
+#include "daemon/core/daemon.h"
 #include "daemon_fakes.h"
 
 #define INPUT_BUDGET_MS 50

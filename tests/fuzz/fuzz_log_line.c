@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/log_parse.c
+// fuzz-sources: src/daemon/common/log_parse.c
 /*
  * libFuzzer driver for the log-line parser behind GET /sandboxes/{id}/logs:
  * the input is one line of <data_dir>/logs/hutch.log, which an operator (or
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/log_parse.h"
+#include "daemon/common/log_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

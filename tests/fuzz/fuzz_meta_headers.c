@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/meta_headers.c
+// fuzz-sources: src/daemon/envd/meta_headers.c
 /*
  * libFuzzer driver for X-Metadata-* upload headers: the input is header
  * lines "name: value" as a client sends them. Every pair that is accepted
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/meta_headers.h"
+#include "daemon/envd/meta_headers.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

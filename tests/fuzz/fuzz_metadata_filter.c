@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/metadata_filter.c
+// fuzz-sources: src/daemon/api/metadata_filter.c
 /*
  * libFuzzer driver for the metadata list filter: the input is the value of
  * the `metadata` query parameter after HTTP query decoding, i.e. exactly
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/metadata_filter.h"
+#include "daemon/api/metadata_filter.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

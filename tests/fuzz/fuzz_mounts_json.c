@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/mounts_json.c src/runtime/mount_target.c
+// fuzz-sources: src/daemon/api/mounts_json.c src/runtime/mount_target.c
 /*
  * libFuzzer driver for a new sandbox's mount requests and the new-volume
  * body (mounts_json.h). The first byte picks the decoder: 'h' the value of
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/mounts_json.h"
+#include "daemon/api/mounts_json.h"
 
 static void check_accepted(const struct hu_mount_reqs *r)
 {

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/multipart.c
+// fuzz-sources: src/daemon/http/multipart.c
 /*
  * libFuzzer driver for the multipart/form-data parser. Input: one byte that
  * picks a feed step, a Content-Type line ending in '\n', then the body. The
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/multipart.h"
+#include "daemon/http/multipart.h"
 
 struct summary {
 	uint64_t parts;

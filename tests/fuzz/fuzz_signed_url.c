@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/signature.c
+// fuzz-sources: src/daemon/envd/signature.c
 /*
  * libFuzzer driver for signed URL parsing: the input is what a client
  * controls, `signature` NUL `signature_expiration` NUL `Host`, each part
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/signed_url.h"
+#include "daemon/envd/signed_url.h"
 #include "util/base64.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,0 +1,56 @@
+/* The E2B JSON views of a sandbox (api_sandboxes.h). */
+#include <stdint.h>
+
+#include "daemon/api/api_json.h"
+#include "daemon/api/api_sandboxes.h"
+#include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/sbx_metrics.h"
+#include "daemon/sandboxes/sbx_mounts.h"
+#include "daemon/sandboxes/sbx_network.h"
+
+/* clientID is deprecated in E2B and meaningless here; the SDK requires it. */
+#define CLIENT_ID "hutch"
+#define MIB (1024ull * 1024ull)
+
+json_t *hu_sbx_json_sandbox(const struct hu_sbx *s)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id, "templateID", s->template_id, "clientID",
+			 CLIENT_ID, "envdVersion", HU_ENVD_VERSION, "envdAccessToken", s->access_token);
+}
+
+json_t *hu_sbx_json_listed(const struct hu_sbx *s)
+{
+	char started[HU_TIME_STR_MAX], end[HU_TIME_STR_MAX];
+
+	hu_api_format_time(s->started_at_ms, started);
+	hu_api_format_time(hu_lifecycle_end_at(hu_registry_daemon(s->reg), s), end);
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:O, s:s, s:s}", "sandboxID", s->id, "templateID",
+			 s->template_id, "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
+			 hu_sbx_cpu_count(s), "memoryMB", (json_int_t)(s->memory_bytes / MIB), "diskSizeMB",
+			 (json_int_t)(s->disk_bytes / MIB), "metadata", s->metadata, "state",
+			 s->state == HU_SBX_PAUSED ? "paused" : "running", "envdVersion", HU_ENVD_VERSION);
+}
+
+json_t *hu_sbx_json_detail(const struct hu_sbx *s)
+{
+	json_t *v = hu_sbx_json_listed(s);
+	json_t *allow = s->allow_internet < 0 ? json_null() : json_boolean(s->allow_internet);
+	json_t *net = hu_sbx_json_network(s);
+
+	if (!v || json_object_set_new(v, "envdAccessToken", json_string(s->access_token)) < 0 ||
+	    json_object_set_new(v, "allowInternetAccess", allow) < 0 ||
+	    json_object_set_new(v, "memoryReleased", json_boolean(s->released)) < 0 ||
+	    json_object_set_new(v, "lifecycle",
+				json_pack("{s:s, s:b}", "onTimeout", s->auto_pause ? "pause" : "kill", "autoResume",
+					  s->auto_resume)) < 0 ||
+	    json_object_set_new(v, "volumeMounts", hu_sbx_volume_mounts_json(s)) < 0) {
+		json_decref(v);
+		json_decref(net);
+		return NULL;
+	}
+	if (net && json_object_set_new(v, "network", net) < 0) {
+		json_decref(v);
+		return NULL;
+	}
+	return v;
+}

@@ -1,0 +1,402 @@
+/*
+ * The Connect protocol's JSON codec (connect.h): request envelopes, error
+ * codes, unary replies, and server streams on top of evhttp.
+ *
+ * A stream follows evhttp-notes.md:
+ *  - the reply starts at once, because evhttp only notices a vanished client
+ *    once the reply has started (#4);
+ *  - while it runs, the connection has a write timeout only, so a quiet
+ *    command is not cut by the idle timeout (#2); the idle timeout is put
+ *    back before the stream ends, since the connection is reused;
+ *  - every envelope is sent with a drained callback and the connection's
+ *    output buffer is watched, so a client that does not read stops the
+ *    producer instead of growing the daemon (#1);
+ *  - the connection's close callback tells the owner (on_gone) exactly once,
+ *    and frees the request libevent detached from the connection.
+ * Every callback into the owner is the last thing its caller does with the
+ * stream, so the owner may end (free) the stream from inside any of them.
+ */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/http/connect.h"
+#include "daemon/common/stats.h"
+#include "daemon/sandboxes/registry.h"
+
+#define ENVELOPE_HEADER 5
+/* While a stream runs nothing more is expected from its client; bound what
+ * a client could pile up in the input buffer meanwhile. */
+#define STREAM_INPUT_MAX (64u << 10)
+
+/* ---- envelopes and codes ---------------------------------------------------- */
+
+int hu_connect_parse_envelope(const uint8_t *body, size_t len, json_t **msg, hu_err *err)
+{
+	uint32_t n;
+
+	if (len < ENVELOPE_HEADER)
+		return hu_err_set(err, -EINVAL, "stream request of %zu bytes is shorter than an envelope header", len);
+	if (body[0] & HU_CONNECT_FLAG_COMPRESSED)
+		return hu_err_set(err, -EINVAL, "compressed envelopes are not supported");
+	if (body[0] != 0)
+		return hu_err_set(err, -EINVAL, "unexpected envelope flags 0x%02x in a request", body[0]);
+	n = (uint32_t)body[1] << 24 | (uint32_t)body[2] << 16 | (uint32_t)body[3] << 8 | body[4];
+	if (n > HU_CONNECT_MAX_MESSAGE)
+		return hu_err_set(err, -EINVAL, "request message of %u bytes is over the limit of %u", n,
+				  HU_CONNECT_MAX_MESSAGE);
+	if (len - ENVELOPE_HEADER < n)
+		return hu_err_set(err, -EINVAL, "truncated envelope: %u bytes announced, %zu present", n,
+				  len - ENVELOPE_HEADER);
+	if (len - ENVELOPE_HEADER > n)
+		return hu_err_set(err, -EINVAL, "%zu bytes after the request envelope (exactly one is expected)",
+				  len - ENVELOPE_HEADER - n);
+	if (hu_json_parse_object(body + ENVELOPE_HEADER, n, msg, err) < 0) {
+		hu_err_prefix(err, "request message");
+		return -1;
+	}
+	return 0;
+}
+
+const char *hu_connect_code_for_errno(int code)
+{
+	switch (code) {
+	case ENOENT:
+	case ESRCH:
+		return "not_found";
+	case EEXIST:
+		return "already_exists";
+	case EINVAL:
+	case ENOTDIR:
+	case EISDIR:
+	case ENAMETOOLONG:
+	case ERANGE:
+		return "invalid_argument";
+	case EACCES:
+	case EPERM:
+		return "permission_denied";
+	case ENOSPC:
+	case EDQUOT:
+		return "resource_exhausted";
+	case ETIMEDOUT:
+		return "deadline_exceeded";
+	case ECANCELED:
+		return "canceled";
+	case ENOSYS:
+		return "unimplemented";
+	/* The sandbox's hutch-init went away: the SDK reports these as a
+	 * sandbox that timed out, which is what happened. */
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case EPIPE:
+	case ENOTCONN:
+		return "unavailable";
+	default:
+		return "internal";
+	}
+}
+
+/* connectrpc.com/docs/protocol: "Error Codes" and their HTTP statuses. */
+static const struct {
+	const char *code;
+	int status;
+} code_status[] = {
+	{"canceled", 499},        {"unknown", 500},           {"invalid_argument", 400},
+	{"deadline_exceeded", 504}, {"not_found", 404},       {"already_exists", 409},
+	{"permission_denied", 403}, {"resource_exhausted", 429}, {"failed_precondition", 400},
+	{"aborted", 409},         {"out_of_range", 400},      {"unimplemented", 501},
+	{"internal", 500},        {"unavailable", 503},       {"data_loss", 500},
+	{"unauthenticated", 401},
+};
+
+int hu_connect_http_status(const char *code)
+{
+	for (size_t i = 0; code && i < sizeof(code_status) / sizeof(code_status[0]); i++)
+		if (!strcmp(code, code_status[i].code))
+			return code_status[i].status;
+	return 500;
+}
+
+/* ---- unary calls ------------------------------------------------------------- */
+
+void hu_connect_reply(struct hu_req *r, json_t *msg)
+{
+	hu_reply_json(r, 200, msg);
+}
+
+void hu_connect_error(struct hu_req *r, const char *code, const char *fmt, ...)
+{
+	char msg[HU_ERR_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	hu_reply_json(r, hu_connect_http_status(code),
+		      json_pack("{s:s,s:o}", "code", code, "message", hu_json_text(msg)));
+}
+
+void hu_connect_error_err(struct hu_req *r, const hu_err *err)
+{
+	hu_connect_error(r, hu_connect_code_for_errno(err->code), "%s", err->msg);
+}
+
+int hu_connect_unary_request(struct hu_req *r, json_t **msg)
+{
+	size_t len;
+	const uint8_t *body = hu_req_body(r, &len);
+	hu_err err;
+
+	if (len == 0) { /* an empty message: every field at its zero value */
+		*msg = json_object();
+		if (*msg)
+			return 0;
+		hu_connect_error(r, "internal", "out of memory");
+		return -1;
+	}
+	if (hu_json_parse_object(body, len, msg, &err) < 0) {
+		hu_connect_error(r, "invalid_argument", "request message: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- server streams ------------------------------------------------------------ */
+
+struct hu_stream {
+	struct hu_req *r;
+	struct evhttp_request *ev;        /* NULL once the client is gone */
+	struct evhttp_connection *evcon;  /* NULL once the client is gone */
+	struct evbuffer *frame;           /* one envelope on its way to evhttp */
+	struct hu_stream_cbs cbs;
+	size_t high_water;                /* pause the producer above this much unsent output */
+	int gone;
+	int paused;
+	int counted; /* hu_sbx_stream_begin was called for r->sbx_id */
+};
+
+/* Append one envelope (flags, big-endian length, compact JSON) to buf. */
+static int frame_add(struct evbuffer *buf, uint8_t flags, const json_t *msg)
+{
+	char *json = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+	size_t n;
+	uint8_t hdr[ENVELOPE_HEADER];
+	int rc;
+
+	if (!json)
+		return -1;
+	n = strlen(json);
+	hdr[0] = flags;
+	hdr[1] = (uint8_t)(n >> 24);
+	hdr[2] = (uint8_t)(n >> 16);
+	hdr[3] = (uint8_t)(n >> 8);
+	hdr[4] = (uint8_t)n;
+	rc = evbuffer_add(buf, hdr, sizeof(hdr)) == 0 && evbuffer_add(buf, json, n) == 0 ? 0 : -1;
+	free(json);
+	return rc;
+}
+
+static const char *stream_sbx(const struct hu_stream *s)
+{
+	return s->r->sbx_id[0] ? s->r->sbx_id : NULL;
+}
+
+static void on_drained(struct evhttp_connection *evcon, void *arg)
+{
+	struct hu_stream *s = arg;
+
+	if (!s->paused || s->gone)
+		return;
+	s->paused = 0;
+	if (s->cbs.on_resume)
+		s->cbs.on_resume(s->cbs.arg); /* last: it may end the stream */
+}
+
+/* The connection is going away: the client closed it, a write timed out,
+ * or the server is shutting down. */
+static void on_close(struct evhttp_connection *evcon, void *arg)
+{
+	struct hu_stream *s = arg;
+
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	/* A client that vanished leaves the request detached from its
+	 * connection, and only we can free it; at shutdown it is still
+	 * attached and libevent frees it right after this callback. */
+	if (s->ev && !evhttp_request_get_connection(s->ev))
+		evhttp_send_reply_end(s->ev);
+	s->ev = NULL;
+	s->evcon = NULL;
+	s->r->ev = NULL; /* the request's accessors must not reach it either */
+	s->gone = 1;
+	hu_log(HU_LOG_DEBUG, stream_sbx(s), s->r->id, "stream %s: the client went away", s->r->path);
+	if (s->cbs.on_gone)
+		s->cbs.on_gone(s->cbs.arg); /* last: it may end the stream */
+}
+
+/* Start a streamed 200 reply of `content_type`: headers go out at once (so a
+ * client that leaves is noticed), and while it runs the connection has only
+ * a write timeout (evhttp-notes #2). */
+static struct hu_stream *stream_start(struct hu_req *r, const char *content_type, size_t high_water,
+				      const struct hu_stream_cbs *cbs)
+{
+	struct hu_stream *s = calloc(1, sizeof(*s));
+	struct timeval write_tv = {.tv_sec = r->d->cfg.idle_timeout_s ? r->d->cfg.idle_timeout_s : 60};
+
+	if (!s || !(s->frame = evbuffer_new())) {
+		free(s);
+		return NULL;
+	}
+	s->r = r;
+	s->ev = r->ev;
+	s->high_water = high_water;
+	/* an open stream keeps its sandbox awake (lifecycle.c); handlers drop
+	 * r->sbx while they run (the sandbox may be freed), so the end finds
+	 * it again by id */
+	if (r->sbx) {
+		hu_sbx_stream_begin(r->sbx);
+		s->counted = 1;
+	}
+	if (cbs)
+		s->cbs = *cbs;
+	hu_req_set_stream(r, s);
+	if (!s->ev) { /* the server is shutting down */
+		s->gone = 1;
+		return s;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(s->ev), "Content-Type", content_type);
+	evhttp_send_reply_start(s->ev, 200, NULL);
+	s->evcon = evhttp_request_get_connection(s->ev);
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
+	bufferevent_set_timeouts(bev, NULL, &write_tv);
+	bufferevent_setwatermark(bev, EV_READ, 0, STREAM_INPUT_MAX);
+	evhttp_connection_set_closecb(s->evcon, on_close, s);
+	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s started", r->path);
+	return s;
+}
+
+struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *cbs)
+{
+	struct hu_stream *s = stream_start(r, "application/connect+json", HU_STREAM_HIGH_WATER, cbs);
+	if (!s)
+		hu_connect_error(r, "internal", "out of memory");
+	return s;
+}
+
+struct hu_stream *hu_stream_start_raw(struct hu_req *r, const char *content_type, size_t high_water,
+				      const struct hu_stream_cbs *cbs)
+{
+	return stream_start(r, content_type, high_water, cbs);
+}
+
+static size_t output_pending(const struct hu_stream *s)
+{
+	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(s->evcon)));
+}
+
+/* Hand what is in s->frame to evhttp; tell the producer to pause when the
+ * client is behind. */
+static int push(struct hu_stream *s)
+{
+	if (s->r->sbx_id[0])
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(s->frame));
+	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
+	if (!s->paused && output_pending(s) > s->high_water) {
+		s->paused = 1;
+		if (s->cbs.on_pause)
+			s->cbs.on_pause(s->cbs.arg); /* last: it may end the stream */
+		return 1;
+	}
+	return s->paused;
+}
+
+int hu_stream_send(struct hu_stream *s, json_t *msg)
+{
+	if (s->gone) {
+		json_decref(msg);
+		return -1;
+	}
+	if (frame_add(s->frame, 0, msg) < 0) {
+		json_decref(msg);
+		evbuffer_drain(s->frame, evbuffer_get_length(s->frame));
+		hu_log(HU_LOG_ERROR, stream_sbx(s), s->r->id, "stream %s: cannot encode a message (out of memory)",
+		       s->r->path);
+		return -1;
+	}
+	json_decref(msg);
+	return push(s);
+}
+
+int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len)
+{
+	if (s->gone)
+		return -1;
+	if (evbuffer_add(s->frame, data, len) < 0) {
+		evbuffer_drain(s->frame, evbuffer_get_length(s->frame));
+		return -1;
+	}
+	return push(s);
+}
+
+/* The body is complete: the connection outlives the stream (keep-alive), so
+ * it must not call back into a freed stream, and it is idle again. */
+static void close_reply(struct hu_stream *s)
+{
+	struct timeval idle = {.tv_sec = s->r->d->cfg.idle_timeout_s ? s->r->d->cfg.idle_timeout_s : 60};
+
+	evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, 0);
+	evhttp_connection_set_timeout_tv(s->evcon, &idle);
+	evhttp_send_reply_end(s->ev);
+}
+
+static void release(struct hu_stream *s, const char *how, const char *why)
+{
+	struct hu_req *r = s->r;
+
+	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s ended: %s%s%s", r->path, how, why ? ": " : "",
+	       why ? why : "");
+	int counted = s->counted;
+	evbuffer_free(s->frame);
+	free(s);
+	struct hu_sbx *sbx = counted && r->d->reg ? hu_registry_get(r->d->reg, r->sbx_id) : NULL;
+	if (sbx) /* NULL once the sandbox is gone */
+		hu_sbx_stream_end(sbx);
+	hu_req_set_stream(r, NULL);
+	hu_req_finish(r);
+}
+
+void hu_stream_finish(struct hu_stream *s)
+{
+	if (!s->gone)
+		close_reply(s);
+	release(s, "ok", NULL);
+}
+
+void hu_stream_abort(struct hu_stream *s, const char *why)
+{
+	if (!s->gone) {
+		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+		evhttp_connection_free(s->evcon); /* frees the request with it */
+		s->r->ev = NULL;
+	}
+	release(s, "cut", why);
+}
+
+void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_message)
+{
+	if (!s->gone) {
+		json_t *end = err_code ? json_pack("{s:{s:s,s:o}}", "error", "code", err_code, "message",
+						   hu_json_text(err_message ? err_message : ""))
+				       : json_object();
+		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0)
+			evhttp_send_reply_chunk(s->ev, s->frame);
+		json_decref(end);
+		close_reply(s);
+	}
+	release(s, err_code ? err_code : "ok", err_code ? err_message : NULL);
+}

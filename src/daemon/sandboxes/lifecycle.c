@@ -1,0 +1,224 @@
+/* The lifecycle engine (lifecycle.h). */
+#include "daemon/sandboxes/lifecycle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/sandboxes/host_readings.h"
+#include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/sandbox_ops.h"
+#include "daemon/common/stats.h"
+#include "daemon/store/store.h"
+#include "util/clock.h"
+
+#define TICK_MS 1000
+#define PRESSURE_RELEASES_PER_TICK 4 /* at most: each costs a kill and a wait */
+#define LOST_KEEP_MS (7LL * 86400 * 1000)
+#define LOST_PURGE_EVERY_TICKS 3600
+
+/* ---- activity ------------------------------------------------------------ */
+
+void hu_sbx_touch(struct hu_sbx *s)
+{
+	int64_t now = hu_wall_ms();
+
+	s->last_active_ms = now;
+	if (s->state != HU_SBX_RUNNING || s->timeout_s <= 0)
+		return;
+	int64_t end = now + (int64_t)s->timeout_s * 1000;
+	/* the timer is not moved: when it fires early it re-arms itself at
+	 * the new deadline (sandbox_ops.c), so a busy sandbox costs no timer
+	 * work per request */
+	if (end > s->end_at_ms) {
+		s->end_at_ms = end;
+		s->dirty = 1;
+	}
+}
+
+void hu_sbx_stream_begin(struct hu_sbx *s)
+{
+	s->active++;
+	hu_sbx_touch(s);
+}
+
+void hu_sbx_stream_end(struct hu_sbx *s)
+{
+	if (s->active)
+		s->active--;
+	hu_sbx_touch(s); /* the idle window starts when the work ends */
+}
+
+int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s)
+{
+	if (s->state != HU_SBX_PAUSED)
+		return s->end_at_ms;
+	int32_t after = s->reclaim_after_s ? s->reclaim_after_s : (int32_t)d->cfg.reclaim_after_s;
+	return after < 0 ? HU_NEVER_MS : s->paused_at_ms + (int64_t)after * 1000;
+}
+
+/* ---- memory pressure ------------------------------------------------------ */
+
+int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n)
+{
+	struct hu_host_readings host;
+	hu_err ignored;
+
+	if (hu_host_readings(&host, &ignored) < 0)
+		return 0;
+	uint64_t min = cfg->pressure_min_available ? cfg->pressure_min_available : host.mem_total / 20;
+	if (host.mem_available < min) {
+		snprintf(why, n, "MemAvailable %llu MiB is below %llu MiB", (unsigned long long)(host.mem_available >> 20),
+			 (unsigned long long)(min >> 20));
+		return 1;
+	}
+	double psi = host.psi_some_avg10;
+	if (psi > (double)cfg->pressure_psi_avg10) {
+		snprintf(why, n, "memory PSI some avg10 %.1f%% is above %u%%", psi, cfg->pressure_psi_avg10);
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- the tick ------------------------------------------------------------- */
+
+int hu_sbx_list_add(struct hu_sbx_list *l, struct hu_sbx *s)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 16;
+		void *grown = realloc(l->v, cap * sizeof(*l->v));
+		if (!grown)
+			return -1;
+		l->v = grown;
+		l->cap = cap;
+	}
+	l->v[l->n++] = s;
+	return 0;
+}
+
+struct tick_work {
+	struct hu_daemon *d;
+	int64_t now;
+	struct hu_sbx_list save, reclaim, release, holding; /* holding: paused, memory kept */
+};
+
+static int classify(struct hu_sbx *s, void *arg)
+{
+	struct tick_work *w = arg;
+	const struct hu_config *cfg = &w->d->cfg;
+
+	/* a list that cannot grow misses a sandbox: the next tick gets it */
+	if (s->dirty)
+		hu_sbx_list_add(&w->save, s);
+	if (s->state != HU_SBX_PAUSED)
+		return 0;
+	int64_t reclaim_at = hu_lifecycle_end_at(w->d, s);
+	if (reclaim_at != HU_NEVER_MS && w->now >= reclaim_at)
+		hu_sbx_list_add(&w->reclaim, s);
+	else if (!s->released && cfg->release_after_s &&
+		 w->now - s->paused_at_ms >= (int64_t)cfg->release_after_s * 1000)
+		hu_sbx_list_add(&w->release, s);
+	else if (!s->released)
+		hu_sbx_list_add(&w->holding, s);
+	return 0;
+}
+
+static int by_last_active(const void *a, const void *b)
+{
+	const struct hu_sbx *x = *(struct hu_sbx *const *)a, *y = *(struct hu_sbx *const *)b;
+	return x->last_active_ms < y->last_active_ms ? -1 : x->last_active_ms > y->last_active_ms;
+}
+
+/* Deadlines moved by activity reach the store in one transaction. */
+static void save_moved(struct hu_daemon *d, struct hu_sbx_list *l)
+{
+	hu_err err;
+
+	if (!l->n)
+		return;
+	if (hu_store_begin(d->store, &err) < 0) {
+		hu_log(HU_LOG_WARN, NULL, 0, "save deadlines: %s", err.msg);
+		return;
+	}
+	for (size_t i = 0; i < l->n; i++) {
+		if (hu_store_sandbox_put(d->store, l->v[i], &err) < 0) {
+			hu_log(HU_LOG_WARN, l->v[i]->id, 0, "save deadline: %s", err.msg);
+			continue;
+		}
+		l->v[i]->dirty = 0;
+	}
+	if (hu_store_commit(d->store, &err) < 0) {
+		hu_log(HU_LOG_WARN, NULL, 0, "save deadlines: %s", err.msg);
+		for (size_t i = 0; i < l->n; i++)
+			l->v[i]->dirty = 1;
+	}
+}
+
+static void tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct hu_daemon *d = arg;
+	struct tick_work w = {.d = d, .now = hu_wall_ms()};
+	char why[160];
+	hu_err err;
+
+	hu_registry_each(d->reg, classify, &w);
+	save_moved(d, &w.save);
+	for (size_t i = 0; i < w.reclaim.n; i++) {
+		struct hu_sbx *s = w.reclaim.v[i];
+		snprintf(why, sizeof(why), "reclaimed: paused since %lld s", (long long)((w.now - s->paused_at_ms) / 1000));
+		hu_stat_add(HU_STAT_RECLAIMS, 1);
+		hu_sbx_kill_async(d, s, why, hu_sbx_killed_log, NULL);
+	}
+	for (size_t i = 0; i < w.release.n; i++) {
+		if (hu_sbx_release(d, w.release.v[i], "paused longer than pause.release_after", &err) < 0)
+			hu_log(HU_LOG_WARN, w.release.v[i]->id, 0, "%s", err.msg);
+	}
+	if (w.holding.n && hu_lifecycle_under_pressure(&d->cfg, why, sizeof(why))) {
+		qsort(w.holding.v, w.holding.n, sizeof(*w.holding.v), by_last_active);
+		for (size_t i = 0; i < w.holding.n && i < PRESSURE_RELEASES_PER_TICK; i++) {
+			char reason[200];
+			snprintf(reason, sizeof(reason), "memory pressure: %s", why);
+			if (hu_sbx_release(d, w.holding.v[i], reason, &err) < 0)
+				hu_log(HU_LOG_WARN, w.holding.v[i]->id, 0, "%s", err.msg);
+		}
+	}
+	hu_pool_reap_dead(d);
+	if (++d->lifecycle_ticks % LOST_PURGE_EVERY_TICKS == 0 &&
+	    hu_store_lost_purge(d->store, w.now - LOST_KEEP_MS, &err) < 0)
+		hu_log(HU_LOG_WARN, NULL, 0, "%s", err.msg);
+	free(w.save.v);
+	free(w.reclaim.v);
+	free(w.release.v);
+	free(w.holding.v);
+}
+
+int hu_lifecycle_start(struct hu_daemon *d, hu_err *err)
+{
+	struct timeval every = {TICK_MS / 1000, (TICK_MS % 1000) * 1000};
+
+	d->lifecycle_tick = event_new(d->base, -1, EV_PERSIST, tick, d);
+	if (!d->lifecycle_tick || event_add(d->lifecycle_tick, &every) < 0)
+		return hu_err_set(err, ENOMEM, "lifecycle timer");
+	return 0;
+}
+
+static int collect_dirty(struct hu_sbx *s, void *arg)
+{
+	if (s->dirty)
+		hu_sbx_list_add(arg, s);
+	return 0;
+}
+
+void hu_lifecycle_stop(struct hu_daemon *d)
+{
+	struct hu_sbx_list dirty = {0};
+
+	if (d->lifecycle_tick)
+		event_free(d->lifecycle_tick);
+	d->lifecycle_tick = NULL;
+	if (!d->reg || !d->store)
+		return;
+	hu_registry_each(d->reg, collect_dirty, &dirty);
+	save_moved(d, &dirty);
+	free(dirty.v);
+}

@@ -1,0 +1,100 @@
+/*
+ * Warm pools: per template, a few sandboxes built ahead of time, so that a
+ * create answers with one of them instead of building a sandbox while the
+ * client waits.
+ *
+ * A pool sandbox is a real sandbox made with the template's settings (the
+ * server's default limits, the default network, no mounts) and no
+ * per-request state. It gets its final API id when it is built (a fresh
+ * random id that nobody has seen), so taking it renames nothing: the
+ * create copies the request's fields around it and stores it as running.
+ * It is taken at most once: hu_pool_take removes it from the pool before
+ * it returns, and nothing ever puts a sandbox back.
+ *
+ * Pool sandboxes are not in the registry (the API does not list them and
+ * the data plane cannot reach them), but they are in the store as
+ * `creating` rows with no team, so a daemon killed with a full pool finds
+ * them at its next start and removes them like any interrupted create. A
+ * clean shutdown destroys them. They count against admission (memory and
+ * pids, like a paused sandbox) and max_sandboxes; a create that would be
+ * refused for capacity first makes the pools give way
+ * (hu_pool_give_way).
+ *
+ * Refill runs on the loop, off the request path: a timer starts at most
+ * HU_POOL_FILL_MAX builds at once and only while admission would accept
+ * one more sandbox and the host is not under memory pressure.
+ */
+#ifndef HUTCH_DAEMON_POOL_H
+#define HUTCH_DAEMON_POOL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/core/daemon.h"
+#include "daemon/sandboxes/registry.h"
+
+#define HU_POOL_FILL_MAX 1 /* pool builds in flight at once, all pools together */
+
+/* A set of ready pool sandboxes of one template (the bookkeeping, no I/O:
+ * unit-tested on its own). */
+struct hu_pool_set {
+	char template_id[HU_ID_MAX];
+	unsigned target;      /* wanted size */
+	unsigned filling;     /* builds in progress */
+	struct hu_sbx **ready;
+	size_t n_ready, cap;
+	uint64_t taken, made; /* counters for /metrics */
+};
+
+/* Add a built sandbox to the ready list. */
+int hu_pool_set_push(struct hu_pool_set *ps, struct hu_sbx *s, hu_err *err);
+/* Remove and return the ready sandbox that fits (same memory, CPU, disk
+ * and network as `want`), or NULL. The newest first: its pages are the
+ * likeliest to be warm. */
+struct hu_sbx *hu_pool_set_take(struct hu_pool_set *ps, const struct hu_sbx *want);
+/* Remove and return any ready sandbox (the oldest), or NULL. */
+struct hu_sbx *hu_pool_set_pop_oldest(struct hu_pool_set *ps);
+/* Builds to start now to reach target (ready + filling counted). */
+unsigned hu_pool_set_missing(const struct hu_pool_set *ps);
+
+/* The configured size of template_id's pool: pool.size.<template> if set,
+ * else pool.size for `base`, else 0. */
+unsigned hu_pool_size_for(const struct hu_config *cfg, const char *template_id);
+
+/* Daemon side. hu_pool_start after adoption and the start-up sweep (the
+ * pools fill from then on); hu_pool_stop at shutdown destroys every pool
+ * sandbox and finishes builds in flight. */
+int hu_pool_start(struct hu_daemon *d, hu_err *err);
+void hu_pool_stop(struct hu_daemon *d);
+
+/* Remove the ready pool sandboxes whose hutch-init has exited (the OOM
+ * killer, an operator) and refill: the lifecycle tick calls it every second,
+ * so a dead one neither waits for a take nor holds its files and cgroup. */
+void hu_pool_reap_dead(struct hu_daemon *d);
+/* Destroy the ready pool sandboxes of a template about to be deleted (they
+ * hold its files mounted). Returns how many of its pool sandboxes are
+ * still being built (the delete must wait for them). */
+unsigned hu_pool_drop_template(struct hu_daemon *d, const char *template_id);
+/* A ready sandbox for a create whose daemon view is `want` (template,
+ * limits, network; no mounts), removed from its pool, or NULL. The caller
+ * owns it from then on: it becomes the request's sandbox
+ * (hu_pool_adopt_into) or is destroyed (hu_pool_discard). A refill is
+ * scheduled either way. */
+struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want);
+/* Move pool sandbox p's id and runtime handle into s (the request's
+ * sandbox, not yet stored), replace p's store row by nothing, free p. */
+void hu_pool_adopt_into(struct hu_sbx *s, struct hu_sbx *p);
+/* Destroy a taken pool sandbox that will not be used. */
+void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p);
+/* Admission wants room: destroy one pool sandbox (the fullest pool's
+ * oldest). 1 if one was destroyed, 0 if the pools hold none. */
+int hu_pool_give_way(struct hu_daemon *d);
+/* Pool sandboxes (ready and being built), and what they commit. */
+unsigned hu_pool_count(const struct hu_daemon *d);
+void hu_pool_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *pids);
+
+/* GET /metrics: pool sizes and targets per template. */
+struct evbuffer;
+void hu_pool_render(const struct hu_daemon *d, struct evbuffer *out);
+
+#endif

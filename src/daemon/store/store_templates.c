@@ -1,0 +1,27 @@
+/* What the store says about templates (store.h): the sandboxes built on
+ * one, for `hutch template rm`, which must not remove a template that a
+ * running or paused sandbox still stands on. Prepared per call, like
+ * store_volumes.c: it is a rare operator command. */
+#include <sqlite3.h>
+
+#include "daemon/store/store.h"
+
+int hu_store_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err)
+{
+	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3_stmt *s;
+
+	/* every state counts: creating and killing rows are sandboxes whose
+	 * runtime work may still touch the template's files */
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sandboxes WHERE template = ?1", -1, &s, NULL) != SQLITE_OK)
+		return hu_err_set(err, -EIO, "store: prepare: %s", sqlite3_errmsg(db));
+	sqlite3_bind_text(s, 1, template_id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*count = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW)
+		return hu_err_set(err, -EIO, "store: count the sandboxes of template %s: %s", template_id,
+				  sqlite3_errmsg(db));
+	return 0;
+}
