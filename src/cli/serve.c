@@ -24,6 +24,9 @@
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/registry.h"
+#include "daemon/dispatch.h"
+#include "daemon/envd/handlers.h"
+#include "daemon/http/server.h"
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
@@ -128,6 +131,22 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	return hu_templates_refresh_all(d, err);
 }
 
+/* The HTTP server, with the dispatcher's hooks and the routing table
+ * checked; it listens later, once the sandboxes are adopted. */
+static int http_new(struct hu_daemon *d, hu_err *err)
+{
+	struct hu_http_settings set = {.max_body_bytes = d->cfg.max_body_bytes, .idle_timeout_s = d->cfg.idle_timeout_s};
+	struct hu_http_hooks hooks = {
+		.dispatch = hu_dispatch,
+		.stream_opened = hu_dispatch_stream_opened,
+		.stream_closed = hu_dispatch_stream_closed,
+	};
+
+	if (hu_routes_check(err) < 0)
+		return -1;
+	return hu_http_new(d->base, &set, &hooks, d, &d->http, err);
+}
+
 /* The sweep skips what the daemon owns (registered at adoption). */
 static int owned_by_daemon(const char *id, void *arg)
 {
@@ -163,7 +182,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
 		return hu_err_set(err, ENOMEM, "event loop priorities");
 	/* what a previous daemon left is taken over before the first request */
-	if (hu_http_init(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
+	if (http_new(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;
 	if (d->dns && hu_dns_proxy_start(d->dns, d, err) < 0)
 		return -1;
@@ -174,19 +193,12 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		hu_log(HU_LOG_WARN, NULL, 0, "cleaning up dead sandboxes: %s", e.msg);
 	else if (swept)
 		hu_log(HU_LOG_INFO, NULL, 0, "cleaned up %u dead sandboxes", swept);
-	if (hu_lifecycle_start(d, err) < 0 || hu_http_listen(d, err) < 0)
+	if (hu_lifecycle_start(d, err) < 0 || hu_http_listen(d->http, d->cfg.listen_addr, d->cfg.port, err) < 0)
 		return -1;
 	/* after the sweep, so that it never meets a pool sandbox */
 	if (hu_pool_start(d, err) < 0)
 		return -1;
-	hu_api_sandboxes_register(d);
-	hu_api_templates_register(d);
-	hu_api_logs_register(d);
-	hu_api_metrics_register(d);
-	hu_api_volumes_register(d);
 	hu_volume_sweep(d);
-	hu_envd_process_register(d);
-	hu_envd_fs_register(d);
 	if (ensure_api_key(d, err) < 0)
 		return -1;
 	sigs[0] = evsignal_new(d->base, SIGINT, on_signal, d);
@@ -214,7 +226,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * bounded; SIGKILL still ends it. */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
-	hu_http_close(d);
+	d->stopping = 1;
+	hu_http_close(d->http);
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
@@ -231,7 +244,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	hu_dns_proxy_free(d->dns);
 	if (d->reg)
 		hu_registry_free(d->reg);
-	hu_http_free(d);
+	hu_http_free(d->http);
+	d->http = NULL;
 	if (d->store)
 		hu_store_close(d->store);
 	if (d->rt)

@@ -1,19 +1,29 @@
-/* Each part of the API registers its routes with hu_route() at start-up. */
+/*
+ * Every route of hutch serve, in two tables (routes.c): the control plane
+ * (E2B REST, by X-API-KEY) and the data plane (envd, for the sandbox named
+ * by E2b-Sandbox-Id). The dispatcher (dispatch.c) picks the table; adding an
+ * endpoint is one line here and a handler in api/ or envd/.
+ */
 #ifndef HUTCH_DAEMON_ROUTES_H
 #define HUTCH_DAEMON_ROUTES_H
 
-#include "daemon/core/daemon.h"
+#include <stddef.h>
 
-void hu_api_sandboxes_register(struct hu_daemon *d); /* control plane (api_sandboxes.c) */
-void hu_api_templates_register(struct hu_daemon *d);  /* template aliases (api_templates.c) */
-void hu_api_logs_register(struct hu_daemon *d);       /* sandbox logs (api_logs.c) */
-void hu_api_metrics_register(struct hu_daemon *d);    /* GET /metrics (api_metrics.c) */
-void hu_api_volumes_register(struct hu_daemon *d);    /* named volumes (api_volumes.c) */
-void hu_envd_process_register(struct hu_daemon *d);  /* process.Process (envd_process.c) */
-/* End the process calls still in flight (answering their requests): call
- * after hu_http_close() and before hu_http_free() and event_base_free(). */
-void hu_envd_process_shutdown(struct hu_daemon *d);
-void hu_envd_fs_register(struct hu_daemon *d);       /* filesystem.Filesystem + /files (envd_fs.c, files.c) */
-void hu_files_register(struct hu_daemon *d);         /* GET/POST /files (files.c); hu_envd_fs_register calls it */
+#include "daemon/http/route.h"
+#include "util/err.h"
+
+/* The credentials a control-plane route needs (struct hu_route.flags). */
+enum hu_auth {
+	HU_AUTH_NONE = 0,    /* GET /metrics */
+	HU_AUTH_API_KEY = 1, /* X-API-KEY -> the team (r->principal) */
+};
+
+extern const struct hu_route hu_control_routes[];
+extern const size_t hu_n_control_routes;
+extern const struct hu_route hu_data_routes[];
+extern const size_t hu_n_data_routes;
+
+/* Every pattern of both tables is well formed (checked at start-up). */
+int hu_routes_check(hu_err *err);
 
 #endif

@@ -12,6 +12,7 @@
 #include "init/fileops.h"
 #include "init/proc.h"
 #include "init/watch.h"
+#include "util/cleanup.h"
 
 /* Frames handled per readiness event, so one chatty client cannot starve the
  * others (epoll is level triggered: the rest is picked up next round). */
@@ -236,7 +237,7 @@ static void conn_read(struct hu_conn *c)
 
 static void conn_event(struct hu_watch *w, uint32_t events)
 {
-	struct hu_conn *c = (struct hu_conn *)((char *)w - offsetof(struct hu_conn, watch));
+	struct hu_conn *c = HU_CONTAINER_OF(w, struct hu_conn, watch);
 
 	if (events & EPOLLOUT) {
 		if (conn_flush(c) < 0) {

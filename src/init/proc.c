@@ -13,6 +13,7 @@
 #include "init/spawn.h"
 #include "init/sudo.h"
 #include "util/clock.h"
+#include "util/cleanup.h"
 
 #define EXIT_RECORDS 256
 /* Bytes of stdin buffered for one process before the sending connection is
@@ -226,7 +227,7 @@ static void flush_stdin(struct hu_proc *p)
 
 static void stdin_event(struct hu_watch *w, uint32_t events)
 {
-	struct hu_proc *p = (struct hu_proc *)((char *)w - offsetof(struct hu_proc, stdin_watch));
+	struct hu_proc *p = HU_CONTAINER_OF(w, struct hu_proc, stdin_watch);
 	flush_stdin(p);
 }
 

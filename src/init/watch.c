@@ -14,6 +14,7 @@
 #include "init/fileops.h"
 #include "init/loop.h"
 #include "init/users.h"
+#include "util/cleanup.h"
 
 /* The inotify events that map onto envd's event types (as fsnotify maps them). */
 #define WATCH_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE | IN_DELETE_SELF | IN_MODIFY | IN_MOVED_FROM | IN_MOVE_SELF | IN_ATTRIB)
@@ -338,7 +339,7 @@ static void read_events(struct hu_dirwatch *w)
 
 static void on_inotify(struct hu_watch *hw, uint32_t events)
 {
-	struct hu_dirwatch *w = (struct hu_dirwatch *)((char *)hw - offsetof(struct hu_dirwatch, watch));
+	struct hu_dirwatch *w = HU_CONTAINER_OF(hw, struct hu_dirwatch, watch);
 	read_events(w);
 }
 

@@ -39,3 +39,19 @@ int hu_mount_target_check(const char *target, hu_err *err)
 	}
 	return 0;
 }
+
+int hu_host_path_check(const char *path, hu_err *err)
+{
+	if (path[0] != '/')
+		return hu_err_set(err, -EINVAL, "host path '%.64s' is not absolute", path);
+	for (const char *c = path + 1; *c;) {
+		const char *end = strchr(c, '/');
+		size_t len = end ? (size_t)(end - c) : strlen(c);
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			return hu_err_set(err, -EINVAL, "host path '%.64s' has an empty, '.' or '..' component", path);
+		c += len;
+		if (*c == '/')
+			c++;
+	}
+	return 0;
+}

@@ -78,6 +78,9 @@ struct hu_sandbox_spec {
  * files). EINVAL with the reason otherwise. Pure; the daemon and the
  * sandbox's setup stage both check. */
 int hu_mount_target_check(const char *target, hu_err *err);
+/* A host path a mount may come from: absolute and normalised (no empty,
+ * '.' or '..' component). EINVAL otherwise. */
+int hu_host_path_check(const char *path, hu_err *err);
 
 /* hutch-init's setup stage: run in a freshly cloned sandbox (hutch-init
  * --setup), it waits for the parent's "go" on fd 4, builds the root

@@ -6,6 +6,7 @@
 #define HUTCH_UTIL_CLEANUP_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -35,5 +36,7 @@ static inline int hu_take_fd(int *fd)
 }
 
 #define HU_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* The struct of type `type` whose member `member` ptr points at. */
+#define HU_CONTAINER_OF(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 #endif

@@ -1,4 +1,4 @@
-/* Fakes of registry.h and store.h for the daemon's fuzz drivers (daemon_fakes.h). */
+/* Fakes of registry.h, store.h and the counters for the daemon's fuzz drivers (daemon_fakes.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -87,14 +87,14 @@ int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size
 
 /* The signature index and the scan over sandboxes (registry.c), for the
  * signed-URL path of the HTTP fuzzer: the two fake sandboxes. */
-const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[32])
+const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN])
 {
 	(void)reg;
 	(void)digest;
 	return NULL;
 }
 
-void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[32], const char *id)
+void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN], const char *id)
 {
 	(void)reg;
 	(void)digest;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/rfc3339.h"
 #include "daemon/api/api_json.h"
 #include "daemon/sandboxes/registry.h"
 
@@ -102,8 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bodies(body);
 		json_decref(body);
 	}
-	if (hu_api_parse_time(text, &ms, &err) == 0)
-		hu_api_format_time(ms, buf);
+	if (hu_rfc3339_parse(text, &ms, &err) == 0)
+		hu_rfc3339_format(ms, buf);
 	list_query(text);
 	free(text);
 	return 0;

@@ -1,10 +1,12 @@
-// fuzz-sources: src/daemon/http/http.c src/daemon/http/connect.c src/daemon/common/log.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/common/log.c src/daemon/common/json.c src/daemon/dispatch.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
 /*
  * libFuzzer driver for the daemon's HTTP front door: the input is the raw
  * bytes a client sends on one TCP connection. They go to the REAL server
- * (evhttp with http.c's dispatcher, limits and routing) on a loopback
- * socket, and through handlers that use every request and reply helper
- * and Connect streams. The registry and store are fakes (daemon_fakes.h).
+ * (evhttp with the HTTP layer's limits, and the daemon's dispatcher with
+ * its planes, authentication and route matching) on a loopback socket, and
+ * through handlers that use every request and reply helper and Connect
+ * streams. The route tables are this driver's own (in place of routes.c);
+ * the registry and store are fakes (daemon_fakes.h).
  *
  * Per input: connect, write everything, shut down the write side, and run
  * the loop until the server closes the connection or 50 ms pass. The
@@ -23,8 +25,11 @@
 #include <unistd.h>
 
 #include "daemon/core/config.h"
-#include "daemon/http/connect.h"
 #include "daemon/core/daemon.h"
+#include "daemon/dispatch.h"
+#include "daemon/http/connect.h"
+#include "daemon/http/server.h"
+#include "daemon/routes.h"
 #include "daemon_fakes.h"
 
 #define INPUT_BUDGET_MS 50
@@ -43,7 +48,7 @@ static void create_sandbox(struct hu_req *r)
 	if (hu_req_json(r, &body) < 0)
 		return;
 	hu_reply_header(r, "X-Next-Token", hu_req_query(r, "nextToken") ? hu_req_query(r, "nextToken") : "none");
-	json_object_set_new(body, "team", json_string(r->team));
+	json_object_set_new(body, "team", json_string(r->principal));
 	hu_reply_json(r, 201, body);
 }
 
@@ -140,6 +145,30 @@ static void get_file(struct hu_req *r)
 	hu_reply_empty(r, 200);
 }
 
+/* The route tables the dispatcher uses (routes.h), in place of routes.c. */
+const struct hu_route hu_control_routes[] = {
+	{EVHTTP_REQ_POST, "/v2/sandboxes", HU_AUTH_API_KEY, create_sandbox},
+	{EVHTTP_REQ_GET, "/v2/sandboxes", HU_AUTH_API_KEY, list_sandboxes},
+	{EVHTTP_REQ_DELETE, "/sandboxes/{id}", HU_AUTH_API_KEY, kill_sandbox},
+	{EVHTTP_REQ_POST, "/sandboxes/{id}/timeout", HU_AUTH_API_KEY, set_timeout},
+};
+const size_t hu_n_control_routes = sizeof(hu_control_routes) / sizeof(hu_control_routes[0]);
+const struct hu_route hu_data_routes[] = {
+	{EVHTTP_REQ_POST, "/process.Process/List", 0, process_list},
+	{EVHTTP_REQ_POST, "/process.Process/Start", 0, process_stream},
+	{EVHTTP_REQ_POST, "/process.Process/Connect", 0, process_stream},
+	{EVHTTP_REQ_GET, "/files", 0, get_file},
+};
+const size_t hu_n_data_routes = sizeof(hu_data_routes) / sizeof(hu_data_routes[0]);
+
+int hu_routes_check(hu_err *err)
+{
+	for (size_t i = 0; i < hu_n_control_routes; i++)
+		if (!hu_route_pattern_valid(hu_control_routes[i].pattern))
+			return hu_err_set(err, EINVAL, "bad route %s", hu_control_routes[i].pattern);
+	return 0;
+}
+
 /* ---- the per-input client ------------------------------------------------- */
 
 struct client {
@@ -195,21 +224,15 @@ static void setup_server(void)
 	S.d.base = S.base;
 	S.d.reg = fake_registry();
 	S.d.store = fake_store();
-	if (!S.base || hu_http_init(&S.d, &err) < 0)
+	struct hu_http_settings set = {.max_body_bytes = S.d.cfg.max_body_bytes, .idle_timeout_s = S.d.cfg.idle_timeout_s};
+	struct hu_http_hooks hooks = {hu_dispatch, hu_dispatch_stream_opened, hu_dispatch_stream_closed};
+	if (!S.base || hu_routes_check(&err) < 0 || hu_http_new(S.base, &set, &hooks, &S.d, &S.d.http, &err) < 0)
 		abort();
-	hu_route(&S.d, EVHTTP_REQ_POST, "/v2/sandboxes", HU_AUTH_API_KEY, create_sandbox);
-	hu_route(&S.d, EVHTTP_REQ_GET, "/v2/sandboxes", HU_AUTH_API_KEY, list_sandboxes);
-	hu_route(&S.d, EVHTTP_REQ_DELETE, "/sandboxes/{id}", HU_AUTH_API_KEY, kill_sandbox);
-	hu_route(&S.d, EVHTTP_REQ_POST, "/sandboxes/{id}/timeout", HU_AUTH_API_KEY, set_timeout);
-	hu_route(&S.d, EVHTTP_REQ_POST, "/process.Process/List", HU_AUTH_ENVD, process_list);
-	hu_route(&S.d, EVHTTP_REQ_POST, "/process.Process/Start", HU_AUTH_ENVD, process_stream);
-	hu_route(&S.d, EVHTTP_REQ_POST, "/process.Process/Connect", HU_AUTH_ENVD, process_stream);
-	hu_route(&S.d, EVHTTP_REQ_GET, "/files", HU_AUTH_ENVD, get_file);
 
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || !evhttp_accept_socket_with_handle(S.d.http, fd))
+	    getsockname(fd, (struct sockaddr *)&sa, &salen) < 0 || hu_http_listen_fd(S.d.http, fd, &err) < 0)
 		abort();
 	S.port = ntohs(sa.sin_port);
 }

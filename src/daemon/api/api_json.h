@@ -12,10 +12,9 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "daemon/sandboxes/new_sandbox.h"
 #include "runtime/sandbox.h"
 #include "util/err.h"
-
-struct hu_mount_reqs; /* mounts_json.h */
 
 /* A sandbox's timeout window: E2B's Pro maximum is 24 hours. */
 #define HU_TIMEOUT_MAX_S 86400
@@ -26,21 +25,6 @@ struct hu_mount_reqs; /* mounts_json.h */
 #define HU_MAP_KEY_MAX 256
 #define HU_MAP_VALUE_MAX 16384
 
-/* NewSandbox / NewSandboxV2 (POST /sandboxes, POST /v2/sandboxes). */
-struct hu_new_sandbox {
-	char template_id[HU_ID_MAX]; /* "base" when not given */
-	int32_t timeout_s;           /* 0 = not given: the daemon's default */
-	json_t *metadata;            /* object of string -> string, owned, never NULL after decode */
-	json_t *env_vars;            /* object of string -> string, owned, never NULL after decode */
-	int allow_internet;          /* -1 = not given, else 0/1 */
-	int auto_pause;              /* onTimeout: 1 = pause, 0 = kill */
-	int auto_pause_memory;       /* 1 unless "autoPauseMemory": false */
-	int auto_resume;             /* autoResume.enabled */
-	int32_t reclaim_after_s;     /* reclaimAfter (hutch): 0 = the server's setting, -1 = never */
-	struct hu_mount_reqs *mounts; /* volumeMounts + metadata["host-mount"] (owned), NULL = none */
-	int has_network;             /* a "network" object was given */
-	struct hu_net_rules net;     /* its allowOut / denyOut */
-};
 
 /* On failure *out holds nothing that needs freeing. */
 int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu_err *err);
@@ -102,12 +86,5 @@ int hu_api_decode_list_query(const struct hu_list_params *p, struct hu_list_quer
 void hu_list_query_clear(struct hu_list_query *q);
 /* The opaque page token for a position in the list order. */
 void hu_list_token_encode(int64_t started_ms, const char *id, char out[HU_LIST_TOKEN_MAX]);
-
-/* RFC 3339 in UTC with milliseconds, as E2B answers: 2026-11-29T10:00:00.000Z. */
-#define HU_TIME_STR_MAX 32
-void hu_api_format_time(int64_t unix_ms, char buf[HU_TIME_STR_MAX]);
-/* Parse RFC 3339 ("2026-11-29T10:00:00Z", optional fraction, Z or +hh:mm)
- * into unix milliseconds. */
-int hu_api_parse_time(const char *s, int64_t *unix_ms, hu_err *err);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/api/handlers.h"
 #include "daemon/api/api_json.h"
 #include "daemon/api/api_sandboxes.h"
 #include "daemon/api/metadata_filter.h"
@@ -81,12 +82,12 @@ static int collect(struct hu_sbx *s, void *arg)
 /* Answer one page of the sandboxes matching q; `paged` 0 = all of them. */
 static void reply_list(struct hu_req *r, const struct hu_list_query *q, int paged)
 {
-	struct matches m = {.team = r->team, .q = q};
+	struct matches m = {.team = r->principal, .q = q};
 	size_t count;
 	char num[32], token[HU_LIST_TOKEN_MAX];
 	json_t *arr = json_array();
 
-	hu_registry_each(r->d->reg, collect, &m);
+	hu_registry_each(hu_req_daemon(r)->reg, collect, &m);
 	if (!arr || m.oom) {
 		json_decref(arr);
 		free(m.items);

@@ -11,9 +11,10 @@
 #include <string.h>
 
 #include "daemon/api/api_json.h"
+#include "util/rfc3339.h"
 #include "daemon/api/api_sandboxes.h"
 #include "daemon/common/log_parse.h"
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "util/parse.h"
 
 #define LOGS_DEFAULT_LIMIT 1000
@@ -42,7 +43,7 @@ static json_t *entry_json(const struct hu_log_entry *e)
 {
 	char ts[HU_TIME_STR_MAX];
 
-	hu_api_format_time(e->time_ms, ts);
+	hu_rfc3339_format(e->time_ms, ts);
 	json_t *fields = json_pack("{s:s}", "sandboxID", e->sandbox);
 	if (fields && e->req[0])
 		json_object_set_new(fields, "requestID", json_string(e->req));
@@ -97,9 +98,9 @@ static json_t *collect(struct hu_req *r, const char *id, const struct logs_query
 	snprintf(needle, sizeof(needle), " sandbox=%s ", id);
 	for (int i = LOG_FILES - 1; i >= 0; i--) {
 		if (i)
-			snprintf(path, sizeof(path), "%s/logs/hutch.log.%d", r->d->cfg.data_dir, i);
+			snprintf(path, sizeof(path), "%s/logs/hutch.log.%d", hu_req_daemon(r)->cfg.data_dir, i);
 		else
-			snprintf(path, sizeof(path), "%s/logs/hutch.log", r->d->cfg.data_dir);
+			snprintf(path, sizeof(path), "%s/logs/hutch.log", hu_req_daemon(r)->cfg.data_dir);
 		scan_file(path, needle, q, out, e);
 	}
 	free(e);
@@ -176,19 +177,12 @@ static void get_logs(struct hu_req *r, int v2)
 	hu_reply_json(r, 200, body);
 }
 
-static void get_logs_v1(struct hu_req *r)
+void hu_api_get_logs_v1(struct hu_req *r)
 {
 	get_logs(r, 0);
 }
 
-static void get_logs_v2(struct hu_req *r)
+void hu_api_get_logs_v2(struct hu_req *r)
 {
 	get_logs(r, 1);
-}
-
-void hu_api_logs_register(struct hu_daemon *d)
-{
-	if (hu_route(d, EVHTTP_REQ_GET, "/sandboxes/{id}/logs", HU_AUTH_API_KEY, get_logs_v1) < 0 ||
-	    hu_route(d, EVHTTP_REQ_GET, "/v2/sandboxes/{id}/logs", HU_AUTH_API_KEY, get_logs_v2) < 0)
-		hu_log(HU_LOG_ERROR, NULL, 0, "cannot register the logs routes");
 }

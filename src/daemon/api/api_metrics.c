@@ -5,15 +5,77 @@
  * daemon listens on loopback unless the operator says otherwise.
  */
 #include <event2/buffer.h>
+#include <stdio.h>
 
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "daemon/common/stats.h"
+#include "daemon/sandboxes/admission.h"
+#include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/registry.h"
 
-static void get_metrics(struct hu_req *r)
+struct by_state {
+	unsigned running, paused, released;
+};
+
+static int count_state(struct hu_sbx *s, void *arg)
+{
+	struct by_state *b = arg;
+	if (s->state == HU_SBX_RUNNING)
+		b->running++;
+	else if (s->released)
+		b->released++;
+	else
+		b->paused++;
+	return 0;
+}
+
+/* The Prometheus text exposition of everything, gauges read now. */
+static int render(struct hu_daemon *d, struct evbuffer *o)
+{
+	struct by_state b = {0};
+	struct hu_capacity cap;
+	hu_err err;
+
+	if (d->reg)
+		hu_registry_each(d->reg, count_state, &b);
+	hu_stats_header(o, "hutch_sandboxes", "gauge", "Live sandboxes by state (paused_released: paused, memory released).");
+	evbuffer_add_printf(o, "hutch_sandboxes{state=\"running\"} %u\nhutch_sandboxes{state=\"paused\"} %u\n"
+			       "hutch_sandboxes{state=\"paused_released\"} %u\nhutch_sandboxes{state=\"creating\"} %u\n",
+			    b.running, b.paused, b.released, d->n_creating);
+
+	hu_pool_render(d, o);
+	hu_stats_render_events(o);
+
+	if (hu_capacity_read(d, &cap, &err) == 0) {
+		hu_stats_header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (limits), admission budget, host total and available.");
+		evbuffer_add_printf(o, "hutch_memory_bytes{kind=\"committed\"} %llu\nhutch_memory_bytes{kind=\"budget\"} %llu\n"
+				       "hutch_memory_bytes{kind=\"total\"} %llu\nhutch_memory_bytes{kind=\"available\"} %llu\n",
+				    (unsigned long long)cap.mem_committed, (unsigned long long)cap.mem_budget,
+				    (unsigned long long)cap.mem_total, (unsigned long long)cap.mem_available);
+		hu_stats_header(o, "hutch_cpu_millis", "gauge", "CPU in thousandths: committed to running sandboxes, admission budget.");
+		evbuffer_add_printf(o, "hutch_cpu_millis{kind=\"committed\"} %llu\nhutch_cpu_millis{kind=\"budget\"} %llu\n",
+				    (unsigned long long)cap.cpu_committed_millis, (unsigned long long)cap.cpu_budget_millis);
+		hu_stats_header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (limits), admission budget.");
+		evbuffer_add_printf(o, "hutch_pids{kind=\"committed\"} %llu\nhutch_pids{kind=\"budget\"} %llu\n",
+				    (unsigned long long)cap.pids_committed, (unsigned long long)cap.pids_budget);
+		if (cap.fd_limit != UINT64_MAX) {
+			hu_stats_header(o, "hutch_open_files", "gauge",
+			       "The daemon's descriptors: committed (fd_budget.h: the base, the reserve, 2 per sandbox), the limit.");
+			evbuffer_add_printf(o, "hutch_open_files{kind=\"committed\"} %llu\nhutch_open_files{kind=\"limit\"} %llu\n",
+					    (unsigned long long)hu_fd_needed(cap.fd_base, cap.fd_limit, cap.fds_held,
+									     cap.fds_creating),
+					    (unsigned long long)cap.fd_limit);
+		}
+	}
+	return 0;
+}
+
+void hu_api_get_metrics(struct hu_req *r)
 {
 	struct evbuffer *out = evbuffer_new();
 
-	if (!out || hu_stats_render(r->d, out) < 0) {
+	if (!out || render(hu_req_daemon(r), out) < 0) {
 		if (out)
 			evbuffer_free(out);
 		hu_reply_error(r, 500, "out of memory");
@@ -21,10 +83,4 @@ static void get_metrics(struct hu_req *r)
 	}
 	hu_reply_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", out);
 	evbuffer_free(out);
-}
-
-void hu_api_metrics_register(struct hu_daemon *d)
-{
-	if (hu_route(d, EVHTTP_REQ_GET, "/metrics", HU_AUTH_NONE, get_metrics) < 0)
-		hu_log(HU_LOG_ERROR, NULL, 0, "cannot register /metrics");
 }

@@ -9,7 +9,7 @@
 
 #include "daemon/api/api_json.h"
 #include "daemon/api/api_sandboxes.h"
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/common/stats.h"
@@ -19,12 +19,12 @@
 
 struct hu_sbx *hu_api_own_sandbox(struct hu_req *r)
 {
-	struct hu_sbx *s = hu_registry_get(r->d->reg, r->param);
+	struct hu_sbx *s = hu_registry_get(hu_req_daemon(r)->reg, r->param);
 	char reason[256];
 
-	if (!s || strcmp(s->team, r->team)) {
+	if (!s || strcmp(s->team, r->principal)) {
 		/* one the daemon found dead at its start says so, for a week */
-		if (r->d->store && hu_store_lost_reason(r->d->store, r->param, r->team, reason, sizeof(reason)))
+		if (hu_req_daemon(r)->store && hu_store_lost_reason(hu_req_daemon(r)->store, r->param, r->principal, reason, sizeof(reason)))
 			hu_reply_error(r, 404, "sandbox %s not found: it was lost while the server was down (%s)",
 				       r->param, reason);
 		else
@@ -92,7 +92,7 @@ static int idempotency_key(struct hu_req *r, const char **key)
 	return 0;
 }
 
-static void create_sandbox(struct hu_req *r)
+void hu_api_create_sandbox(struct hu_req *r)
 {
 	struct hu_new_sandbox ns;
 	json_t *body;
@@ -110,7 +110,7 @@ static void create_sandbox(struct hu_req *r)
 		hu_reply_error(r, 400, "%s", err.msg);
 		return;
 	}
-	rc = hu_sbx_create_async(r->d, r->team, &ns, key, on_created, r, &err);
+	rc = hu_sbx_create_async(hu_req_daemon(r), r->principal, &ns, key, on_created, r, &err);
 	hu_new_sandbox_clear(&ns);
 	if (rc < 0) {
 		count_failure(err.code);
@@ -120,7 +120,7 @@ static void create_sandbox(struct hu_req *r)
 	}
 }
 
-static void get_sandbox(struct hu_req *r)
+void hu_api_get_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	json_t *v;
@@ -142,7 +142,7 @@ static void on_killed(struct hu_daemon *d, const hu_err *err, void *arg)
 	hu_reply_empty(arg, 204);
 }
 
-static void kill_sandbox(struct hu_req *r)
+void hu_api_kill_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	const char *only = hu_req_query(r, "state");
@@ -163,10 +163,10 @@ static void kill_sandbox(struct hu_req *r)
 	}
 	/* answered when the teardown is complete, without holding the loop
 	 * while init dies */
-	hu_sbx_kill_async(r->d, s, "killed by the API", on_killed, r);
+	hu_sbx_kill_async(hu_req_daemon(r), s, "killed by the API", on_killed, r);
 }
 
-static void set_timeout(struct hu_req *r)
+void hu_api_set_timeout(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	int32_t secs;
@@ -178,14 +178,14 @@ static void set_timeout(struct hu_req *r)
 		return;
 	rc = hu_api_decode_timeout(body, &secs, &err);
 	json_decref(body);
-	if (rc < 0 || hu_sbx_set_timeout(r->d, s, secs, &err) < 0) {
+	if (rc < 0 || hu_sbx_set_timeout(hu_req_daemon(r), s, secs, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
 	hu_reply_empty(r, 204);
 }
 
-static void refresh(struct hu_req *r)
+void hu_api_refresh(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	int32_t secs = 0;
@@ -198,14 +198,14 @@ static void refresh(struct hu_req *r)
 		return;
 	rc = hu_api_decode_refresh(body, &present, &secs, &err);
 	json_decref(body);
-	if (rc < 0 || hu_sbx_extend(r->d, s, present ? secs : s->timeout_s, &err) < 0) {
+	if (rc < 0 || hu_sbx_extend(hu_req_daemon(r), s, present ? secs : s->timeout_s, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
 	hu_reply_empty(r, 204);
 }
 
-static void pause_sandbox(struct hu_req *r)
+void hu_api_pause_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	json_t *body;
@@ -217,7 +217,7 @@ static void pause_sandbox(struct hu_req *r)
 	/* memory: false keeps only the filesystem: the processes end now */
 	rc = hu_api_decode_pause(body, &memory, &err);
 	json_decref(body);
-	if (rc < 0 || hu_sbx_pause(r->d, s, !memory, &err) < 0) {
+	if (rc < 0 || hu_sbx_pause(hu_req_daemon(r), s, !memory, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -245,14 +245,14 @@ static int decode_connect(struct hu_req *r, const struct hu_sbx *s, struct hu_co
  * same files, whatever the paused sandbox still held. */
 static int resume(struct hu_req *r, struct hu_sbx *s, const struct hu_connect_req *c, int32_t secs, hu_err *err)
 {
-	if (!c->memory && !s->released && hu_sbx_release(r->d, s, "resume without memory", err) < 0)
+	if (!c->memory && !s->released && hu_sbx_release(hu_req_daemon(r), s, "resume without memory", err) < 0)
 		return -1;
-	return hu_sbx_resume(r->d, s, secs, err);
+	return hu_sbx_resume(hu_req_daemon(r), s, secs, err);
 }
 
 /* POST /v2/sandboxes/{id}/connect: resume a paused sandbox (201) or extend
  * a running one's deadline to at least now + timeout (200). */
-static void connect_sandbox(struct hu_req *r)
+void hu_api_connect_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	struct hu_connect_req c;
@@ -261,7 +261,7 @@ static void connect_sandbox(struct hu_req *r)
 
 	if (!s || decode_connect(r, s, &c) < 0)
 		return;
-	secs = c.has_timeout && c.timeout_s ? c.timeout_s : (int32_t)r->d->cfg.default_timeout_s;
+	secs = c.has_timeout && c.timeout_s ? c.timeout_s : (int32_t)hu_req_daemon(r)->cfg.default_timeout_s;
 	if (s->state == HU_SBX_PAUSED) {
 		if (resume(r, s, &c, secs, &err) < 0) {
 			hu_reply_err(r, &err);
@@ -270,7 +270,7 @@ static void connect_sandbox(struct hu_req *r)
 		reply_sandbox(r, 201, s);
 		return;
 	}
-	if (hu_sbx_extend(r->d, s, secs, &err) < 0) {
+	if (hu_sbx_extend(hu_req_daemon(r), s, secs, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -280,7 +280,7 @@ static void connect_sandbox(struct hu_req *r)
 /* The deprecated POST /sandboxes/{id}/resume: 201 with the Sandbox, 409
  * when it is running. Without a timeout the sandbox's own window applies
  * (E2B's schema default of 15 s would surprise more than it helps). */
-static void resume_sandbox(struct hu_req *r)
+void hu_api_resume_sandbox(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	struct hu_connect_req c;
@@ -316,7 +316,7 @@ static int query_unix(struct hu_req *r, const char *name, int64_t *ms, int end_o
 	return 0;
 }
 
-static void get_metrics(struct hu_req *r)
+void hu_api_get_sandbox_metrics(struct hu_req *r)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
 	struct hu_metric_sample fresh;
@@ -346,32 +346,4 @@ static void get_metrics(struct hu_req *r)
 		return;
 	}
 	hu_reply_json(r, 200, arr);
-}
-
-static const struct {
-	enum evhttp_cmd_type method;
-	const char *pattern;
-	hu_handler fn;
-} routes[] = {
-	{EVHTTP_REQ_POST, "/v2/sandboxes", create_sandbox},
-	{EVHTTP_REQ_POST, "/sandboxes", create_sandbox},
-	{EVHTTP_REQ_GET, "/v2/sandboxes", hu_api_list_v2},
-	{EVHTTP_REQ_GET, "/sandboxes", hu_api_list_v1},
-	{EVHTTP_REQ_GET, "/sandboxes/{id}", get_sandbox},
-	{EVHTTP_REQ_DELETE, "/sandboxes/{id}", kill_sandbox},
-	{EVHTTP_REQ_POST, "/sandboxes/{id}/timeout", set_timeout},
-	{EVHTTP_REQ_POST, "/sandboxes/{id}/refreshes", refresh},
-	{EVHTTP_REQ_POST, "/sandboxes/{id}/pause", pause_sandbox},
-	{EVHTTP_REQ_POST, "/sandboxes/{id}/resume", resume_sandbox},
-	{EVHTTP_REQ_POST, "/v2/sandboxes/{id}/connect", connect_sandbox},
-	{EVHTTP_REQ_POST, "/sandboxes/{id}/connect", connect_sandbox},
-	{EVHTTP_REQ_GET, "/sandboxes/{id}/metrics", get_metrics},
-	{EVHTTP_REQ_PUT, "/sandboxes/{id}/network", hu_api_put_network},
-};
-
-void hu_api_sandboxes_register(struct hu_daemon *d)
-{
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (hu_route(d, routes[i].method, routes[i].pattern, HU_AUTH_API_KEY, routes[i].fn) < 0)
-			hu_log(HU_LOG_ERROR, NULL, 0, "cannot register %s", routes[i].pattern);
 }

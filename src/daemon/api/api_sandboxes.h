@@ -15,10 +15,6 @@
  * missing one) and returns NULL. */
 struct hu_sbx *hu_api_own_sandbox(struct hu_req *r);
 
-/* GET /v2/sandboxes and the older GET /sandboxes (api_list.c). */
-void hu_api_list_v2(struct hu_req *r);
-void hu_api_list_v1(struct hu_req *r);
-
 /* E2B views (sbx_view.c); NULL on allocation failure. */
 json_t *hu_sbx_json_sandbox(const struct hu_sbx *s); /* Sandbox: create, connect, resume */
 json_t *hu_sbx_json_listed(const struct hu_sbx *s);  /* ListedSandbox */

@@ -10,18 +10,18 @@
 #include <string.h>
 
 #include "daemon/sandboxes/pool.h"
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/templates.h"
 
 /* GET /templates/aliases/{alias} -> 200 {templateID, public} | 404 */
-static void get_alias(struct hu_req *r)
+void hu_api_get_template_alias(struct hu_req *r)
 {
 	struct hu_tpl_meta m;
 	hu_err err;
 
-	if (hu_template_lookup(r->d, r->team, r->param, &m, &err) < 0) {
+	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_error(r, 404, "template alias '%.64s' not found", r->param);
 		return;
 	}
@@ -43,13 +43,13 @@ static int add_visible(const struct hu_tpl_meta *m, void *arg)
 }
 
 /* GET /templates -> 200 [Template] */
-static void list_templates(struct hu_req *r)
+void hu_api_list_templates(struct hu_req *r)
 {
 	char dir[PATH_MAX];
-	struct list_ctx c = {r->team, json_array()};
+	struct list_ctx c = {r->principal, json_array()};
 	hu_err err;
 
-	hu_templates_dir(r->d, dir, sizeof(dir));
+	hu_templates_dir(hu_req_daemon(r), dir, sizeof(dir));
 	if (!c.out || hu_tpl_list(dir, add_visible, &c, &err) < 0) {
 		json_decref(c.out);
 		hu_reply_error(r, 500, "list templates");
@@ -59,12 +59,12 @@ static void list_templates(struct hu_req *r)
 }
 
 /* GET /templates/{id} -> 200 Template | 404 */
-static void get_template(struct hu_req *r)
+void hu_api_get_template(struct hu_req *r)
 {
 	struct hu_tpl_meta m;
 	hu_err err;
 
-	if (hu_template_lookup(r->d, r->team, r->param, &m, &err) < 0) {
+	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -79,45 +79,36 @@ static int uses_template(const struct hu_sbx *s, void *arg)
 
 /* DELETE /templates/{id} -> 204 | 404 | 403 (base, or a public template a
  * team did not build) | 409 while any sandbox (running or paused) uses it */
-static void delete_template(struct hu_req *r)
+void hu_api_delete_template(struct hu_req *r)
 {
 	char dir[PATH_MAX];
 	struct hu_tpl_meta m;
 	hu_err err;
 
-	if (hu_template_lookup(r->d, r->team, r->param, &m, &err) < 0) {
+	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
-	int owner = m.team[0] && !strcmp(m.team, r->team);
+	int owner = m.team[0] && !strcmp(m.team, r->principal);
 	hu_tpl_meta_free(&m);
 	if (!owner) {
 		hu_reply_error(r, 403, "template '%.64s' belongs to the operator; remove it with `hutch template rm`",
 			       r->param);
 		return;
 	}
-	if (hu_sbx_any(r->d, uses_template, (void *)r->param)) {
+	if (hu_sbx_any(hu_req_daemon(r), uses_template, (void *)r->param)) {
 		hu_reply_error(r, 409, "template '%.64s' is in use by a sandbox; kill its sandboxes first", r->param);
 		return;
 	}
-	if (hu_pool_drop_template(r->d, r->param)) {
+	if (hu_pool_drop_template(hu_req_daemon(r), r->param)) {
 		hu_reply_error(r, 409, "template '%.64s' is being built into a warm pool; try again in a moment", r->param);
 		return;
 	}
-	hu_templates_dir(r->d, dir, sizeof(dir));
+	hu_templates_dir(hu_req_daemon(r), dir, sizeof(dir));
 	if (hu_tpl_delete(dir, r->param, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
 	}
-	hu_log(HU_LOG_INFO, NULL, r->id, "template %s deleted by team %s", r->param, r->team);
+	hu_log(HU_LOG_INFO, NULL, r->id, "template %s deleted by team %s", r->param, r->principal);
 	hu_reply_empty(r, 204);
-}
-
-void hu_api_templates_register(struct hu_daemon *d)
-{
-	hu_route(d, EVHTTP_REQ_GET, "/templates", HU_AUTH_API_KEY, list_templates);
-	hu_route(d, EVHTTP_REQ_GET, "/templates/{id}", HU_AUTH_API_KEY, get_template);
-	hu_route(d, EVHTTP_REQ_DELETE, "/templates/{id}", HU_AUTH_API_KEY, delete_template);
-	hu_route(d, EVHTTP_REQ_GET, "/templates/aliases/{id}", HU_AUTH_API_KEY, get_alias);
-	hu_api_templates_build_register(d);
 }

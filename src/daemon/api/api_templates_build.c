@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "daemon/sandboxes/templates.h"
 #include "util/cleanup.h"
 #include "util/parse.h"
@@ -56,7 +56,7 @@ static void job_free(struct tpl_job *j)
 static void on_built(evutil_socket_t fd, short what, void *arg)
 {
 	struct tpl_job *j = arg;
-	struct hu_daemon *d = j->r->d;
+	struct hu_daemon *d = hu_req_daemon(j->r);
 	struct verdict v = {.code = EIO};
 	struct hu_tpl_meta m;
 	hu_err err;
@@ -72,7 +72,7 @@ static void on_built(evutil_socket_t fd, short what, void *arg)
 		   hu_template_lookup(d, NULL, j->name, &m, &err) < 0) {
 		hu_reply_err(j->r, &err);
 	} else {
-		hu_log(HU_LOG_INFO, NULL, j->r->id, "template %s built for team %s", j->name, j->r->team);
+		hu_log(HU_LOG_INFO, NULL, j->r->id, "template %s built for team %s", j->name, j->r->principal);
 		hu_reply_json(j->r, 201, hu_tpl_meta_json(&m));
 		hu_tpl_meta_free(&m);
 	}
@@ -102,7 +102,7 @@ static int decode(struct hu_req *r, struct hu_tpl_build *b, hu_err *err)
 	if (!name || !hu_sandbox_id_valid(name) || !strcmp(name, "base"))
 		return hu_err_set(err, -EINVAL, "name: 1 to 63 of [a-z0-9-], not 'base'");
 	snprintf(b->meta.id, sizeof(b->meta.id), "%s", name);
-	snprintf(b->meta.team, sizeof(b->meta.team), "%s", r->team);
+	snprintf(b->meta.team, sizeof(b->meta.team), "%s", r->principal);
 	if (cpu) {
 		if (hu_parse_u64(cpu, &n, err) < 0 || n == 0 || n > 1024)
 			return hu_err_set(err, -EINVAL, "cpuCount must be 1 to 1024");
@@ -147,7 +147,7 @@ static int save_body(struct hu_req *r, const char *path, hu_err *err)
 	return 0;
 }
 
-static void post_template(struct hu_req *r)
+void hu_api_build_template(struct hu_req *r)
 {
 	struct hu_tpl_build b = {.source = HU_TPL_FROM_TAR, .init_fd = -1};
 	char dir[PATH_MAX], final[PATH_MAX + HU_ID_MAX];
@@ -160,7 +160,7 @@ static void post_template(struct hu_req *r)
 		hu_reply_err(r, &err);
 		return;
 	}
-	hu_templates_dir(r->d, dir, sizeof(dir));
+	hu_templates_dir(hu_req_daemon(r), dir, sizeof(dir));
 	snprintf(final, sizeof(final), "%s/%s", dir, b.meta.id);
 	if (lstat(final, &st) == 0) {
 		hu_reply_error(r, 409, "template '%s' exists (delete it first)", b.meta.id);
@@ -207,16 +207,11 @@ static void post_template(struct hu_req *r)
 		job_free(j);
 		return;
 	}
-	j->ev = event_new(r->d->base, j->pipe_fd, EV_READ, on_built, j);
+	j->ev = event_new(hu_req_daemon(r)->base, j->pipe_fd, EV_READ, on_built, j);
 	if (!j->ev || event_add(j->ev, NULL) < 0) {
 		kill(j->pid, SIGKILL);
 		waitpid(j->pid, NULL, 0);
 		hu_reply_error(r, 500, "watch the template build");
 		job_free(j);
 	}
-}
-
-void hu_api_templates_build_register(struct hu_daemon *d)
-{
-	hu_route(d, EVHTTP_REQ_POST, "/templates", HU_AUTH_API_KEY, post_template);
 }

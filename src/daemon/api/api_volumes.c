@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "daemon/common/fault.h"
+#include "util/rfc3339.h"
 #include "daemon/api/api_json.h"
 #include "daemon/api/mounts_json.h"
-#include "daemon/routes.h"
+#include "daemon/api/handlers.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_mounts.h"
 #include "daemon/sandboxes/volumes.h"
@@ -21,7 +22,7 @@ static json_t *volume_json(const struct hu_volume *v)
 {
 	char created[HU_TIME_STR_MAX];
 
-	hu_api_format_time(v->created_at_ms, created);
+	hu_rfc3339_format(v->created_at_ms, created);
 	return json_pack("{s:s, s:s, s:I, s:s}", "volumeID", v->id, "name", v->name, "size", (json_int_t)v->size,
 			 "createdAt", created);
 }
@@ -36,7 +37,7 @@ static void reply_volume(struct hu_req *r, int status, const struct hu_volume *v
 	hu_reply_json(r, status, j);
 }
 
-static void create_volume(struct hu_req *r)
+void hu_api_create_volume(struct hu_req *r)
 {
 	struct hu_volume v = {0}, existing;
 	json_t *body;
@@ -53,14 +54,14 @@ static void create_volume(struct hu_req *r)
 	}
 	/* the operator's ceiling: an uncapped volume shares the volume root's
 	 * free space with every other volume and the host */
-	if (r->d->cfg.volume_max_bytes && !v.size)
-		v.size = r->d->cfg.volume_max_bytes;
-	if (r->d->cfg.volume_max_bytes && v.size > r->d->cfg.volume_max_bytes) {
+	if (hu_req_daemon(r)->cfg.volume_max_bytes && !v.size)
+		v.size = hu_req_daemon(r)->cfg.volume_max_bytes;
+	if (hu_req_daemon(r)->cfg.volume_max_bytes && v.size > hu_req_daemon(r)->cfg.volume_max_bytes) {
 		hu_reply_error(r, 400, "size %llu is above this server's volume_max_size (%llu bytes)",
-			       (unsigned long long)v.size, (unsigned long long)r->d->cfg.volume_max_bytes);
+			       (unsigned long long)v.size, (unsigned long long)hu_req_daemon(r)->cfg.volume_max_bytes);
 		return;
 	}
-	if (hu_store_volume_find(r->d->store, r->team, v.name, &existing, &err) == 0) {
+	if (hu_store_volume_find(hu_req_daemon(r)->store, r->principal, v.name, &existing, &err) == 0) {
 		hu_reply_error(r, 409, "a volume named '%s' exists already", v.name);
 		return;
 	}
@@ -69,16 +70,16 @@ static void create_volume(struct hu_req *r)
 		hu_reply_err(r, &err);
 		return;
 	}
-	snprintf(v.team, sizeof(v.team), "%s", r->team);
+	snprintf(v.team, sizeof(v.team), "%s", r->principal);
 	v.created_at_ms = hu_wall_ms();
-	if (hu_volume_create_disk(&r->d->cfg, &v, &err) < 0) {
+	if (hu_volume_create_disk(&hu_req_daemon(r)->cfg, &v, &err) < 0) {
 		hu_log(HU_LOG_ERROR, NULL, r->id, "create volume %s: %s", v.name, err.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
-	if (hu_store_volume_add(r->d->store, &v, &err) < 0) {
-		if (hu_volume_retire(&r->d->cfg, &v, &ignored) == 0)
-			hu_volume_purge(&r->d->cfg, &v, &ignored);
+	if (hu_store_volume_add(hu_req_daemon(r)->store, &v, &err) < 0) {
+		if (hu_volume_retire(&hu_req_daemon(r)->cfg, &v, &ignored) == 0)
+			hu_volume_purge(&hu_req_daemon(r)->cfg, &v, &ignored);
 		hu_reply_err(r, &err);
 		return;
 	}
@@ -94,7 +95,7 @@ static void append_volume(const struct hu_volume *v, void *arg)
 		json_array_append_new(arg, j);
 }
 
-static void list_volumes(struct hu_req *r)
+void hu_api_list_volumes(struct hu_req *r)
 {
 	json_t *arr = json_array();
 	hu_err err;
@@ -103,7 +104,7 @@ static void list_volumes(struct hu_req *r)
 		hu_reply_error(r, 500, "out of memory");
 		return;
 	}
-	if (hu_store_volume_each(r->d->store, r->team, append_volume, arr, &err) < 0) {
+	if (hu_store_volume_each(hu_req_daemon(r)->store, r->principal, append_volume, arr, &err) < 0) {
 		json_decref(arr);
 		hu_reply_err(r, &err);
 		return;
@@ -114,14 +115,14 @@ static void list_volumes(struct hu_req *r)
 static int own_volume(struct hu_req *r, struct hu_volume *v)
 {
 	hu_err err;
-	if (hu_store_volume_find(r->d->store, r->team, r->param, v, &err) < 0) {
+	if (hu_store_volume_find(hu_req_daemon(r)->store, r->principal, r->param, v, &err) < 0) {
 		hu_reply_err(r, &err);
 		return -1;
 	}
 	return 0;
 }
 
-static void get_volume(struct hu_req *r)
+void hu_api_get_volume(struct hu_req *r)
 {
 	struct hu_volume v;
 	if (own_volume(r, &v) == 0)
@@ -133,51 +134,34 @@ static int mounts_it(const struct hu_sbx *s, void *arg)
 	return hu_sbx_mounts_volume(s, arg);
 }
 
-static void delete_volume(struct hu_req *r)
+void hu_api_delete_volume(struct hu_req *r)
 {
 	struct hu_volume v;
 	hu_err err, ignored;
 
 	if (own_volume(r, &v) < 0)
 		return;
-	if (hu_sbx_any(r->d, mounts_it, v.id)) {
+	if (hu_sbx_any(hu_req_daemon(r), mounts_it, v.id)) {
 		hu_reply_error(r, 409, "volume '%s' is mounted by a sandbox; kill the sandbox first", v.name);
 		return;
 	}
 	/* files aside, row, files gone: a crash between any two steps loses
 	 * nothing that is still listed (hu_volume_sweep) */
-	if (hu_volume_retire(&r->d->cfg, &v, &err) < 0) {
+	if (hu_volume_retire(&hu_req_daemon(r)->cfg, &v, &err) < 0) {
 		hu_log(HU_LOG_ERROR, NULL, r->id, "delete volume %s: %s", v.name, err.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
 	hu_fault_point("volume.retired");
-	if (hu_store_volume_delete(r->d->store, v.id, &err) < 0) {
-		if (hu_volume_unretire(&r->d->cfg, &v, &ignored) < 0)
+	if (hu_store_volume_delete(hu_req_daemon(r)->store, v.id, &err) < 0) {
+		if (hu_volume_unretire(&hu_req_daemon(r)->cfg, &v, &ignored) < 0)
 			hu_log(HU_LOG_ERROR, NULL, r->id, "volume %s: %s", v.name, ignored.msg);
 		hu_reply_err(r, &err);
 		return;
 	}
 	hu_fault_point("volume.deleted");
-	if (hu_volume_purge(&r->d->cfg, &v, &err) < 0)
+	if (hu_volume_purge(&hu_req_daemon(r)->cfg, &v, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, r->id, "volume %s: %s (removed at the next start)", v.name, err.msg);
 	hu_log(HU_LOG_INFO, NULL, r->id, "volume %s (%s) deleted", v.name, v.id);
 	hu_reply_empty(r, 204);
-}
-
-void hu_api_volumes_register(struct hu_daemon *d)
-{
-	static const struct {
-		enum evhttp_cmd_type method;
-		const char *pattern;
-		hu_handler fn;
-	} routes[] = {
-		{EVHTTP_REQ_POST, "/volumes", create_volume},
-		{EVHTTP_REQ_GET, "/volumes", list_volumes},
-		{EVHTTP_REQ_GET, "/volumes/{id}", get_volume},
-		{EVHTTP_REQ_DELETE, "/volumes/{id}", delete_volume},
-	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (hu_route(d, routes[i].method, routes[i].pattern, HU_AUTH_API_KEY, routes[i].fn) < 0)
-			hu_log(HU_LOG_ERROR, NULL, 0, "cannot register %s", routes[i].pattern);
 }

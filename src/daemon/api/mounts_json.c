@@ -56,21 +56,6 @@ int hu_volume_name_valid(const char *name)
 	return 1;
 }
 
-int hu_host_path_check(const char *path, hu_err *err)
-{
-	if (path[0] != '/')
-		return BAD(err, "host path '%.64s' is not absolute", path);
-	for (const char *c = path + 1; *c;) {
-		const char *end = strchr(c, '/');
-		size_t len = end ? (size_t)(end - c) : strlen(c);
-		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-			return BAD(err, "host path '%.64s' has an empty, '.' or '..' component", path);
-		c += len;
-		if (*c == '/')
-			c++;
-	}
-	return 0;
-}
 
 /* The new entry's mount point is acceptable and not taken. */
 static int check_new(struct hu_mount_reqs *out, const char *where, size_t i, hu_err *err)

@@ -18,26 +18,8 @@
 
 #include <jansson.h>
 
-#include "daemon/sandboxes/volumes.h"
+#include "daemon/sandboxes/new_sandbox.h"
 #include "runtime/sandbox.h"
-
-#define HU_HOST_PATH_MAX 1024
-#define HU_HOST_MOUNT_KEY "host-mount"
-
-enum hu_mount_kind { HU_MOUNT_VOLUME = 1, HU_MOUNT_HOST = 2 };
-
-struct hu_mount_req {
-	enum hu_mount_kind kind;
-	char volume[HU_VOLUME_NAME_MAX];  /* HU_MOUNT_VOLUME: its name */
-	char host_path[HU_HOST_PATH_MAX]; /* HU_MOUNT_HOST: absolute, normalised */
-	char path[HU_MOUNT_TARGET_MAX];   /* where it appears in the sandbox */
-	int read_only;
-};
-
-struct hu_mount_reqs {
-	size_t n;
-	struct hu_mount_req m[HU_MOUNTS_MAX];
-};
 
 /* Append the entries of a volumeMounts array (JSON null or absent: none). */
 int hu_api_decode_volume_mounts(const json_t *arr, struct hu_mount_reqs *out, hu_err *err);
@@ -45,8 +27,6 @@ int hu_api_decode_volume_mounts(const json_t *arr, struct hu_mount_reqs *out, hu
 int hu_api_decode_host_mounts(const char *text, struct hu_mount_reqs *out, hu_err *err);
 /* A volume name: 1..63 of [A-Za-z0-9._-], starting with a letter or digit. */
 int hu_volume_name_valid(const char *name);
-/* An absolute, normalised host path (no empty, '.' or '..' component). */
-int hu_host_path_check(const char *path, hu_err *err);
 
 /* POST /volumes: {"name": "...", "size": bytes | "1G"?} (size 0 or absent:
  * no cap). */

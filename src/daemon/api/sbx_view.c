@@ -2,6 +2,7 @@
 #include <stdint.h>
 
 #include "daemon/api/api_json.h"
+#include "util/rfc3339.h"
 #include "daemon/api/api_sandboxes.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sbx_metrics.h"
@@ -22,8 +23,8 @@ json_t *hu_sbx_json_listed(const struct hu_sbx *s)
 {
 	char started[HU_TIME_STR_MAX], end[HU_TIME_STR_MAX];
 
-	hu_api_format_time(s->started_at_ms, started);
-	hu_api_format_time(hu_lifecycle_end_at(hu_registry_daemon(s->reg), s), end);
+	hu_rfc3339_format(s->started_at_ms, started);
+	hu_rfc3339_format(hu_lifecycle_end_at(hu_registry_daemon(s->reg), s), end);
 	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:O, s:s, s:s}", "sandboxID", s->id, "templateID",
 			 s->template_id, "clientID", CLIENT_ID, "startedAt", started, "endAt", end, "cpuCount",
 			 hu_sbx_cpu_count(s), "memoryMB", (json_int_t)(s->memory_bytes / MIB), "diskSizeMB",

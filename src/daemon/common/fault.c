@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/core/daemon.h"
+#include "daemon/common/log.h"
 
 static const char *fault_point;
 

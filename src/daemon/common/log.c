@@ -5,13 +5,14 @@
  *
  * Each line is one write(2) on an O_APPEND descriptor, never buffered in
  * stdio: a daemon that crashes or is killed leaves every line it logged on
- * disk (the lesson of design.md: persist logs before you deploy). The file
+ * disk (logs are persisted before anything else can go wrong). The file
  * rotates at LOG_ROTATE_BYTES into hutch.log.1 .. hutch.log.<LOG_KEEP>.
  *
  * The state below is one of the few globals a daemon truly has: there is one
  * log per process, and every layer writes to it.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/core/daemon.h"
+#include "daemon/common/log.h"
 #include "util/fileutil.h"
 
 #define LOG_ROTATE_BYTES (10u << 20)

@@ -4,12 +4,6 @@
 #include <event2/buffer.h>
 #include <stdio.h>
 
-#include "daemon/sandboxes/admission.h"
-#include "daemon/core/daemon.h"
-#include "daemon/sandboxes/fd_budget.h"
-#include "daemon/sandboxes/pool.h"
-#include "daemon/sandboxes/registry.h"
-
 static const double bucket_le[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 #define NBUCKETS (sizeof(bucket_le) / sizeof(bucket_le[0]))
 
@@ -38,7 +32,7 @@ void hu_stat_observe(enum hu_hist which, double seconds)
 	g_stats.hist[which].sum += seconds;
 }
 
-static void header(struct evbuffer *o, const char *name, const char *type, const char *help)
+void hu_stats_header(struct evbuffer *o, const char *name, const char *type, const char *help)
 {
 	evbuffer_add_printf(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -80,7 +74,7 @@ static void counters(struct evbuffer *o)
 {
 	for (int i = 0; i < HU_STAT_COUNT; i++) {
 		if (counter_info[i].help)
-			header(o, counter_info[i].name, "counter", counter_info[i].help);
+			hu_stats_header(o, counter_info[i].name, "counter", counter_info[i].help);
 		evbuffer_add_printf(o, "%s%s %llu\n", counter_info[i].name, counter_info[i].labels,
 				    (unsigned long long)g_stats.counter[i]);
 	}
@@ -90,7 +84,7 @@ static void histogram(struct evbuffer *o, const char *name, const char *help, en
 {
 	uint64_t cum = 0;
 
-	header(o, name, "histogram", help);
+	hu_stats_header(o, name, "histogram", help);
 	for (size_t i = 0; i < NBUCKETS; i++) {
 		cum += g_stats.hist[which].bucket[i];
 		evbuffer_add_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_le[i], (unsigned long long)cum);
@@ -100,62 +94,11 @@ static void histogram(struct evbuffer *o, const char *name, const char *help, en
 			    (unsigned long long)g_stats.hist[which].count);
 }
 
-struct by_state {
-	unsigned running, paused, released;
-};
-
-static int count_state(struct hu_sbx *s, void *arg)
+void hu_stats_render_events(struct evbuffer *o)
 {
-	struct by_state *b = arg;
-	if (s->state == HU_SBX_RUNNING)
-		b->running++;
-	else if (s->released)
-		b->released++;
-	else
-		b->paused++;
-	return 0;
-}
-
-int hu_stats_render(struct hu_daemon *d, struct evbuffer *o)
-{
-	struct by_state b = {0};
-	struct hu_capacity cap;
-	hu_err err;
-
-	if (d->reg)
-		hu_registry_each(d->reg, count_state, &b);
-	header(o, "hutch_sandboxes", "gauge", "Live sandboxes by state (paused_released: paused, memory released).");
-	evbuffer_add_printf(o, "hutch_sandboxes{state=\"running\"} %u\nhutch_sandboxes{state=\"paused\"} %u\n"
-			       "hutch_sandboxes{state=\"paused_released\"} %u\nhutch_sandboxes{state=\"creating\"} %u\n",
-			    b.running, b.paused, b.released, d->n_creating);
-
-	hu_pool_render(d, o);
 	counters(o);
 	histogram(o, "hutch_create_duration_seconds", "From create request to a running sandbox.", HU_HIST_CREATE);
 	histogram(o, "hutch_resume_duration_seconds", "Resume of a paused sandbox (thaw, or a fresh init after a memory release).",
 		  HU_HIST_RESUME);
 	histogram(o, "hutch_exec_start_duration_seconds", "From process.Start to the process running.", HU_HIST_EXEC);
-
-	if (hu_capacity_read(d, &cap, &err) == 0) {
-		header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (limits), admission budget, host total and available.");
-		evbuffer_add_printf(o, "hutch_memory_bytes{kind=\"committed\"} %llu\nhutch_memory_bytes{kind=\"budget\"} %llu\n"
-				       "hutch_memory_bytes{kind=\"total\"} %llu\nhutch_memory_bytes{kind=\"available\"} %llu\n",
-				    (unsigned long long)cap.mem_committed, (unsigned long long)cap.mem_budget,
-				    (unsigned long long)cap.mem_total, (unsigned long long)cap.mem_available);
-		header(o, "hutch_cpu_millis", "gauge", "CPU in thousandths: committed to running sandboxes, admission budget.");
-		evbuffer_add_printf(o, "hutch_cpu_millis{kind=\"committed\"} %llu\nhutch_cpu_millis{kind=\"budget\"} %llu\n",
-				    (unsigned long long)cap.cpu_committed_millis, (unsigned long long)cap.cpu_budget_millis);
-		header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (limits), admission budget.");
-		evbuffer_add_printf(o, "hutch_pids{kind=\"committed\"} %llu\nhutch_pids{kind=\"budget\"} %llu\n",
-				    (unsigned long long)cap.pids_committed, (unsigned long long)cap.pids_budget);
-		if (cap.fd_limit != UINT64_MAX) {
-			header(o, "hutch_open_files", "gauge",
-			       "The daemon's descriptors: committed (fd_budget.h: the base, the reserve, 2 per sandbox), the limit.");
-			evbuffer_add_printf(o, "hutch_open_files{kind=\"committed\"} %llu\nhutch_open_files{kind=\"limit\"} %llu\n",
-					    (unsigned long long)hu_fd_needed(cap.fd_base, cap.fd_limit, cap.fds_held,
-									     cap.fds_creating),
-					    (unsigned long long)cap.fd_limit);
-		}
-	}
-	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * The daemon's counters and latency histograms, rendered by GET /metrics in
- * the Prometheus text format (api_metrics.c). Like the log, one set per
+ * the Prometheus text format (api/api_metrics.c). Like the log, one set per
  * process: every layer adds to it, and nothing in it names a sandbox or a
  * team (the endpoint needs no key).
  */
@@ -40,9 +40,11 @@ void hu_stat_add(enum hu_stat which, uint64_t n);
 /* One observation of `seconds` in a latency histogram. */
 void hu_stat_observe(enum hu_hist which, double seconds);
 
-struct hu_daemon;
 struct evbuffer;
-/* The Prometheus text exposition of everything, gauges read now. */
-int hu_stats_render(struct hu_daemon *d, struct evbuffer *out);
+/* Prometheus text: the "# HELP" and "# TYPE" lines of one series name. */
+void hu_stats_header(struct evbuffer *o, const char *name, const char *type, const char *help);
+/* Prometheus text of every counter and histogram above; the gauges of the
+ * daemon's state are rendered by GET /metrics itself (api/api_metrics.c). */
+void hu_stats_render_events(struct evbuffer *o);
 
 #endif

@@ -4,6 +4,7 @@
  * apart: a flag is just another way to set a key.
  */
 #include "daemon/core/config.h"
+#include "daemon/common/log.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,12 +1,76 @@
 /*
- * hutch serve's settings (struct hu_config in daemon.h): embedded defaults,
+ * hutch serve's settings (struct hu_config): embedded defaults,
  * then a config file of `key = value` lines, then command-line flags.
  * docs/operations.md lists every key and flag.
  */
 #ifndef HUTCH_DAEMON_CONFIG_H
 #define HUTCH_DAEMON_CONFIG_H
 
-#include "daemon/core/daemon.h"
+#include <limits.h>
+#include <stdint.h>
+
+#include "runtime/sandbox.h"
+#include "util/err.h"
+
+#define HU_HOST_MOUNT_ROOTS_MAX 8
+#define HU_POOL_TEMPLATES_MAX 16
+
+/* hutch serve settings: flags > config file > embedded defaults. */
+struct hu_config {
+	char listen_addr[64];    /* default 127.0.0.1 */
+	uint16_t port;           /* default 3000 */
+	char data_dir[PATH_MAX]; /* default /var/lib/hutch */
+	char run_dir[PATH_MAX];  /* default /run/hutch */
+	char config_path[PATH_MAX];
+	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
+	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
+	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */
+	uint64_t default_memory_bytes; /* per sandbox, default 512 MiB */
+	uint32_t default_cpu_millis;   /* default 1000 */
+	uint64_t default_disk_bytes;   /* default 1 GiB */
+	uint64_t default_pids;         /* default 512 */
+	uint32_t max_sandboxes;        /* default 1000 */
+	char log_level[16];            /* debug|info|warn|error, default info */
+	uint32_t release_after_s;      /* pause.release_after: paused this long, memory is released (600) */
+	uint32_t reclaim_after_s;      /* reclaim.after: paused this long, the sandbox is deleted (86400) */
+	uint64_t pressure_min_available; /* pressure.min_available: MemAvailable below it is pressure
+					  * (0 = 5% of MemTotal) */
+	uint32_t pressure_psi_avg10;   /* pressure.psi_avg10: memory PSI "some avg10" above it (%) is
+					* pressure (default 10) */
+	uint64_t admission_reserve;    /* admission.reserve: memory kept for the host (0 = 10%, at least 512 MiB) */
+	double admission_memory_overcommit; /* admission.memory_overcommit: memory limits may add up to this
+					     * many times the usable memory (default 4) */
+	double admission_cpu_overcommit; /* admission.cpu_overcommit: CPU limits of running sandboxes may add
+					  * up to this many times the CPUs (default 0: no CPU budget) */
+	double admission_pids_overcommit; /* admission.pids_overcommit: pids limits may add up to this many
+					   * times pid_max less a reserve (default 1: a fork bomb in every
+					   * sandbox at once still leaves the host its pids) */
+	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
+	char volume_root[PATH_MAX];    /* named volumes live here; "" = <data_dir>/volumes */
+	uint64_t volume_max_bytes;     /* every volume capped at most this (default for no size); 0 = no limit */
+	/* host directories that metadata["host-mount"] may mount (empty: none) */
+	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	unsigned n_host_mount_roots;
+	/* the network boundary ("" = the runtime's default or its HUTCH_NET*
+	 * variable; checked when the runtime opens): network, network_name,
+	 * network_pool, network_dns, network_uplink, network_allow, network_deny */
+	char net_mode[8];
+	char net_name[16];
+	char net_pool[32];
+	char net_pool6[48]; /* network_pool6 */
+	char net_dns[32];
+	char net_uplinks[80];
+	char net_allow[1024];
+	char net_deny[1024];
+	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
+	uint32_t pool_size;
+	struct {
+		char template_id[HU_ID_MAX];
+		uint32_t size;
+	} pool_sizes[HU_POOL_TEMPLATES_MAX];
+	unsigned n_pool_sizes;
+};
+
 
 /* The embedded defaults; HUTCH_DATA_DIR and HUTCH_RUN_DIR, when set, are the
  * defaults of data_dir and run_dir. */

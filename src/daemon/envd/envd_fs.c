@@ -24,7 +24,7 @@
 #include "daemon/envd/fs_json.h"
 #include "daemon/sandboxes/initconn.h"
 #include "daemon/sandboxes/registry.h"
-#include "daemon/routes.h"
+#include "daemon/envd/handlers.h"
 #include "runtime/initclient.h"
 #include "util/parse.h"
 
@@ -197,7 +197,7 @@ static void call_on_close(struct hu_initconn *conn, const hu_err *why, void *arg
 {
 	struct fs_call *c = arg;
 	if (c->r)
-		c->r->sbx = NULL;
+		c->r->target = NULL;
 	call_done(c, NULL, "unavailable", "the sandbox is not running any more");
 }
 
@@ -220,14 +220,14 @@ static void call_run(struct hu_req *r, uint8_t type, const char *path, const cha
 	}
 	c->r = r;
 	c->type = type;
-	c->timer = evtimer_new(r->d->base, call_on_timeout, c);
+	c->timer = evtimer_new(hu_req_daemon(r)->base, call_on_timeout, c);
 	c->entries = type == HU_MSG_LIST_DIR ? json_array() : NULL;
 	if (!c->timer || (type == HU_MSG_LIST_DIR && !c->entries)) {
 		call_done(c, NULL, "resource_exhausted", "out of memory");
 		return;
 	}
-	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), call_on_frame, call_on_close, c, &c->conn, &err) < 0) {
-		hu_log(HU_LOG_WARN, r->sbx->id, r->id, "filesystem call: %s", err.msg);
+	if (hu_initconn_open(hu_req_daemon(r)->base, hu_sbx_socket(hu_req_sbx(r)), call_on_frame, call_on_close, c, &c->conn, &err) < 0) {
+		hu_log(HU_LOG_WARN, hu_req_sbx(r)->id, r->id, "filesystem call: %s", err.msg);
 		call_done(c, NULL, "unavailable", "the sandbox is not running");
 		return;
 	}
@@ -272,22 +272,22 @@ static void path_call(struct hu_req *r, uint8_t type)
 	json_decref(msg);
 }
 
-static void handle_stat(struct hu_req *r)
+void hu_envd_fs_stat(struct hu_req *r)
 {
 	path_call(r, HU_MSG_STAT);
 }
 
-static void handle_make_dir(struct hu_req *r)
+void hu_envd_fs_make_dir(struct hu_req *r)
 {
 	path_call(r, HU_MSG_MKDIR); /* an existing path: EEXIST, already_exists */
 }
 
-static void handle_remove(struct hu_req *r)
+void hu_envd_fs_remove(struct hu_req *r)
 {
 	path_call(r, HU_MSG_REMOVE);
 }
 
-static void handle_move(struct hu_req *r)
+void hu_envd_fs_move(struct hu_req *r)
 {
 	json_t *msg = unary_msg(r);
 	const char *src, *dst;
@@ -303,7 +303,7 @@ static void handle_move(struct hu_req *r)
 	json_decref(msg);
 }
 
-static void handle_list_dir(struct hu_req *r)
+void hu_envd_fs_list_dir(struct hu_req *r)
 {
 	json_t *msg = unary_msg(r);
 	const char *path;
@@ -400,8 +400,8 @@ static void watch_on_close(struct hu_initconn *conn, const hu_err *why, void *ar
 {
 	struct fs_watch *w = arg;
 	hu_log(HU_LOG_WARN, w->sbx_id, w->req_id, "watch: init connection lost: %s", why->msg);
-	w->r->sbx = NULL; /* the sandbox may be freed already (see call_on_close) */
-	if (w->stream && hu_registry_sandbox_gone(w->r->d->reg, w->sbx_id)) {
+	w->r->target = NULL; /* the sandbox may be freed already (see call_on_close) */
+	if (w->stream && hu_registry_sandbox_gone(hu_req_daemon(w->r)->reg, w->sbx_id)) {
 		/* killed: cut the stream, as the end of E2B's VM does */
 		struct hu_stream *s = w->stream;
 		w->stream = NULL;
@@ -469,7 +469,7 @@ static uint64_t keepalive_seconds(struct hu_req *r)
 	return s < 1 ? 1 : s > KEEPALIVE_MAX_S ? KEEPALIVE_MAX_S : s;
 }
 
-static void handle_watch_dir(struct hu_req *r)
+void hu_envd_fs_watch_dir(struct hu_req *r)
 {
 	struct hu_buf frame = {0};
 	hu_err err = {0};
@@ -479,10 +479,10 @@ static void handle_watch_dir(struct hu_req *r)
 	struct fs_watch *w = calloc(1, sizeof(*w));
 	if (w) {
 		w->r = r;
-		snprintf(w->sbx_id, sizeof(w->sbx_id), "%s", r->sbx->id);
+		snprintf(w->sbx_id, sizeof(w->sbx_id), "%s", hu_req_sbx(r)->id);
 		w->req_id = r->id;
 		w->keepalive_tv.tv_sec = (time_t)keepalive_seconds(r);
-		w->keepalive = event_new(r->d->base, -1, EV_PERSIST, watch_on_keepalive, w);
+		w->keepalive = event_new(hu_req_daemon(r)->base, -1, EV_PERSIST, watch_on_keepalive, w);
 	}
 	static const struct hu_stream_cbs no_cbs;
 	struct hu_stream_cbs cbs = {watch_on_pause, watch_on_resume, watch_on_gone, w};
@@ -507,7 +507,7 @@ static void handle_watch_dir(struct hu_req *r)
 		watch_end(w, "invalid_argument", err.msg);
 		return;
 	}
-	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), watch_on_frame, watch_on_close, w, &w->conn, &err) < 0) {
+	if (hu_initconn_open(hu_req_daemon(r)->base, hu_sbx_socket(hu_req_sbx(r)), watch_on_frame, watch_on_close, w, &w->conn, &err) < 0) {
 		hu_log(HU_LOG_WARN, w->sbx_id, w->req_id, "watch: %s", err.msg);
 		hu_buf_free(&frame);
 		watch_end(w, "unavailable", "the sandbox is not running");
@@ -518,23 +518,4 @@ static void handle_watch_dir(struct hu_req *r)
 	hu_buf_free(&frame);
 	if (rc < 0)
 		watch_end(w, "internal", err.msg);
-}
-
-void hu_envd_fs_register(struct hu_daemon *d)
-{
-	static const struct {
-		const char *path;
-		hu_handler fn;
-	} routes[] = {
-		{"/filesystem.Filesystem/Stat", handle_stat},
-		{"/filesystem.Filesystem/MakeDir", handle_make_dir},
-		{"/filesystem.Filesystem/Move", handle_move},
-		{"/filesystem.Filesystem/ListDir", handle_list_dir},
-		{"/filesystem.Filesystem/Remove", handle_remove},
-		{"/filesystem.Filesystem/WatchDir", handle_watch_dir},
-	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		if (hu_route(d, EVHTTP_REQ_POST, routes[i].path, HU_AUTH_ENVD, routes[i].fn) < 0)
-			hu_log(HU_LOG_ERROR, NULL, 0, "cannot register %s", routes[i].path);
-	hu_files_register(d);
 }

@@ -19,7 +19,7 @@
 #include "daemon/envd/envd_process.h"
 #include "daemon/sandboxes/initconn.h"
 #include "daemon/sandboxes/registry.h"
-#include "daemon/routes.h"
+#include "daemon/envd/handlers.h"
 
 /* No reply from init by then: the sandbox is frozen or stuck. */
 #define UNARY_TIMEOUT_MS 30000
@@ -208,20 +208,20 @@ static void unary_run(struct unary *u, struct hu_sbx *s)
 	hu_err err;
 	struct timeval tv = {.tv_sec = UNARY_TIMEOUT_MS / 1000, .tv_usec = (UNARY_TIMEOUT_MS % 1000) * 1000};
 
-	u->timer = evtimer_new(u->r->d->base, on_timeout, u);
+	u->timer = evtimer_new(hu_req_daemon(u->r)->base, on_timeout, u);
 	if (!u->timer) {
 		unary_done(u, NULL, "resource_exhausted", "out of memory");
 		return;
 	}
-	if (hu_initconn_open(u->r->d->base, hu_sbx_socket(s), on_frame, on_close, u, &u->conn, &err) < 0) {
+	if (hu_initconn_open(hu_req_daemon(u->r)->base, hu_sbx_socket(s), on_frame, on_close, u, &u->conn, &err) < 0) {
 		hu_log(HU_LOG_WARN, s->id, u->r->id, "process call: %s", err.msg);
 		unary_done(u, NULL, "unavailable", "the sandbox is not running");
 		return;
 	}
 	evtimer_add(u->timer, &tv);
 	/* The sandbox may be killed (and its struct freed) before init answers;
-	 * the connection tells us then, and nothing may read r->sbx any more. */
-	u->r->sbx = NULL;
+	 * the connection tells us then, and nothing may read hu_req_sbx(r) any more. */
+	u->r->target = NULL;
 	if (u->op != OP_LIST && !u->tag) {
 		send_op(u);
 		return;
@@ -272,17 +272,17 @@ static void reject(struct unary *u, json_t *msg, const hu_err *err)
 	unary_done(u, NULL, "invalid_argument", err->msg);
 }
 
-static void handle_list(struct hu_req *r)
+void hu_envd_process_list(struct hu_req *r)
 {
 	json_t *msg;
 	struct unary *u = unary_new(r, OP_LIST, false, &msg);
 	if (!u)
 		return;
 	json_decref(msg);
-	unary_run(u, r->sbx);
+	unary_run(u, hu_req_sbx(r));
 }
 
-static void handle_send_input(struct hu_req *r)
+void hu_envd_process_send_input(struct hu_req *r)
 {
 	json_t *msg;
 	hu_err err;
@@ -294,10 +294,10 @@ static void handle_send_input(struct hu_req *r)
 		return;
 	}
 	json_decref(msg);
-	unary_run(u, r->sbx);
+	unary_run(u, hu_req_sbx(r));
 }
 
-static void handle_send_signal(struct hu_req *r)
+void hu_envd_process_send_signal(struct hu_req *r)
 {
 	json_t *msg;
 	hu_err err;
@@ -309,20 +309,20 @@ static void handle_send_signal(struct hu_req *r)
 		return;
 	}
 	json_decref(msg);
-	unary_run(u, r->sbx);
+	unary_run(u, hu_req_sbx(r));
 }
 
-static void handle_close_stdin(struct hu_req *r)
+void hu_envd_process_close_stdin(struct hu_req *r)
 {
 	json_t *msg;
 	struct unary *u = unary_new(r, OP_CLOSE_STDIN, true, &msg);
 	if (!u)
 		return;
 	json_decref(msg);
-	unary_run(u, r->sbx);
+	unary_run(u, hu_req_sbx(r));
 }
 
-static void handle_update(struct hu_req *r)
+void hu_envd_process_update(struct hu_req *r)
 {
 	json_t *msg;
 	hu_err err;
@@ -340,23 +340,5 @@ static void handle_update(struct hu_req *r)
 		unary_done(u, json_object(), NULL, NULL);
 		return;
 	}
-	unary_run(u, r->sbx);
-}
-
-void hu_envd_process_register(struct hu_daemon *d)
-{
-	static const struct {
-		const char *path;
-		hu_handler fn;
-	} routes[] = {
-		{"/process.Process/Start", hu_envd_process_start},
-		{"/process.Process/Connect", hu_envd_process_connect},
-		{"/process.Process/List", handle_list},
-		{"/process.Process/SendInput", handle_send_input},
-		{"/process.Process/SendSignal", handle_send_signal},
-		{"/process.Process/CloseStdin", handle_close_stdin},
-		{"/process.Process/Update", handle_update},
-	};
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
-		hu_route(d, EVHTTP_REQ_POST, routes[i].path, HU_AUTH_ENVD, routes[i].fn);
+	unary_run(u, hu_req_sbx(r));
 }

@@ -96,9 +96,4 @@ struct hu_envd_work {
 void hu_envd_work_add(struct hu_envd_work *w);
 void hu_envd_work_remove(struct hu_envd_work *w);
 
-/* ---- handlers -------------------------------------------------------------- */
-
-void hu_envd_process_start(struct hu_req *r);   /* envd_process_stream.c */
-void hu_envd_process_connect(struct hu_req *r); /* envd_process_stream.c */
-
 #endif

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "daemon/envd/handlers.h"
 #include "daemon/http/connect.h"
 #include "daemon/envd/envd_process.h"
 #include "daemon/common/stats.h"
@@ -322,12 +323,12 @@ static int build_request(struct hu_req *r, const json_t *msg, bool start, struct
 	if (start) {
 		struct hu_envd_start st;
 		struct hu_spawn_req req;
-		if (hu_envd_decode_start(msg, r->sbx->env_vars, &st, err) < 0)
+		if (hu_envd_decode_start(msg, hu_req_sbx(r)->env_vars, &st, err) < 0)
 			return -1;
 		/* a command naming no user or cwd gets its template's */
 		const char *user, *cwd;
 		char user_buf[HU_TPL_USER_MAX], cwd_buf[HU_TPL_CWD_MAX];
-		hu_template_process_defaults(r->d, r->sbx, &user, &cwd, user_buf, sizeof(user_buf), cwd_buf,
+		hu_template_process_defaults(hu_req_daemon(r), hu_req_sbx(r), &user, &cwd, user_buf, sizeof(user_buf), cwd_buf,
 					     sizeof(cwd_buf));
 		hu_envd_start_spawn_req(&st, r->user ? r->user : user, &req);
 		if (!req.cwd)
@@ -355,12 +356,12 @@ static struct proc_stream *ps_new(struct hu_req *r, bool start, uint64_t keepali
 	struct proc_stream *ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return NULL;
-	ps->d = r->d;
+	ps->d = hu_req_daemon(r);
 	ps->req_id = r->id;
-	snprintf(ps->sbx_id, sizeof(ps->sbx_id), "%s", r->sbx->id);
+	snprintf(ps->sbx_id, sizeof(ps->sbx_id), "%s", hu_req_sbx(r)->id);
 	ps->kill_on_deadline = start;
 	ps->keepalive_tv.tv_sec = (time_t)keepalive_s;
-	ps->keepalive = event_new(r->d->base, -1, EV_PERSIST, keepalive_cb, ps);
+	ps->keepalive = event_new(hu_req_daemon(r)->base, -1, EV_PERSIST, keepalive_cb, ps);
 	if (!ps->keepalive) {
 		free(ps);
 		return NULL;
@@ -414,15 +415,15 @@ static void stream_open(struct hu_req *r, bool start)
 	ps->req = 1;
 	ps->asked_mono_ms = hu_mono_ms();
 	ps->is_start = start;
-	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), on_frame, on_close, ps, &ps->conn, &err) < 0) {
+	if (hu_initconn_open(hu_req_daemon(r)->base, hu_sbx_socket(hu_req_sbx(r)), on_frame, on_close, ps, &ps->conn, &err) < 0) {
 		hu_log(HU_LOG_WARN, ps->sbx_id, ps->req_id, "process %s: %s", start ? "start" : "connect", err.msg);
 		hu_buf_free(&frame);
 		ps_finish(ps, "unavailable", "the sandbox is not running");
 		return;
 	}
 	/* The sandbox may be killed (and its struct freed) while the stream
-	 * runs; the connection tells us then, and nothing may read r->sbx. */
-	r->sbx = NULL;
+	 * runs; the connection tells us then, and nothing may read hu_req_sbx(r). */
+	r->target = NULL;
 	/* A fresh connection's first id is the 1 the frame was built with. */
 	ps->req = hu_initconn_next_id(ps->conn);
 	if (hu_initconn_send(ps->conn, &frame, &err) < 0) {
@@ -433,7 +434,7 @@ static void stream_open(struct hu_req *r, bool start)
 	hu_buf_free(&frame);
 	if (deadline_ms) {
 		struct timeval tv = {.tv_sec = (time_t)(deadline_ms / 1000), .tv_usec = (suseconds_t)(deadline_ms % 1000) * 1000};
-		ps->deadline = evtimer_new(r->d->base, deadline_cb, ps);
+		ps->deadline = evtimer_new(hu_req_daemon(r)->base, deadline_cb, ps);
 		if (!ps->deadline) {
 			ps_finish(ps, "resource_exhausted", "out of memory");
 			return;

@@ -41,7 +41,7 @@
 #include "daemon/sandboxes/initconn.h"
 #include "daemon/http/multipart.h"
 #include "daemon/sandboxes/registry.h"
-#include "daemon/routes.h"
+#include "daemon/envd/handlers.h"
 #include "runtime/initclient.h"
 
 /* init silent this long while we wait for it: the sandbox is frozen or stuck. */
@@ -229,7 +229,7 @@ static void download_on_close(struct hu_initconn *c, const hu_err *why, void *ar
 	struct download *dl = arg;
 	hu_err err;
 
-	dl->r->sbx = NULL;
+	dl->r->target = NULL;
 	if (dl->stream) {
 		download_abort(dl, why->msg);
 		return;
@@ -245,7 +245,7 @@ static void download_on_timeout(evutil_socket_t fd, short what, void *arg)
 	download_reply_err(arg, 504, &err);
 }
 
-static void handle_get(struct hu_req *r)
+void hu_envd_files_get(struct hu_req *r)
 {
 	const char *path = hu_req_query(r, "path");
 	struct hu_buf b = {0};
@@ -261,16 +261,16 @@ static void handle_get(struct hu_req *r)
 		return;
 	}
 	dl->r = r;
-	snprintf(dl->sbx_id, sizeof(dl->sbx_id), "%s", r->sbx->id);
-	dl->timer = evtimer_new(r->d->base, download_on_timeout, dl);
+	snprintf(dl->sbx_id, sizeof(dl->sbx_id), "%s", hu_req_sbx(r)->id);
+	dl->timer = evtimer_new(hu_req_daemon(r)->base, download_on_timeout, dl);
 	if (!dl->timer || (hu_accepts_gzip(hu_req_header(r, "Accept-Encoding")) && hu_gzip_out_new(&dl->gzip, &err) < 0)) {
 		hu_err_set(&err, ENOMEM, "download");
 		download_reply_err(dl, 0, &err);
 		return;
 	}
-	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), download_on_frame, download_on_close, dl, &dl->conn,
+	if (hu_initconn_open(hu_req_daemon(r)->base, hu_sbx_socket(hu_req_sbx(r)), download_on_frame, download_on_close, dl, &dl->conn,
 			     &err) < 0) {
-		hu_log(HU_LOG_WARN, r->sbx->id, r->id, "GET /files: %s", err.msg);
+		hu_log(HU_LOG_WARN, hu_req_sbx(r)->id, r->id, "GET /files: %s", err.msg);
 		hu_err_set(&err, 0, "the sandbox is not running");
 		download_reply_err(dl, 502, &err);
 		return;
@@ -749,7 +749,7 @@ static void upload_on_close(struct hu_initconn *c, const hu_err *why, void *arg)
 {
 	struct upload *up = arg;
 	hu_err err;
-	up->r->sbx = NULL; /* see download_on_close */
+	up->r->target = NULL; /* see download_on_close */
 	hu_err_set(&err, -ECONNRESET, "the sandbox is not running any more");
 	upload_reply_status(up, 502, &err);
 }
@@ -761,7 +761,7 @@ static void upload_on_timeout(evutil_socket_t fd, short what, void *arg)
 	upload_reply_status(arg, 504, &err);
 }
 
-static void handle_post(struct hu_req *r)
+void hu_envd_files_post(struct hu_req *r)
 {
 	hu_err err;
 
@@ -771,7 +771,7 @@ static void handle_post(struct hu_req *r)
 		return;
 	}
 	up->r = r;
-	snprintf(up->sbx_id, sizeof(up->sbx_id), "%s", r->sbx->id);
+	snprintf(up->sbx_id, sizeof(up->sbx_id), "%s", hu_req_sbx(r)->id);
 	/* The body is read in place (hu_req_body would copy it into one piece)
 	 * and drained as it goes to init. */
 	up->body = evhttp_request_get_input_buffer(r->ev);
@@ -780,8 +780,8 @@ static void handle_post(struct hu_req *r)
 		upload_reply_status(up, err.code == ENOMEM ? 503 : 400, &err);
 		return;
 	}
-	up->max_inflated = r->d->cfg.max_body_bytes;
-	up->timer = evtimer_new(r->d->base, upload_on_timeout, up);
+	up->max_inflated = hu_req_daemon(r)->cfg.max_body_bytes;
+	up->timer = evtimer_new(hu_req_daemon(r)->base, upload_on_timeout, up);
 	up->written = json_array();
 	if (!up->timer || !up->written ||
 	    (up->gzip && (!(up->zin = malloc(UPLOAD_SEGMENT)) || !(up->zout = malloc(UPLOAD_SEGMENT)) ||
@@ -791,20 +791,13 @@ static void handle_post(struct hu_req *r)
 		return;
 	}
 	up->z_ready = up->gzip;
-	if (hu_initconn_open(r->d->base, hu_sbx_socket(r->sbx), upload_on_frame, upload_on_close, up, &up->conn,
+	if (hu_initconn_open(hu_req_daemon(r)->base, hu_sbx_socket(hu_req_sbx(r)), upload_on_frame, upload_on_close, up, &up->conn,
 			     &err) < 0) {
-		hu_log(HU_LOG_WARN, r->sbx->id, r->id, "POST /files: %s", err.msg);
+		hu_log(HU_LOG_WARN, hu_req_sbx(r)->id, r->id, "POST /files: %s", err.msg);
 		hu_err_set(&err, -ECONNREFUSED, "the sandbox is not running");
 		upload_reply_status(up, 502, &err);
 		return;
 	}
 	arm_timeout(up->timer);
 	upload_next_file(up);
-}
-
-void hu_files_register(struct hu_daemon *d)
-{
-	if (hu_route(d, EVHTTP_REQ_GET, "/files", HU_AUTH_ENVD, handle_get) < 0 ||
-	    hu_route(d, EVHTTP_REQ_POST, "/files", HU_AUTH_ENVD, handle_post) < 0)
-		hu_log(HU_LOG_ERROR, NULL, 0, "cannot register /files");
 }

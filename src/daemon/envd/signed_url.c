@@ -144,7 +144,7 @@ static struct hu_sbx *scan_tokens(struct hu_registry *reg, const struct signed_c
 
 struct hu_sbx *hu_signed_resolve(struct hu_req *r)
 {
-	struct hu_registry *reg = r->d->reg;
+	struct hu_registry *reg = hu_req_daemon(r)->reg;
 	struct signed_ctx c;
 	struct hu_sbx *s = NULL;
 	char id[HU_ID_MAX];

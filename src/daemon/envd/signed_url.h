@@ -20,9 +20,9 @@
 #include <stdint.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/sandboxes/registry.h" /* HU_SIG_DIGEST_LEN */
 #include "util/err.h"
 
-#define HU_SIG_DIGEST_LEN 32
 
 /* The signature-related part of a request, parsed (pure, fuzzed). */
 struct hu_signed_req {

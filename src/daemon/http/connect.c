@@ -2,15 +2,15 @@
  * The Connect protocol's JSON codec (connect.h): request envelopes, error
  * codes, unary replies, and server streams on top of evhttp.
  *
- * A stream follows evhttp-notes.md:
+ * A stream follows what evhttp needs (docs/architecture.md "Streams"):
  *  - the reply starts at once, because evhttp only notices a vanished client
- *    once the reply has started (#4);
+ *    once the reply has started;
  *  - while it runs, the connection has a write timeout only, so a quiet
- *    command is not cut by the idle timeout (#2); the idle timeout is put
+ *    command is not cut by the idle timeout; the idle timeout is put
  *    back before the stream ends, since the connection is reused;
  *  - every envelope is sent with a drained callback and the connection's
  *    output buffer is watched, so a client that does not read stops the
- *    producer instead of growing the daemon (#1);
+ *    producer instead of growing the daemon;
  *  - the connection's close callback tells the owner (on_gone) exactly once,
  *    and frees the request libevent detached from the connection.
  * Every callback into the owner is the last thing its caller does with the
@@ -26,8 +26,11 @@
 #include <string.h>
 
 #include "daemon/http/connect.h"
+
+#include "daemon/common/json.h"
+#include "daemon/common/log.h"
 #include "daemon/common/stats.h"
-#include "daemon/sandboxes/registry.h"
+#include "daemon/http/http_internal.h"
 
 #define ENVELOPE_HEADER 5
 /* While a stream runs nothing more is expected from its client; bound what
@@ -177,7 +180,7 @@ struct hu_stream {
 	size_t high_water;                /* pause the producer above this much unsent output */
 	int gone;
 	int paused;
-	int counted; /* hu_sbx_stream_begin was called for r->sbx_id */
+	int counted; /* the stream_opened hook was called for r->target */
 };
 
 /* Append one envelope (flags, big-endian length, compact JSON) to buf. */
@@ -201,9 +204,9 @@ static int frame_add(struct evbuffer *buf, uint8_t flags, const json_t *msg)
 	return rc;
 }
 
-static const char *stream_sbx(const struct hu_stream *s)
+static const char *stream_target(const struct hu_stream *s)
 {
-	return s->r->sbx_id[0] ? s->r->sbx_id : NULL;
+	return s->r->target_id[0] ? s->r->target_id : NULL;
 }
 
 static void on_drained(struct evhttp_connection *evcon, void *arg)
@@ -233,19 +236,20 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 	s->evcon = NULL;
 	s->r->ev = NULL; /* the request's accessors must not reach it either */
 	s->gone = 1;
-	hu_log(HU_LOG_DEBUG, stream_sbx(s), s->r->id, "stream %s: the client went away", s->r->path);
+	hu_log(HU_LOG_DEBUG, stream_target(s), s->r->id, "stream %s: the client went away", s->r->path);
 	if (s->cbs.on_gone)
 		s->cbs.on_gone(s->cbs.arg); /* last: it may end the stream */
 }
 
 /* Start a streamed 200 reply of `content_type`: headers go out at once (so a
  * client that leaves is noticed), and while it runs the connection has only
- * a write timeout (evhttp-notes #2). */
+ * a write timeout. */
 static struct hu_stream *stream_start(struct hu_req *r, const char *content_type, size_t high_water,
 				      const struct hu_stream_cbs *cbs)
 {
 	struct hu_stream *s = calloc(1, sizeof(*s));
-	struct timeval write_tv = {.tv_sec = r->d->cfg.idle_timeout_s ? r->d->cfg.idle_timeout_s : 60};
+	struct timeval write_tv = hu_req_idle_timeout(r);
+	const struct hu_http_hooks *hooks = &hu_req_priv(r)->http->hooks;
 
 	if (!s || !(s->frame = evbuffer_new())) {
 		free(s);
@@ -254,11 +258,11 @@ static struct hu_stream *stream_start(struct hu_req *r, const char *content_type
 	s->r = r;
 	s->ev = r->ev;
 	s->high_water = high_water;
-	/* an open stream keeps its sandbox awake (lifecycle.c); handlers drop
-	 * r->sbx while they run (the sandbox may be freed), so the end finds
-	 * it again by id */
-	if (r->sbx) {
-		hu_sbx_stream_begin(r->sbx);
+	/* an open stream keeps its target busy (the daemon: its sandbox awake);
+	 * r->target may be dropped while it runs (the sandbox may be freed), so
+	 * the end names it by id */
+	if (r->target && hooks->stream_opened) {
+		hooks->stream_opened(r);
 		s->counted = 1;
 	}
 	if (cbs)
@@ -275,7 +279,7 @@ static struct hu_stream *stream_start(struct hu_req *r, const char *content_type
 	bufferevent_set_timeouts(bev, NULL, &write_tv);
 	bufferevent_setwatermark(bev, EV_READ, 0, STREAM_INPUT_MAX);
 	evhttp_connection_set_closecb(s->evcon, on_close, s);
-	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s started", r->path);
+	hu_log(HU_LOG_DEBUG, stream_target(s), r->id, "stream %s started", r->path);
 	return s;
 }
 
@@ -302,7 +306,7 @@ static size_t output_pending(const struct hu_stream *s)
  * client is behind. */
 static int push(struct hu_stream *s)
 {
-	if (s->r->sbx_id[0])
+	if (s->r->target_id[0])
 		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(s->frame));
 	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
 	if (!s->paused && output_pending(s) > s->high_water) {
@@ -323,7 +327,7 @@ int hu_stream_send(struct hu_stream *s, json_t *msg)
 	if (frame_add(s->frame, 0, msg) < 0) {
 		json_decref(msg);
 		evbuffer_drain(s->frame, evbuffer_get_length(s->frame));
-		hu_log(HU_LOG_ERROR, stream_sbx(s), s->r->id, "stream %s: cannot encode a message (out of memory)",
+		hu_log(HU_LOG_ERROR, stream_target(s), s->r->id, "stream %s: cannot encode a message (out of memory)",
 		       s->r->path);
 		return -1;
 	}
@@ -346,7 +350,7 @@ int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len)
  * it must not call back into a freed stream, and it is idle again. */
 static void close_reply(struct hu_stream *s)
 {
-	struct timeval idle = {.tv_sec = s->r->d->cfg.idle_timeout_s ? s->r->d->cfg.idle_timeout_s : 60};
+	struct timeval idle = hu_req_idle_timeout(s->r);
 
 	evhttp_connection_set_closecb(s->evcon, NULL, NULL);
 	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, 0);
@@ -358,14 +362,14 @@ static void release(struct hu_stream *s, const char *how, const char *why)
 {
 	struct hu_req *r = s->r;
 
-	hu_log(HU_LOG_DEBUG, stream_sbx(s), r->id, "stream %s ended: %s%s%s", r->path, how, why ? ": " : "",
+	hu_log(HU_LOG_DEBUG, stream_target(s), r->id, "stream %s ended: %s%s%s", r->path, how, why ? ": " : "",
 	       why ? why : "");
 	int counted = s->counted;
+	const struct hu_http_hooks *hooks = &hu_req_priv(r)->http->hooks;
 	evbuffer_free(s->frame);
 	free(s);
-	struct hu_sbx *sbx = counted && r->d->reg ? hu_registry_get(r->d->reg, r->sbx_id) : NULL;
-	if (sbx) /* NULL once the sandbox is gone */
-		hu_sbx_stream_end(sbx);
+	if (counted && hooks->stream_closed)
+		hooks->stream_closed(r->app, r->target_id);
 	hu_req_set_stream(r, NULL);
 	hu_req_finish(r);
 }

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/core/daemon.h"
+#include "daemon/http/request.h"
 
 #define HU_CONNECT_FLAG_COMPRESSED 0x01
 #define HU_CONNECT_FLAG_END 0x02

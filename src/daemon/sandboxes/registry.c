@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "daemon/sandboxes/sandbox_ops.h"
-#include "daemon/envd/signed_url.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 
 #define MIN_SLOTS 64

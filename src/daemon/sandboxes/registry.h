@@ -73,8 +73,9 @@ size_t hu_registry_count(struct hu_registry *reg);
 /* The signature index for signed URLs (signed_url.c): the id of the sandbox
  * this 32-byte signature digest verified for before, or NULL. A hint only:
  * the caller verifies it again. */
-const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[32]);
-void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[32], const char *id);
+#define HU_SIG_DIGEST_LEN 32 /* sha256 */
+const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN]);
+void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN], const char *id);
 /* Index s (its id must be new) and watch its hutch-init: if init exits on
  * its own, the sandbox is killed (hu_sbx_kill) and removed. */
 int hu_registry_add(struct hu_registry *reg, struct hu_sbx *s, hu_err *err);

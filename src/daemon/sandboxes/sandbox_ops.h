@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "daemon/api/api_json.h"
+#include "daemon/sandboxes/new_sandbox.h"
 #include "daemon/core/daemon.h"
 #include "daemon/sandboxes/registry.h"
 

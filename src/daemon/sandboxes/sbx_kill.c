@@ -15,6 +15,7 @@
 #include <event2/event.h>
 
 #include "daemon/common/fault.h"
+#include "daemon/http/server.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
@@ -45,7 +46,7 @@ static void kill_begin(struct hu_daemon *d, struct hu_sbx *s, const char *why)
 	hu_fault_point("kill.marked");
 	/* Unwatch first: destroying closes the pidfd the watch polls. */
 	hu_registry_remove(d->reg, s);
-	hu_http_forget_sandbox(d, s);
+	hu_http_forget_target(d->http, s);
 	/* its deadline must not fire (and kill it again) while an
 	 * asynchronous kill waits for init */
 	if (s->timer)

@@ -1,11 +1,11 @@
 /* Usage samples of a sandbox (sbx_metrics.h). */
 #include "util/clock.h"
+#include "util/rfc3339.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 
 #include <stdlib.h>
 #include <time.h>
 
-#include "daemon/api/api_json.h"
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/registry.h"
 
@@ -80,7 +80,7 @@ static json_t *sample_json(const struct hu_sbx *s, const struct hu_metric_sample
 {
 	char ts[HU_TIME_STR_MAX];
 
-	hu_api_format_time(m->ts_ms, ts);
+	hu_rfc3339_format(m->ts_ms, ts);
 	return json_pack("{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts, "timestampUnix",
 			 (json_int_t)(m->ts_ms / 1000), "cpuCount", hu_sbx_cpu_count(s), "cpuUsedPct", m->cpu_pct,
 			 "memUsed", (json_int_t)m->mem_used, "memTotal", (json_int_t)m->mem_total, "memCache",

@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "daemon/core/daemon.h"
-#include "daemon/api/mounts_json.h"
+#include "daemon/sandboxes/new_sandbox.h"
 #include "daemon/sandboxes/registry.h"
 
 /* The runtime's view of a sandbox's mounts; the fds are owned. */

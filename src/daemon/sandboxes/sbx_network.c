@@ -1,8 +1,6 @@
 /* A sandbox's network on the API side (sbx_network.h). */
 #include <string.h>
 
-#include "daemon/api/api_sandboxes.h"
-#include "daemon/routes.h"
 #include "daemon/sandboxes/sbx_network.h"
 #include "daemon/store/store.h"
 #include "runtime/net.h"
@@ -58,55 +56,36 @@ json_t *hu_sbx_json_network(const struct hu_sbx *s)
 	return json_pack("{s:o?, s:o?}", "allowOut", allow, "denyOut", cidr_array(r->deny, r->n_deny, r->deny6, r->n_deny6));
 }
 
-void hu_api_put_network(struct hu_req *r)
-{
-	struct hu_sbx *s = hu_api_own_sandbox(r);
-	struct hu_net_rules rules;
-	int allow, rc;
-	json_t *body;
-	hu_err err;
 
-	if (!s || hu_req_json(r, &body) < 0)
-		return;
-	rc = hu_api_decode_network_update(body, &rules, &allow, &err);
-	json_decref(body);
-	if (rc < 0) {
-		hu_reply_err(r, &err);
-		return;
-	}
+int hu_sbx_set_network(struct hu_daemon *d, struct hu_sbx *s, const struct hu_net_rules *rules, int allow_internet,
+		       hu_err *err)
+{
 	/* the veth is made with the sandbox; switching it on or off later is
 	 * not supported */
-	if (allow >= 0 && allow != s->internet) {
-		hu_reply_error(r, 400, "allow_internet_access cannot be changed on a live sandbox (it is %s)",
-			       s->internet ? "true" : "false");
-		return;
-	}
-	if (!s->internet) {
-		hu_reply_error(r, 400, "sandbox %s has no internet access: there are no rules to change", s->id);
-		return;
-	}
+	if (allow_internet >= 0 && allow_internet != s->internet)
+		return hu_err_set(err, -EINVAL, "allow_internet_access cannot be changed on a live sandbox (it is %s)",
+				  s->internet ? "true" : "false");
+	if (!s->internet)
+		return hu_err_set(err, -EINVAL, "sandbox %s has no internet access: there are no rules to change", s->id);
 	/* a frozen sandbox keeps its namespace: its rules change all the same;
 	 * one whose memory was released has none, and gets them at its resume */
-	if (s->rt && !s->released && hu_net_update(r->d->rt, s->id, &rules, &err) < 0) {
-		hu_reply_err(r, &err);
-		return;
-	}
+	if (s->rt && !s->released && hu_net_update(d->rt, s->id, rules, err) < 0)
+		return -1;
 	struct hu_net_rules old = s->net_rules;
 	int had = s->has_network;
-	s->net_rules = rules;
+	s->net_rules = *rules;
 	s->has_network = 1;
 	/* the store keeps the rules for restarts */
-	if (hu_store_sandbox_put(r->d->store, s, &err) < 0) {
+	if (hu_store_sandbox_put(d->store, s, err) < 0) {
 		s->net_rules = old;
 		s->has_network = had;
 		if (s->rt && !s->released) {
 			hu_err ignored;
-			hu_net_update(r->d->rt, s->id, &old, &ignored);
+			hu_net_update(d->rt, s->id, &old, &ignored);
 		}
-		hu_reply_err(r, &err);
-		return;
+		return -1;
 	}
-	hu_reply_empty(r, 204);
+	return 0;
 }
 
 static void take(char *dst, size_t cap, const char *v)

@@ -37,8 +37,6 @@ int hu_template_apply(const struct hu_tpl_meta *m, struct hu_sbx *s, hu_err *err
 void hu_template_process_defaults(const struct hu_daemon *d, const struct hu_sbx *s, const char **user,
 				  const char **cwd, char *user_buf, size_t user_n, char *cwd_buf, size_t cwd_n);
 
-/* POST /templates (api_templates_build.c), registered by the template routes. */
-void hu_api_templates_build_register(struct hu_daemon *d);
 
 /* At start: every built template gets this daemon's sudo shim. */
 int hu_templates_refresh_all(struct hu_daemon *d, hu_err *err);

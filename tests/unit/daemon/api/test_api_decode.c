@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "daemon/api/api_json.h"
+#include "util/rfc3339.h"
 #include "daemon/sandboxes/registry.h"
 
 static json_t *js(const char *text)
@@ -245,22 +246,22 @@ static void test_time_format_and_parse(void **state)
 	int64_t ms;
 	hu_err err;
 
-	hu_api_format_time(1795946400123, buf);
+	hu_rfc3339_format(1795946400123, buf);
 	assert_string_equal(buf, "2026-11-29T10:00:00.123Z");
-	assert_int_equal(hu_api_parse_time("2026-11-29T10:00:00.123Z", &ms, &err), 0);
+	assert_int_equal(hu_rfc3339_parse("2026-11-29T10:00:00.123Z", &ms, &err), 0);
 	assert_int_equal(ms, 1795946400123);
-	assert_int_equal(hu_api_parse_time("2026-11-29T10:00:00Z", &ms, &err), 0);
+	assert_int_equal(hu_rfc3339_parse("2026-11-29T10:00:00Z", &ms, &err), 0);
 	assert_int_equal(ms, 1795946400000);
-	assert_int_equal(hu_api_parse_time("2026-11-29T12:00:00+02:00", &ms, &err), 0);
+	assert_int_equal(hu_rfc3339_parse("2026-11-29T12:00:00+02:00", &ms, &err), 0);
 	assert_int_equal(ms, 1795946400000);
-	assert_int_equal(hu_api_parse_time("2026-11-29T10:00:00.5Z", &ms, &err), 0);
+	assert_int_equal(hu_rfc3339_parse("2026-11-29T10:00:00.5Z", &ms, &err), 0);
 	assert_int_equal(ms, 1795946400500);
 
 	const char *bad[] = {"", "2026-11-29", "2026-11-29T10:00:00", "2026-02-30T10:00:00Z", "2026-11-29T24:00:00Z",
 			     "2026-11-29T10:00:00.Z", "2026-11-29T10:00:00Zjunk", "x026-11-29T10:00:00Z",
 			     "2026-11-29T10:00:00+2:00"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		assert_int_equal(hu_api_parse_time(bad[i], &ms, &err), -1);
+		assert_int_equal(hu_rfc3339_parse(bad[i], &ms, &err), -1);
 		assert_int_equal(err.code, EINVAL);
 	}
 }

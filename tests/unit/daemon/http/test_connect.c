@@ -22,8 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/core/config.h"
+#include <event2/event.h>
+#include "daemon/common/log.h"
 #include "daemon/http/connect.h"
+#include "daemon/http/server.h"
 
 /* ---- envelopes ------------------------------------------------------------- */
 
@@ -142,7 +144,7 @@ enum scenario {
 
 struct world {
 	struct event_base *base;
-	struct hu_daemon d;
+	struct hu_http *http;
 	enum scenario sc;
 	struct hu_stream *stream;
 	int gone, paused, resumed, ended, sent;
@@ -247,11 +249,10 @@ static int setup(void **state)
 	hu_err err;
 
 	hu_log_open(NULL, getenv("TEST_DEBUG") ? HU_LOG_DEBUG : HU_LOG_ERROR, &err);
-	hu_config_defaults(&w->d.cfg);
+	struct hu_http_settings set = {.max_body_bytes = 1 << 20, .idle_timeout_s = 60};
+	struct hu_http_hooks hooks = {.dispatch = handle};
 	w->base = event_base_new();
-	w->d.base = w->base;
-	assert_int_equal(hu_http_init(&w->d, &err), 0);
-	assert_int_equal(hu_route(&w->d, EVHTTP_REQ_POST, "/test.Service/Call", HU_AUTH_NONE, handle), 0);
+	assert_int_equal(hu_http_new(w->base, &set, &hooks, w, &w->http, &err), 0);
 	W = w;
 	*state = w;
 	return 0;
@@ -260,8 +261,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct world *w = *state;
-	hu_http_close(&w->d);
-	hu_http_free(&w->d);
+	hu_http_close(w->http);
+	hu_http_free(w->http);
 	event_base_free(w->base);
 	free(w);
 	W = NULL;
@@ -276,8 +277,9 @@ static int listen_port(struct world *w)
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(listen(fd, 16), 0);
-	assert_non_null(evhttp_accept_socket_with_handle(w->d.http, fd));
 	getsockname(fd, (struct sockaddr *)&sa, &len);
+	hu_err err;
+	assert_int_equal(hu_http_listen_fd(w->http, fd, &err), 0);
 	return ntohs(sa.sin_port);
 }
 

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/api/mounts_json.h"
 #include "daemon/sandboxes/sbx_mounts.h"
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/volumes.h"

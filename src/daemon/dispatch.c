@@ -1,0 +1,230 @@
+/*
+ * The dispatcher of hutch serve: which plane a request is for, who is
+ * asking, and which handler answers (routes.c holds the tables).
+ *
+ * Planes: a request that carries E2b-Sandbox-Id is for that sandbox's envd
+ * (data plane, authenticated by X-Access-Token or a signed URL); a signed
+ * /files URL names its sandbox through its signature alone; anything else is
+ * the E2B REST API (control plane, X-API-KEY), or GET /health. A paused
+ * sandbox with autoResume is resumed by an authenticated data-plane request.
+ */
+#include "daemon/dispatch.h"
+
+#include <event2/buffer.h>
+#include <openssl/crypto.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "daemon/common/json.h"
+#include "daemon/common/stats.h"
+#include "daemon/envd/signed_url.h"
+#include "daemon/routes.h"
+#include "daemon/sandboxes/registry.h"
+#include "daemon/sandboxes/sandbox_ops.h"
+#include "daemon/store/store.h"
+#include "util/base64.h"
+
+#define BASIC_AUTH_MAX 128 /* base64 characters of "user:password"; bytes never exceed it */
+
+/* envd's Connect procedures live at /<package.Service>/<Method>. */
+static int is_connect_path(const char *path)
+{
+	const char *svc = path + 1, *slash = strchr(svc, '/');
+	return slash && memchr(svc, '.', (size_t)(slash - svc)) != NULL;
+}
+
+/* A data-plane error in the shape its client parses: Connect code strings
+ * on Connect procedures, {"code": status} on envd's REST paths. */
+static void plane_error(struct hu_req *r, int status, const char *connect_code, const char *msg)
+{
+	if (r->target && is_connect_path(r->path))
+		hu_reply_error_body(r, status, json_string(connect_code), msg);
+	else
+		hu_reply_error_body(r, status, json_integer(status), msg);
+}
+
+static int authenticate_api_key(struct hu_req *r)
+{
+	const char *key = hu_req_header(r, "X-API-KEY");
+	hu_err err;
+
+	if (!key || !*key) {
+		hu_reply_error(r, 401, "missing X-API-KEY header");
+		return -1;
+	}
+	if (!hu_req_daemon(r)->store) {
+		hu_reply_error(r, 401, "invalid API key");
+		return -1;
+	}
+	if (hu_store_key_team(hu_req_daemon(r)->store, key, r->principal, sizeof(r->principal), &err) < 0) {
+		if (err.code == ENOENT)
+			hu_reply_error(r, 401, "invalid API key");
+		else
+			hu_reply_error(r, 500, "checking the API key: %s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* Answer r from `table`: 404/405 in the plane's error shape, the API key
+ * checked where the route needs one, then the handler. */
+static void route(struct hu_req *r, const struct hu_route *table, size_t n, int data_plane)
+{
+	int status;
+	const struct hu_route *found = hu_route_find(table, n, r, &status);
+
+	if (!found) {
+		const char *why = status == 405 ? "method not allowed" : "no such endpoint";
+		if (data_plane)
+			plane_error(r, status, "unimplemented", why);
+		else
+			hu_reply_error(r, status, "%s %s: %s", hu_http_method_name(r->method), r->path, why);
+		return;
+	}
+	if (!data_plane && found->flags == HU_AUTH_API_KEY && authenticate_api_key(r) < 0)
+		return;
+	found->fn(r);
+}
+
+static int token_ok(const struct hu_sbx *s, const char *given)
+{
+	size_t n = strlen(s->access_token);
+	/* A sandbox without a token is a bug elsewhere: refuse, never open. */
+	if (!given || n == 0 || strlen(given) != n)
+		return 0;
+	return CRYPTO_memcmp(given, s->access_token, n) == 0;
+}
+
+/* Authorization: Basic base64("<user>:") names the user a call runs as. */
+static int parse_user(struct hu_req *r)
+{
+	const char *h = hu_req_header(r, "Authorization");
+	uint8_t out[BASIC_AUTH_MAX];
+	size_t len, n;
+	hu_err err;
+
+	if (!h)
+		return 0;
+	if (strncasecmp(h, "Basic ", 6)) {
+		plane_error(r, 400, "invalid_argument", "Authorization must be Basic base64(user:)");
+		return -1;
+	}
+	h += 6;
+	while (*h == ' ')
+		h++;
+	len = strlen(h);
+	if (len > BASIC_AUTH_MAX || hu_base64_decode(h, len, out, &n, &err) < 0) {
+		plane_error(r, 400, "invalid_argument", "Authorization: malformed base64");
+		return -1;
+	}
+	const uint8_t *colon = memchr(out, ':', n);
+	size_t ulen = colon ? (size_t)(colon - out) : n;
+	if (ulen == 4 && !memcmp(out, "root", 4)) {
+		r->user = "root";
+	} else if (ulen == 4 && !memcmp(out, "user", 4)) {
+		r->user = "user";
+	} else {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "user '%.*s' not found (hutch sandboxes have root and user)",
+			 (int)(ulen < 64 ? ulen : 64), (const char *)out);
+		plane_error(r, 400, "invalid_argument", msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const struct hu_sbx *s)
+{
+	char msg[HU_ERR_MSG_MAX];
+	json_t *body = json_object();
+
+	snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
+	if (body) {
+		json_object_set_new(body, "sandboxId", hu_json_text(id));
+		json_object_set_new(body, "message", hu_json_text(msg));
+		json_object_set_new(body, "code", json_integer(502));
+	}
+	hu_reply_json(r, 502, body);
+}
+
+/* `s` is the sandbox a signed URL resolved to (already verified), or NULL
+ * to look sbx_id up and check X-Access-Token (or a signature). */
+static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_sbx *s)
+{
+	struct hu_daemon *d = hu_req_daemon(r);
+	bool signature_ok = s != NULL;
+
+	if (!s && d->reg && strlen(sbx_id) < HU_ID_MAX)
+		s = hu_registry_get(d->reg, sbx_id);
+	/* envd's health probe carries no token: the SDK uses it to tell a dead
+	 * or paused sandbox (502) from a live one. It never resumes one: an
+	 * unauthenticated request must not wake sandboxes up. */
+	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
+		reply_sandbox_unavailable(r, sbx_id, s);
+		return;
+	}
+	r->target = s;
+	snprintf(r->target_id, sizeof(r->target_id), "%s", s->id);
+	if (r->method == EVHTTP_REQ_GET && !strcmp(r->path, "/health")) {
+		hu_reply_empty(r, 204);
+		return;
+	}
+	if (!signature_ok && !hu_req_header(r, "X-Access-Token") && hu_signed_present(r)) {
+		if (!hu_signed_check(r, s))
+			return; /* answered */
+		signature_ok = true;
+	}
+	if (!signature_ok && !token_ok(s, hu_req_header(r, "X-Access-Token"))) {
+		plane_error(r, 401, "unauthenticated", "missing or wrong X-Access-Token");
+		return;
+	}
+	if (parse_user(r) < 0)
+		return;
+	/* autoResume: the request goes on as if the sandbox had never slept */
+	if (s->state == HU_SBX_PAUSED) {
+		hu_err err;
+		if (hu_sbx_resume(d, s, 0, &err) < 0) {
+			hu_log(HU_LOG_WARN, s->id, r->id, "auto-resume: %s", err.msg);
+			reply_sandbox_unavailable(r, sbx_id, s);
+			return;
+		}
+		hu_stat_add(HU_STAT_AUTO_RESUMES, 1);
+	}
+	if (r->ev)
+		hu_stat_add(HU_STAT_DATA_BYTES_IN, evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)));
+	hu_sbx_touch(s);
+	route(r, hu_data_routes, hu_n_data_routes, 1);
+}
+
+
+void hu_dispatch(struct hu_req *r)
+{
+	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
+	struct hu_sbx *signed_for;
+
+	if (sbx_id)
+		dispatch_data_plane(r, sbx_id, NULL);
+	else if (hu_signed_present(r)) {
+		/* a signed /files URL names its sandbox only through the signature */
+		if ((signed_for = hu_signed_resolve(r)))
+			dispatch_data_plane(r, signed_for->id, signed_for);
+	} else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
+		hu_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	else
+		route(r, hu_control_routes, hu_n_control_routes, 0);
+}
+
+void hu_dispatch_stream_opened(struct hu_req *r)
+{
+	hu_sbx_stream_begin(hu_req_sbx(r));
+}
+
+void hu_dispatch_stream_closed(void *app, const char *target_id)
+{
+	struct hu_daemon *d = app;
+	struct hu_sbx *s = d->reg ? hu_registry_get(d->reg, target_id) : NULL;
+	if (s) /* NULL once the sandbox is gone */
+		hu_sbx_stream_end(s);
+}

@@ -1,0 +1,256 @@
+/*
+ * The HTTP server (server.h): one evhttp, one generic callback, and the
+ * lifetime of every request from its arrival to its answer.
+ */
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/common/log.h"
+#include "daemon/http/connect.h"
+#include "daemon/http/http_internal.h"
+#include "util/cleanup.h"
+
+#define MAX_HEADERS_BYTES (64u << 10) /* all request headers together */
+#define LISTEN_BACKLOG 1024
+#define ACCEPT_PAUSE_MS 1000
+
+/* ---- request lifetime --------------------------------------------------- */
+
+static struct req_priv *req_new(struct hu_http *h, struct evhttp_request *ev)
+{
+	struct req_priv *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->http = h;
+	p->pub.app = h->app;
+	p->pub.ev = ev;
+	p->pub.id = ++h->next_request_id;
+	p->pub.method = evhttp_request_get_command(ev);
+	TAILQ_INIT(&p->query_kv);
+	clock_gettime(CLOCK_MONOTONIC, &p->t0);
+	p->next = h->inflight;
+	if (p->next)
+		p->next->prev = p;
+	h->inflight = p;
+	return p;
+}
+
+static void req_free(struct req_priv *p)
+{
+	struct hu_http *h = p->http;
+
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		h->inflight = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	evhttp_clear_headers(&p->query_kv);
+	free(p->query_buf);
+	free(p);
+}
+
+void hu_http_forget_target(struct hu_http *h, const void *target)
+{
+	if (!h)
+		return;
+	for (struct req_priv *p = h->inflight; p; p = p->next)
+		if (p->pub.target == target)
+			p->pub.target = NULL;
+}
+
+void hu_req_finish(struct hu_req *r)
+{
+	struct req_priv *p = hu_req_priv(r);
+	p->answered = 1;
+	if (!p->in_handler)
+		req_free(p);
+}
+
+void hu_req_set_stream(struct hu_req *r, struct hu_stream *s)
+{
+	hu_req_priv(r)->stream = s;
+}
+
+struct timeval hu_req_idle_timeout(struct hu_req *r)
+{
+	uint32_t s = hu_req_priv(r)->http->set.idle_timeout_s;
+	return (struct timeval){.tv_sec = s ? s : 60};
+}
+
+/* ---- the generic callback ------------------------------------------------- */
+
+/* Replies and stream frames are small writes; with Nagle on, each one after
+ * the first waits for the client's delayed ACK (40 ms on Linux), which made
+ * a `commands.run('true')` round trip take ~45 ms instead of a few. */
+static void no_delay(struct evhttp_request *ev)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(ev);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
+}
+
+static void on_request(struct evhttp_request *ev, void *arg)
+{
+	struct hu_http *h = arg;
+	struct req_priv *p = req_new(h, ev);
+
+	if (!p) {
+		evhttp_send_reply(ev, 503, "Out Of Memory", NULL);
+		return;
+	}
+	p->in_handler = 1;
+	no_delay(ev);
+	if (hu_req_parse_target(&p->pub) == 0)
+		h->hooks.dispatch(&p->pub);
+	p->in_handler = 0;
+	if (p->answered)
+		req_free(p);
+}
+
+/* ---- server set-up and shutdown -------------------------------------------- */
+
+int hu_http_new(struct event_base *base, const struct hu_http_settings *set, const struct hu_http_hooks *hooks,
+		void *app, struct hu_http **out, hu_err *err)
+{
+	struct hu_http *h = calloc(1, sizeof(*h));
+	struct timeval idle;
+	ev_ssize_t max_body;
+
+	*out = NULL;
+	if (!h || !(h->ev = evhttp_new(base))) {
+		free(h);
+		return hu_err_set(err, ENOMEM, "create the HTTP server");
+	}
+	h->set = *set;
+	h->hooks = *hooks;
+	h->app = app;
+	idle = (struct timeval){.tv_sec = set->idle_timeout_s ? set->idle_timeout_s : 60};
+	max_body = set->max_body_bytes > (uint64_t)EV_SSIZE_MAX ? EV_SSIZE_MAX : (ev_ssize_t)set->max_body_bytes;
+	evhttp_set_gencb(h->ev, on_request, h);
+	evhttp_set_allowed_methods(h->ev, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+						  EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+	evhttp_set_max_body_size(h->ev, max_body);
+	evhttp_set_max_headers_size(h->ev, MAX_HEADERS_BYTES);
+	/* Idle connections die after this; streams swap it for a write-only
+	 * timeout while they run (connect.c, docs/architecture.md "Streams"). */
+	evhttp_set_timeout_tv(h->ev, &idle);
+	*out = h;
+	return 0;
+}
+
+static void on_accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+	struct evconnlistener *l = arg;
+	evconnlistener_enable(l);
+	hu_log(HU_LOG_INFO, NULL, 0, "accepting connections again");
+}
+
+/* accept() failed with something libevent does not retry (EMFILE, ENFILE,
+ * ENOBUFS...). Retrying at once spins the loop and floods the log
+ * here, so accepting pauses for a second, logged once. libevent
+ * passes the evhttp as the callback argument, so the resume timer is a
+ * one-shot event of the base rather than a field of the router. */
+static void on_accept_error(struct evconnlistener *l, void *ctx)
+{
+	int e = EVUTIL_SOCKET_ERROR();
+	struct timeval tv = {.tv_sec = ACCEPT_PAUSE_MS / 1000, .tv_usec = (ACCEPT_PAUSE_MS % 1000) * 1000};
+
+	evconnlistener_disable(l);
+	hu_log(HU_LOG_WARN, NULL, 0, "accept: %s; not accepting new connections for %d ms", strerror(e),
+	       ACCEPT_PAUSE_MS);
+	if (event_base_once(evconnlistener_get_base(l), -1, EV_TIMEOUT, on_accept_resume, l, &tv) < 0)
+		evconnlistener_enable(l);
+}
+
+int hu_http_listen(struct hu_http *h, const char *addr, uint16_t port_number, hu_err *err)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE};
+	struct addrinfo *ai = NULL;
+	char port[8];
+	int one = 1, rc;
+
+	snprintf(port, sizeof(port), "%u", (unsigned)port_number);
+	rc = getaddrinfo(addr, port, &hints, &ai);
+	if (rc != 0)
+		return hu_err_set(err, EINVAL, "listen address '%s': %s", addr, gai_strerror(rc));
+	_cleanup_close_ int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(ai);
+		return hu_err_sys(err, "socket for %s", addr);
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	rc = bind(fd, ai->ai_addr, ai->ai_addrlen);
+	freeaddrinfo(ai);
+	if (rc < 0) {
+		int e = errno;
+		return hu_err_set(err, -e, "listen on %s port %u: %s%s", addr, (unsigned)port_number,
+				  strerror(e), e == EADDRINUSE ? " (another server has it; --port N picks another)" : "");
+	}
+	if (listen(fd, LISTEN_BACKLOG) < 0)
+		return hu_err_sys(err, "listen on %s port %u", addr, (unsigned)port_number);
+	if (hu_http_listen_fd(h, hu_take_fd(&fd), err) < 0) {
+		hu_err_prefix(err, "%s port %u", addr, (unsigned)port_number);
+		return -1;
+	}
+	return 0;
+}
+
+int hu_http_listen_fd(struct hu_http *h, int fd, hu_err *err)
+{
+	struct evhttp_bound_socket *bound = evhttp_accept_socket_with_handle(h->ev, fd);
+	if (!bound) {
+		close(fd);
+		return hu_err_set(err, ENOMEM, "accept connections");
+	}
+	evconnlistener_set_error_cb(evhttp_bound_socket_get_listener(bound), on_accept_error);
+	return 0;
+}
+
+void hu_http_close(struct hu_http *h)
+{
+	if (!h || !h->ev)
+		return;
+	/* evhttp_free frees every request still queued on a connection, so
+	 * answers to them must be dropped from now on. Streams are told by
+	 * their close callback instead (connect.c). */
+	for (struct req_priv *p = h->inflight; p; p = p->next)
+		if (!p->stream)
+			p->pub.ev = NULL;
+	evhttp_free(h->ev);
+	h->ev = NULL;
+}
+
+void hu_http_free(struct hu_http *h)
+{
+	if (!h)
+		return;
+	hu_http_close(h);
+	/* Whatever their owners never answered: end leftover streams (which
+	 * finishes their requests) and free the rest. */
+	while (h->inflight) {
+		struct req_priv *p = h->inflight;
+		if (p->stream)
+			hu_stream_end(p->stream, NULL, NULL);
+		else
+			req_free(p);
+	}
+	free(h);
+}

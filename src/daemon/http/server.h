@@ -1,0 +1,59 @@
+/*
+ * The HTTP server: one evhttp on the application's event loop, one
+ * generic callback that assigns a request id, parses the request target
+ * and hands the request to the application's dispatcher.
+ *
+ * Request ownership: struct hu_req is allocated here for each request and
+ * freed when it was answered and its handler has returned, so synchronous
+ * handlers may still read r after replying, and asynchronous ones may answer
+ * from a later callback. Requests in flight are listed so that shutdown can
+ * drop them without touching freed libevent state.
+ */
+#ifndef HUTCH_DAEMON_HTTP_SERVER_H
+#define HUTCH_DAEMON_HTTP_SERVER_H
+
+#include <event2/event.h>
+#include <stdint.h>
+
+#include "daemon/http/request.h"
+#include "util/err.h"
+
+struct hu_http;
+
+struct hu_http_settings {
+	uint64_t max_body_bytes; /* 413 above it */
+	uint32_t idle_timeout_s; /* idle connections close after it (0: 60) */
+};
+
+/* What the application does with requests. */
+struct hu_http_hooks {
+	/* Every request, once its target is parsed: it must answer r (now or
+	 * later), usually through a route table (route.h). */
+	void (*dispatch)(struct hu_req *r);
+	/* A stream (connect.h) of a request with a target opened; the matching
+	 * stream_closed gets the target's id, as the target may be gone by then.
+	 * An open stream keeps its target busy. Either may be NULL. */
+	void (*stream_opened)(struct hu_req *r);
+	void (*stream_closed)(void *app, const char *target_id);
+};
+
+/* A server on base; r->app of every request is `app`. */
+int hu_http_new(struct event_base *base, const struct hu_http_settings *set, const struct hu_http_hooks *hooks,
+		void *app, struct hu_http **out, hu_err *err);
+/* Listen on addr:port (numeric address). */
+int hu_http_listen(struct hu_http *h, const char *addr, uint16_t port, hu_err *err);
+/* Accept connections on fd, a listening non-blocking stream socket (owned
+ * from here on, even on failure). */
+int hu_http_listen_fd(struct hu_http *h, int fd, hu_err *err);
+/* Shutdown, step 1: stop accepting and close every connection (streams get
+ * on_gone; replies to requests still in flight are dropped). Step 2, once
+ * what the requests point at is freed: hu_http_free. Both accept NULL. */
+void hu_http_close(struct hu_http *h);
+void hu_http_free(struct hu_http *h);
+
+/* `target` is being freed: every request still in flight forgets it (its
+ * r->target becomes NULL), so no late reply, log line or stream reads freed
+ * memory. */
+void hu_http_forget_target(struct hu_http *h, const void *target);
+
+#endif
