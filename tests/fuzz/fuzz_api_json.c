@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/api/api_json.c src/daemon/api/metadata_filter.c src/daemon/api/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/api/api_json.c src/daemon/api/metadata_filter.c src/daemon/api/mounts_json.c src/runtime/mount_target.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/daemon/sandboxes/net_rules_json.c
 /*
  * libFuzzer driver for the control plane's input decoders. A JSON input is
  * fed to every body decoder (NewSandbox, timeout, refresh, connect, pause,

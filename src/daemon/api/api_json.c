@@ -1,6 +1,8 @@
 /* Control-plane JSON bodies -> structs (api_json.h). */
 #include "daemon/api/api_json.h"
 
+#include "daemon/sandboxes/net_rules_json.h"
+
 #include "daemon/api/metadata_filter.h"
 #include "daemon/api/mounts_json.h"
 #include "daemon/sandboxes/registry.h"
@@ -197,26 +199,6 @@ static int decode_mounts(const json_t *body, struct hu_new_sandbox *ns, hu_err *
 	return 0;
 }
 
-static int rule_list(const json_t *net, const char *name, struct hu_net_rules *rules, hu_err *err)
-{
-	const json_t *list = field(net, name), *v;
-	size_t i;
-
-	if (!list)
-		return 0;
-	if (!json_is_array(list))
-		return BAD(err, "network.%s must be an array of IPs or CIDRs", name);
-	json_array_foreach(list, i, v) {
-		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
-			return BAD(err, "network.%s[%zu] must be a string", name, i);
-		if (hu_net_rules_add(rules, name[0] == 'a' ? 'a' : 'd', json_string_value(v), err) < 0) {
-			hu_err_prefix(err, "network");
-			return -1;
-		}
-	}
-	return 0;
-}
-
 int hu_api_decode_network(const json_t *net, struct hu_net_rules *rules, hu_err *err)
 {
 	const json_t *rl = field(net, "rules");
@@ -228,13 +210,7 @@ int hu_api_decode_network(const json_t *net, struct hu_net_rules *rules, hu_err 
 		return BAD(err, "network.egressProxy is not supported by this server");
 	if (rl && (!json_is_object(rl) || json_object_size(rl) > 0))
 		return BAD(err, "network.rules (per-host transforms) are not supported by this server");
-	if (rule_list(net, "allowOut", rules, err) < 0 || rule_list(net, "denyOut", rules, err) < 0)
-		return -1;
-	if (hu_net_rules_check(rules, err) < 0) {
-		hu_err_prefix(err, "network");
-		return -1;
-	}
-	return 0;
+	return hu_net_rules_from_json(net, rules, err);
 }
 
 int hu_api_decode_network_update(const json_t *body, struct hu_net_rules *rules, int *allow_internet, hu_err *err)

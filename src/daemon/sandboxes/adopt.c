@@ -12,6 +12,7 @@
 
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
+#include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 
 struct loaded {
@@ -98,7 +99,7 @@ static void adopt_one(struct hu_daemon *d, struct hu_sbx *s)
 		hu_sbx_free(s);
 		return;
 	}
-	if (changed && hu_store_sandbox_put(d->store, s, &e) < 0)
+	if (changed && hu_sbx_store_put(d->store, s, &e) < 0)
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
 	if (s->state == HU_SBX_RUNNING)
 		hu_sbx_arm_deadline(s); /* a deadline passed meanwhile fires at once */
@@ -110,7 +111,7 @@ int hu_lifecycle_adopt(struct hu_daemon *d, hu_err *err)
 {
 	struct loaded l = {0};
 
-	if (hu_store_sandbox_load(d->store, collect, &l, err) < 0 || l.oom) {
+	if (hu_sbx_store_load(d->store, collect, &l, err) < 0 || l.oom) {
 		for (size_t i = 0; i < l.rows.n; i++)
 			hu_sbx_free(l.rows.v[i]);
 		free(l.rows.v);

@@ -9,6 +9,7 @@
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
+#include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 #include "util/clock.h"
 
@@ -141,7 +142,7 @@ static void save_moved(struct hu_daemon *d, struct hu_sbx_list *l)
 		return;
 	}
 	for (size_t i = 0; i < l->n; i++) {
-		if (hu_store_sandbox_put(d->store, l->v[i], &err) < 0) {
+		if (hu_sbx_store_put(d->store, l->v[i], &err) < 0) {
 			hu_log(HU_LOG_WARN, l->v[i]->id, 0, "save deadline: %s", err.msg);
 			continue;
 		}

@@ -11,6 +11,7 @@
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/templates.h"
+#include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 #include "util/clock.h"
 #include "util/slist.h"
@@ -194,7 +195,7 @@ static int build_one(struct hu_pools *pl, struct hu_pool_set *ps, hu_err *err)
 	}
 	/* the row first: a daemon killed from here on removes it at its next
 	 * start (an interrupted create) */
-	if (hu_store_sandbox_put(d->store, s, err) < 0) {
+	if (hu_sbx_store_put(d->store, s, err) < 0) {
 		hu_sbx_free(s);
 		free(b);
 		return -1;

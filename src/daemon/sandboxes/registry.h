@@ -13,16 +13,12 @@
 #include <stdint.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/store/store.h" /* enum hu_sbx_state, HU_IDEM_KEY_MAX */
 
-/* RUNNING and PAUSED are what the API shows. CREATING and KILLING exist
- * only in the store, written before the runtime acts, so that a daemon
- * killed in the middle knows at its next start what to finish. */
-enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2, HU_SBX_CREATING = 3, HU_SBX_KILLING = 4 };
 
 /* end_at of a sandbox whose timeout is -1 (never): 9999-12-31T23:59:59Z,
  * the largest time RFC 3339 can write, so clients parse it as a date. */
 #define HU_NEVER_MS 253402300799000LL
-#define HU_IDEM_KEY_MAX 129 /* Idempotency-Key: 1..128 printable characters */
 
 struct hu_sbx {
 	char id[HU_ID_MAX];

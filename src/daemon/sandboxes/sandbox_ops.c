@@ -15,6 +15,7 @@
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/sbx_mounts.h"
 #include "daemon/sandboxes/sbx_network.h"
+#include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/tpl_start.h"
@@ -294,7 +295,7 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 	}
 	hu_fault_point("create.started");
 	s->state = HU_SBX_RUNNING;
-	if (hu_store_sandbox_put(d->store, s, &err) < 0)
+	if (hu_sbx_store_put(d->store, s, &err) < 0)
 		goto fail_rt;
 	if (go_live(d, s, pc->started_mono_ms, HU_STAT_CREATES_COLD, &err) < 0)
 		goto fail_rt;
@@ -406,7 +407,7 @@ static int create_warm(struct hu_daemon *d, struct hu_sbx *s, struct hu_sbx *p, 
 	 * request's comes */
 	if (hu_store_begin(d->store, err) < 0)
 		goto fail;
-	if (hu_store_sandbox_delete(d->store, s->id, err) < 0 || hu_store_sandbox_put(d->store, s, err) < 0) {
+	if (hu_store_sandbox_delete(d->store, s->id, err) < 0 || hu_sbx_store_put(d->store, s, err) < 0) {
 		hu_store_commit(d->store, &ignored);
 		goto fail;
 	}
@@ -504,7 +505,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	}
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */
-	if (hu_store_sandbox_put(d->store, s, err) < 0)
+	if (hu_sbx_store_put(d->store, s, err) < 0)
 		goto fail;
 	stored = 1;
 	hu_fault_point("create.stored");
@@ -570,7 +571,7 @@ void hu_sbx_abort_creates(struct hu_daemon *d)
 /* Save s, or put the fields a failed save must not leave changed back. */
 static int save(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 {
-	if (hu_store_sandbox_put(d->store, s, err) < 0)
+	if (hu_sbx_store_put(d->store, s, err) < 0)
 		return -1;
 	s->dirty = 0;
 	return 0;

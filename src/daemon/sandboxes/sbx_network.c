@@ -1,7 +1,9 @@
 /* A sandbox's network on the API side (sbx_network.h). */
 #include <string.h>
 
+#include "daemon/sandboxes/net_rules_json.h"
 #include "daemon/sandboxes/sbx_network.h"
+#include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 #include "runtime/net.h"
 
@@ -22,38 +24,9 @@ int hu_sbx_net_init(struct hu_daemon *d, const struct hu_new_sandbox *req, struc
 	return 0;
 }
 
-/* A list's IPv4 entries, then its IPv6 ones. */
-static json_t *cidr_array(const struct hu_cidr4 *list, unsigned n, const struct hu_cidr6 *list6, unsigned n6)
-{
-	json_t *a = json_array();
-	char buf[HU_CIDR6_TEXT];
-
-	for (unsigned i = 0; a && i < n + n6; i++) {
-		if (i < n)
-			hu_cidr4_format(&list[i], buf, sizeof(buf));
-		else
-			hu_cidr6_format(&list6[i - n], buf, sizeof(buf));
-		if (json_array_append_new(a, json_string(buf)) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	}
-	return a;
-}
-
 json_t *hu_sbx_json_network(const struct hu_sbx *s)
 {
-	if (!s->has_network)
-		return NULL;
-	const struct hu_net_rules *r = &s->net_rules;
-	json_t *allow = cidr_array(r->allow, r->n_allow, r->allow6, r->n_allow6);
-	/* then the domain names, in their canonical form */
-	for (unsigned i = 0; allow && i < r->n_allow_dom; i++)
-		if (json_array_append_new(allow, json_string(hu_net_rules_domain(r, i))) < 0) {
-			json_decref(allow);
-			return NULL;
-		}
-	return json_pack("{s:o?, s:o?}", "allowOut", allow, "denyOut", cidr_array(r->deny, r->n_deny, r->deny6, r->n_deny6));
+	return s->has_network ? hu_net_rules_json(&s->net_rules) : NULL;
 }
 
 
@@ -76,7 +49,7 @@ int hu_sbx_set_network(struct hu_daemon *d, struct hu_sbx *s, const struct hu_ne
 	s->net_rules = *rules;
 	s->has_network = 1;
 	/* the store keeps the rules for restarts */
-	if (hu_store_sandbox_put(d->store, s, err) < 0) {
+	if (hu_sbx_store_put(d->store, s, err) < 0) {
 		s->net_rules = old;
 		s->has_network = had;
 		if (s->rt && !s->released) {

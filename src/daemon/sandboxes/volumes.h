@@ -10,7 +10,7 @@
  * fails with ENOSPC inside the sandbox. Either way, sandboxes
  * mount it idmapped: files are stored with the sandbox's ids (1000 = user),
  * whatever host uid range a sandbox has, so the next sandbox sees the same
- * owners. The rows live in the store (store_volumes.c).
+ * owners. The rows live in the store (store.h).
  */
 #ifndef HUTCH_DAEMON_VOLUMES_H
 #define HUTCH_DAEMON_VOLUMES_H
@@ -18,36 +18,12 @@
 #include <stdint.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/store/store.h" /* struct hu_volume, its rows */
 
-#define HU_VOLUME_NAME_MAX 64 /* 1..63 of [A-Za-z0-9._-], starting with a letter or digit */
-#define HU_VOLUME_ID_MAX 32
 #define HU_VOLUME_MIN_SIZE (4ull << 20)
 #define HU_VOLUME_MAX_SIZE (16ull << 40)
 /* The owner of a new volume's top directory: the sandbox's `user`. */
 #define HU_VOLUME_OWNER 1000
-
-struct hu_volume {
-	char id[HU_VOLUME_ID_MAX];
-	char team[64];
-	char name[HU_VOLUME_NAME_MAX];
-	uint64_t size; /* cap in bytes; 0 = none */
-	int64_t created_at_ms;
-};
-
-struct hu_store;
-
-/* ---- store (store_volumes.c) ------------------------------------------- */
-/* EEXIST when the team already has a volume of that name. */
-int hu_store_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err);
-/* The team's volume whose id or name is `key`; ENOENT otherwise (another
- * team's volume is not found either). */
-int hu_store_volume_find(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err);
-/* Every volume of the team, oldest first. */
-int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
-			 void *arg, hu_err *err);
-int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
-/* Any team's volume by id (start-up housekeeping); ENOENT when none. */
-int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 
 /* ---- on disk (volumes.c) ------------------------------------------------- */
 /* The configured volume root, or <data_dir>/volumes. */

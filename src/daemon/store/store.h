@@ -1,28 +1,43 @@
 /*
- * The store: SQLite in WAL mode in the data dir, the daemon's source of
- * truth. It holds teams and API keys (hashed), and every sandbox with its
- * metadata, env vars, lifecycle fields and deadline, so that a restarted
- * daemon can adopt what is running (adopt.c).
+ * The store: the daemon's source of truth, behind one interface. It holds
+ * teams and API keys (hashed), every sandbox with its metadata, env vars,
+ * lifecycle fields and deadline (so that a restarted daemon can adopt what
+ * is running), idempotency keys, sandboxes found lost at start, and named
+ * volumes.
+ *
+ * Backends (backend.h): SQLite in WAL mode in the data dir, the embedded
+ * default (sqlite.c). The interface is written for a backend on the network
+ * too, whose calls are slower and can fail for a while:
+ *  - every call may fail; a caller changes nothing in memory until the
+ *    store has accepted the change (sandboxes/ keeps to this);
+ *  - a failure the caller may retry later (the backend is unreachable or
+ *    overloaded) carries ENOTCONN, which the API answers with 503 and
+ *    Retry-After; EEXIST, ENOENT and ENOSPC mean what they say; anything
+ *    else (EIO) is the backend's fault;
+ *  - writes that belong together are grouped (hu_store_begin/commit), so a
+ *    remote backend pays one round trip per group, not per row.
+ * The store knows rows, not live sandboxes: sandboxes/sbx_store.c converts.
  */
-#ifndef HUTCH_DAEMON_STORE_H
-#define HUTCH_DAEMON_STORE_H
+#ifndef HUTCH_DAEMON_STORE_STORE_H
+#define HUTCH_DAEMON_STORE_STORE_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/sandboxes/registry.h"
+#include "runtime/sandbox.h"
 #include "util/err.h"
 
 struct hu_store;
-struct hu_sbx;
 
+/* Open the store of a data dir (its hutch.db, made on first use), or
+ * another backend's location once there is one (backend.h). */
 int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err);
 void hu_store_close(struct hu_store *st);
-/* The database handle, for the store's other files (store_volumes.c). */
-struct sqlite3;
-struct sqlite3 *hu_store_sqlite(struct hu_store *st);
+/* "sqlite", for logs and doctor. */
+const char *hu_store_backend_name(const struct hu_store *st);
 
-/* API keys: the key itself is shown once and stored as sha256 hex. */
+/* ---- API keys: shown once, stored as sha256 hex ---------------------------- */
 /* Create a key for `team` (the team is created if needed); key_out gets the
  * plaintext key ("hutch_" + 48 hex chars). */
 int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, size_t n, hu_err *err);
@@ -31,17 +46,54 @@ int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size
 /* Number of keys (the first start creates one when there is none). */
 int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);
 
-/* Sandboxes: insert on create, update on any change, delete on kill. */
-int hu_store_sandbox_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err);
+/* ---- sandboxes ---------------------------------------------------------------- */
+/* RUNNING and PAUSED are what the API shows. CREATING and KILLING are
+ * written before the runtime acts, so that a daemon killed in the middle
+ * knows at its next start what to finish. */
+enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2, HU_SBX_CREATING = 3, HU_SBX_KILLING = 4 };
+
+#define HU_IDEM_KEY_MAX 129 /* Idempotency-Key: 1..128 printable characters */
+
+/* A sandbox as the store keeps it. On put, the JSON values are borrowed;
+ * a loaded row owns them (hu_sandbox_row_clear). */
+struct hu_sandbox_row {
+	char id[HU_ID_MAX];
+	char team[64];
+	char template_id[HU_ID_MAX];
+	char access_token[65];
+	enum hu_sbx_state state;
+	int64_t started_at_ms;   /* unix ms */
+	int64_t end_at_ms;       /* unix ms: the idle deadline */
+	int32_t timeout_s;       /* the idle window; -1 = never */
+	int64_t paused_at_ms;    /* unix ms, 0 when running */
+	int32_t reclaim_after_s; /* 0 = the server's setting, -1 = never */
+	int released;            /* paused with memory released */
+	char idem_key[HU_IDEM_KEY_MAX]; /* "" = none; unique per team */
+	json_t *metadata;        /* object of string -> string */
+	json_t *env_vars;        /* object of string -> string */
+	json_t *mounts;          /* array: volumes and host mounts (sandboxes/sbx_mounts.h) */
+	json_t *network;         /* {allowOut, denyOut}, NULL when none were given */
+	int auto_pause, auto_pause_memory, auto_resume;
+	int allow_internet;      /* -1 = not given */
+	int internet;            /* it has a veth and NAT */
+	uint32_t cpu_millis;
+	uint64_t memory_bytes;
+	uint64_t disk_bytes;
+};
+/* Drop the JSON values a loaded row owns. */
+void hu_sandbox_row_clear(struct hu_sandbox_row *row);
+
+/* Insert or update (any change). EEXIST when another sandbox of the team
+ * holds the same idempotency key. */
+int hu_store_sandbox_put(struct hu_store *st, const struct hu_sandbox_row *row, hu_err *err);
 int hu_store_sandbox_delete(struct hu_store *st, const char *id, hu_err *err);
-/* Call fn with every stored sandbox as a new hu_sbx that fn owns (no
- * runtime handle, no timers): a restarted daemon adopts them. */
-int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sbx *s, void *arg), void *arg, hu_err *err);
 /* Only the state (KILLING is written before the runtime destroys). */
 int hu_store_sandbox_set_state(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err);
-
-/* How many stored sandboxes (any state) are built on template_id
- * (store_templates.c). */
+/* Call fn with every stored sandbox; fn may take the row's JSON values
+ * (setting them NULL), the store clears the rest after fn returns. */
+int hu_store_sandbox_load(struct hu_store *st, void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg,
+			  hu_err *err);
+/* How many stored sandboxes (any state) are built on template_id. */
 int hu_store_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);
 
 /* Sandboxes found dead at start (their init died while no daemon ran):
@@ -54,5 +106,29 @@ int hu_store_lost_purge(struct hu_store *st, int64_t before_ms, hu_err *err);
 /* Group writes into one transaction (the lifecycle's periodic save). */
 int hu_store_begin(struct hu_store *st, hu_err *err);
 int hu_store_commit(struct hu_store *st, hu_err *err);
+
+/* ---- named volumes (sandboxes/volumes.h has their files) ------------------------ */
+#define HU_VOLUME_NAME_MAX 64 /* 1..63 of [A-Za-z0-9._-], starting with a letter or digit */
+#define HU_VOLUME_ID_MAX 32
+
+struct hu_volume {
+	char id[HU_VOLUME_ID_MAX];
+	char team[64];
+	char name[HU_VOLUME_NAME_MAX];
+	uint64_t size; /* cap in bytes; 0 = none */
+	int64_t created_at_ms;
+};
+
+/* EEXIST when the team already has a volume of that name. */
+int hu_store_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err);
+/* The team's volume whose id or name is `key`; ENOENT otherwise (another
+ * team's volume is not found either). */
+int hu_store_volume_find(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err);
+/* Every volume of the team, oldest first. */
+int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
+			 void *arg, hu_err *err);
+int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
+/* Any team's volume by id (start-up housekeeping); ENOENT when none. */
+int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 
 #endif

@@ -10,9 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "daemon/sandboxes/registry.h"
 #include "daemon/store/store.h"
-#include "daemon/sandboxes/volumes.h"
 #include "util/fileutil.h"
 
 struct fixture {
@@ -120,9 +118,9 @@ static void test_key_buffer_too_small(void **state)
 	assert_int_equal(count, 0);
 }
 
-static struct hu_sbx *sample_sbx(void)
+static struct hu_sandbox_row *sample_row(void)
 {
-	struct hu_sbx *s = calloc(1, sizeof(*s));
+	struct hu_sandbox_row *s = calloc(1, sizeof(*s));
 	snprintf(s->id, sizeof(s->id), "iabc123");
 	snprintf(s->team, sizeof(s->team), "default");
 	snprintf(s->template_id, sizeof(s->template_id), "base");
@@ -140,18 +138,16 @@ static struct hu_sbx *sample_sbx(void)
 	return s;
 }
 
-static void free_sbx(struct hu_sbx *s)
+static void free_row(struct hu_sandbox_row *s)
 {
-	json_decref(s->metadata);
-	json_decref(s->env_vars);
-	json_decref(s->mounts);
+	hu_sandbox_row_clear(s);
 	free(s);
 }
 
 static void test_sandbox_put_update_delete(void **state)
 {
 	struct fixture *f = *state;
-	struct hu_sbx *s = sample_sbx();
+	struct hu_sandbox_row *s = sample_row();
 	hu_err err;
 
 	assert_int_equal(hu_store_sandbox_put(f->st, s, &err), 0);
@@ -172,16 +168,18 @@ static void test_sandbox_put_update_delete(void **state)
 	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes", NULL), 0);
 	/* Deleting what is not there is not an error (kill is idempotent). */
 	assert_int_equal(hu_store_sandbox_delete(f->st, "iabc123", &err), 0);
-	free_sbx(s);
+	free_row(s);
 }
 
-static void keep_loaded(struct hu_sbx *s, void *arg)
+/* Keep a copy of the row of iabc123, taking its JSON values. */
+static void keep_loaded(struct hu_sandbox_row *s, void *arg)
 {
-	struct hu_sbx **slot = arg;
-	if (!strcmp(s->id, "iabc123"))
-		*slot = s;
-	else
-		hu_sbx_free(s);
+	struct hu_sandbox_row **slot = arg;
+	if (strcmp(s->id, "iabc123"))
+		return;
+	*slot = calloc(1, sizeof(**slot));
+	**slot = *s;
+	s->metadata = s->env_vars = s->mounts = s->network = NULL;
 }
 
 /* The lifecycle's rows: an Idempotency-Key is unique per team (a second
@@ -190,7 +188,7 @@ static void keep_loaded(struct hu_sbx *s, void *arg)
 static void test_lifecycle_rows(void **state)
 {
 	struct fixture *f = *state;
-	struct hu_sbx *a = sample_sbx(), *b = sample_sbx(), *loaded = NULL;
+	struct hu_sandbox_row *a = sample_row(), *b = sample_row(), *loaded = NULL;
 	char reason[64];
 	hu_err err;
 
@@ -225,7 +223,7 @@ static void test_lifecycle_rows(void **state)
 	assert_int_equal(loaded->end_at_ms, a->end_at_ms);
 	assert_true(json_equal(loaded->metadata, a->metadata));
 	assert_true(json_equal(loaded->mounts, a->mounts)); /* a restart mounts the same volumes */
-	hu_sbx_free(loaded);
+	free_row(loaded);
 
 	assert_int_equal(hu_store_sandbox_set_state(f->st, "iabc123", HU_SBX_KILLING, &err), 0);
 	assert_int_equal(sql_int(f->db, "SELECT state = 'killing' FROM sandboxes WHERE id = ?1", "iabc123"), 1);
@@ -236,8 +234,8 @@ static void test_lifecycle_rows(void **state)
 	assert_int_equal(hu_store_lost_reason(f->st, "igone", "team-b", reason, sizeof(reason)), 0);
 	assert_int_equal(hu_store_lost_purge(f->st, INT64_MAX, &err), 0);
 	assert_int_equal(hu_store_lost_reason(f->st, "igone", "default", reason, sizeof(reason)), 0);
-	free_sbx(a);
-	free_sbx(b);
+	free_row(a);
+	free_row(b);
 }
 
 /* `hutch template rm` asks how many stored sandboxes stand on a template:
@@ -245,7 +243,7 @@ static void test_lifecycle_rows(void **state)
 static void test_template_users(void **state)
 {
 	struct fixture *f = *state;
-	struct hu_sbx *a = sample_sbx(), *b = sample_sbx();
+	struct hu_sandbox_row *a = sample_row(), *b = sample_row();
 	int n = -1;
 	hu_err err;
 
@@ -270,8 +268,8 @@ static void test_template_users(void **state)
 	assert_int_equal(hu_store_sandbox_delete(f->st, b->id, &err), 0);
 	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
 	assert_int_equal(n, 0);
-	free_sbx(a);
-	free_sbx(b);
+	free_row(a);
+	free_row(b);
 }
 
 static void test_schema_and_mode(void **state)

@@ -1,17 +1,15 @@
-/* The volumes table of the store (volumes.h). These statements are
+/* The volumes table of the SQLite store (backend.h). These statements are
  * prepared per call: volume operations are rare control-plane requests,
- * and keeping them here leaves store.c's statement table alone. */
+ * and keeping them here leaves sqlite.c's statement table alone. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/store/store.h"
-#include "daemon/sandboxes/volumes.h"
+#include "daemon/store/sqlite_internal.h"
 
 static int vol_err(sqlite3 *db, hu_err *err, const char *what)
 {
-	int code = sqlite3_errcode(db) == SQLITE_FULL ? ENOSPC : EIO;
-	return hu_err_set(err, -code, "store: %s: %s", what, sqlite3_errmsg(db));
+	return hu_sqlite_err(db, err, what);
 }
 
 static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **s, hu_err *err)
@@ -21,9 +19,9 @@ static int prepare(sqlite3 *db, const char *sql, sqlite3_stmt **s, hu_err *err)
 	return 0;
 }
 
-int hu_store_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err)
+int hu_sqlite_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 	int rc;
 
@@ -57,9 +55,9 @@ static void row_to_volume(sqlite3_stmt *s, struct hu_volume *v)
 	v->created_at_ms = sqlite3_column_int64(s, 4);
 }
 
-int hu_store_volume_find(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err)
+int hu_sqlite_volume_find(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 	int rc;
 
@@ -83,10 +81,10 @@ int hu_store_volume_find(struct hu_store *st, const char *team, const char *key,
 	return 0;
 }
 
-int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
+int hu_sqlite_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
 			 void *arg, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 	struct hu_volume v;
 	int rc;
@@ -106,9 +104,9 @@ int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const
 	return 0;
 }
 
-int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err)
+int hu_sqlite_volume_delete(struct hu_store *st, const char *id, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 	int rc;
 
@@ -122,9 +120,9 @@ int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err)
 	return 0;
 }
 
-int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err)
+int hu_sqlite_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 	int rc;
 

@@ -1,14 +1,14 @@
-/* What the store says about templates (store.h): the sandboxes built on
+/* What the SQLite store says about templates (store.h): the sandboxes built on
  * one, for `hutch template rm`, which must not remove a template that a
  * running or paused sandbox still stands on. Prepared per call, like
- * store_volumes.c: it is a rare operator command. */
+ * sqlite_volumes.c: it is a rare operator command. */
 #include <sqlite3.h>
 
-#include "daemon/store/store.h"
+#include "daemon/store/sqlite_internal.h"
 
-int hu_store_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err)
+int hu_sqlite_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err)
 {
-	sqlite3 *db = hu_store_sqlite(st);
+	sqlite3 *db = hu_sqlite_db(st);
 	sqlite3_stmt *s;
 
 	/* every state counts: creating and killing rows are sandboxes whose

@@ -1,0 +1,50 @@
+/*
+ * What a store backend implements (store.h is what callers see). store.c
+ * does what every backend shares (key generation and hashing, argument
+ * checks) and calls the backend's table; a backend embeds struct hu_store
+ * first in its own state. Adding a backend: one table and an open function,
+ * picked by hu_store_open from the location it is given.
+ */
+#ifndef HUTCH_DAEMON_STORE_BACKEND_H
+#define HUTCH_DAEMON_STORE_BACKEND_H
+
+#include "daemon/store/store.h"
+
+struct hu_store_ops {
+	const char *name;
+	void (*close)(struct hu_store *st);
+	/* a key's sha256 hex is stored with its team (created if needed) */
+	int (*key_add)(struct hu_store *st, const char *team, const char *key_hash, hu_err *err);
+	int (*key_team)(struct hu_store *st, const char *key_hash, char *team_out, size_t n, hu_err *err);
+	int (*key_count)(struct hu_store *st, int *count, hu_err *err);
+	int (*sandbox_put)(struct hu_store *st, const struct hu_sandbox_row *row, hu_err *err);
+	int (*sandbox_delete)(struct hu_store *st, const char *id, hu_err *err);
+	int (*sandbox_set_state)(struct hu_store *st, const char *id, enum hu_sbx_state state, hu_err *err);
+	int (*sandbox_load)(struct hu_store *st, void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg,
+			    hu_err *err);
+	int (*template_users)(struct hu_store *st, const char *template_id, int *count, hu_err *err);
+	int (*lost_add)(struct hu_store *st, const char *id, const char *team, const char *reason, hu_err *err);
+	int (*lost_reason)(struct hu_store *st, const char *id, const char *team, char *reason, size_t n);
+	int (*lost_purge)(struct hu_store *st, int64_t before_ms, hu_err *err);
+	int (*begin)(struct hu_store *st, hu_err *err);
+	int (*commit)(struct hu_store *st, hu_err *err);
+	int (*volume_add)(struct hu_store *st, const struct hu_volume *v, hu_err *err);
+	int (*volume_find)(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err);
+	int (*volume_each)(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
+			   void *arg, hu_err *err);
+	int (*volume_delete)(struct hu_store *st, const char *id, hu_err *err);
+	int (*volume_by_id)(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
+};
+
+struct hu_store {
+	const struct hu_store_ops *ops;
+};
+
+/* The SQLite backend (sqlite.c): <data_dir>/hutch.db. */
+int hu_store_sqlite_open(const char *data_dir, struct hu_store **out, hu_err *err);
+
+/* The state names rows carry ("running", "paused", "creating", "killing"). */
+const char *hu_store_state_name(enum hu_sbx_state state);
+enum hu_sbx_state hu_store_state_parse(const char *name);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * What the SQLite backend's files share (sqlite.c, sqlite_volumes.c,
+ * sqlite_templates.c).
+ */
+#ifndef HUTCH_DAEMON_STORE_SQLITE_INTERNAL_H
+#define HUTCH_DAEMON_STORE_SQLITE_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "daemon/store/backend.h"
+
+/* The database handle of a SQLite store. */
+sqlite3 *hu_sqlite_db(struct hu_store *st);
+/* -1 with ENOSPC (a full disk: 507) or EIO and SQLite's message. */
+int hu_sqlite_err(sqlite3 *db, hu_err *err, const char *what);
+
+/* sqlite_templates.c */
+int hu_sqlite_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);
+/* sqlite_volumes.c: the volume calls of struct hu_store_ops */
+int hu_sqlite_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err);
+int hu_sqlite_volume_find(struct hu_store *st, const char *team, const char *key, struct hu_volume *out, hu_err *err);
+int hu_sqlite_volume_each(struct hu_store *st, const char *team, void (*fn)(const struct hu_volume *v, void *arg),
+			  void *arg, hu_err *err);
+int hu_sqlite_volume_delete(struct hu_store *st, const char *id, hu_err *err);
+int hu_sqlite_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
+
+#endif
