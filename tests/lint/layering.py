@@ -6,8 +6,9 @@ docs/architecture.md ("Layers"), so that the tree cannot drift from it.
   any folder of a lower layer, never one of its own layer or above.
 - Outside the daemon: util < proto < runtime, template < daemon < cli, and
   hutch-init (src/init) uses util, proto and runtime only.
-- No include cycle between files anywhere in src/ (a cycle inside a folder
-  is as hard to read as one between folders).
+- No include cycle between files anywhere in src/, and none between the
+  modules of daemon/http and daemon/store (a module is x.c with x.h and
+  x_internal.h: "a uses b" when a's files include b.h).
 
 Prints one line per violation and "layering: N passed, N failed".
 """
@@ -38,6 +39,8 @@ SRC_DEPS = {
     "daemon": {"util", "proto", "runtime", "template", "daemon"},
     "cli": {"util", "proto", "runtime", "template", "daemon", "cli"},
 }
+
+MODULE_ACYCLIC = ("daemon/http", "daemon/store")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -101,6 +104,34 @@ def main(root):
     for rel in sorted(files):
         if rel not in state:
             visit(rel, [])
+
+    # cycles between modules of the folders that must have none
+    def module(rel):
+        base = rel.rsplit(".", 1)[0]
+        return base[: -len("_internal")] if base.endswith("_internal") else base
+
+    uses = {}
+    for rel, incs in files.items():
+        for inc in incs:
+            if inc in files and os.path.dirname(inc) == os.path.dirname(rel) and module(inc) != module(rel):
+                uses.setdefault(module(rel), set()).add(module(inc))
+    for folder in MODULE_ACYCLIC:
+        mods = sorted(m for m in uses if os.path.dirname(m) == folder)
+        color = {}
+
+        def walk(m, path):
+            color[m] = 1
+            for n in sorted(uses.get(m, ())):
+                if color.get(n) == 1:
+                    bad.append("module cycle: " + " -> ".join(path[path.index(n):] + [n]))
+                elif n not in color:
+                    walk(n, path + [n])
+            color[m] = 2
+
+        for m in mods:
+            if m not in color:
+                walk(m, [m])
+            checked += 1
 
     for b in bad:
         print("not ok -", b)

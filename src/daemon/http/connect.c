@@ -30,7 +30,7 @@
 #include "daemon/common/json.h"
 #include "daemon/common/log.h"
 #include "daemon/common/stats.h"
-#include "daemon/http/http_internal.h"
+#include "daemon/http/server_internal.h"
 
 #define ENVELOPE_HEADER 5
 /* While a stream runs nothing more is expected from its client; bound what
@@ -244,6 +244,12 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 /* Start a streamed 200 reply of `content_type`: headers go out at once (so a
  * client that leaves is noticed), and while it runs the connection has only
  * a write timeout. */
+/* The server is freed with the stream still open: end it (server.c). */
+static void end_abandoned(struct hu_stream *s)
+{
+	hu_stream_end(s, NULL, NULL);
+}
+
 static struct hu_stream *stream_start(struct hu_req *r, const char *content_type, size_t high_water,
 				      const struct hu_stream_cbs *cbs)
 {
@@ -267,7 +273,7 @@ static struct hu_stream *stream_start(struct hu_req *r, const char *content_type
 	}
 	if (cbs)
 		s->cbs = *cbs;
-	hu_req_set_stream(r, s);
+	hu_req_set_stream(r, s, end_abandoned);
 	if (!s->ev) { /* the server is shutting down */
 		s->gone = 1;
 		return s;
@@ -370,7 +376,7 @@ static void release(struct hu_stream *s, const char *how, const char *why)
 	free(s);
 	if (counted && hooks->stream_closed)
 		hooks->stream_closed(r->app, r->target_id);
-	hu_req_set_stream(r, NULL);
+	hu_req_set_stream(r, NULL, NULL);
 	hu_req_finish(r);
 }
 

@@ -8,7 +8,7 @@
 #include "daemon/common/json.h"
 #include "daemon/common/log.h"
 #include "daemon/common/stats.h"
-#include "daemon/http/http_internal.h"
+#include "daemon/http/server_internal.h"
 
 const char *hu_http_method_name(enum evhttp_cmd_type m)
 {
@@ -57,6 +57,7 @@ int hu_http_status_for_errno(int code)
 	case ENOMEM:
 	case EMFILE: /* out of descriptors: capacity, like memory (fd_budget.h) */
 	case ENFILE:
+	case ENOTCONN: /* the store cannot be reached for now (store.h) */
 		return 503;
 	case ETIMEDOUT:
 		return 504;

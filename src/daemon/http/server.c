@@ -3,6 +3,7 @@
  * lifetime of every request from its arrival to its answer.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
@@ -20,8 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/common/log.h"
-#include "daemon/http/connect.h"
-#include "daemon/http/http_internal.h"
+#include "daemon/http/server_internal.h"
 #include "util/cleanup.h"
 
 #define MAX_HEADERS_BYTES (64u << 10) /* all request headers together */
@@ -81,15 +81,102 @@ void hu_req_finish(struct hu_req *r)
 		req_free(p);
 }
 
-void hu_req_set_stream(struct hu_req *r, struct hu_stream *s)
+void hu_req_set_stream(struct hu_req *r, struct hu_stream *s, void (*end)(struct hu_stream *s))
 {
 	hu_req_priv(r)->stream = s;
+	hu_req_priv(r)->end_stream = end;
 }
 
 struct timeval hu_req_idle_timeout(struct hu_req *r)
 {
 	uint32_t s = hu_req_priv(r)->http->set.idle_timeout_s;
 	return (struct timeval){.tv_sec = s ? s : 60};
+}
+
+/* ---- the request target ------------------------------------------------------ */
+
+static int percent_encoding_valid(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '%' && (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
+				    !isxdigit((unsigned char)s[i + 2])))
+			return 0;
+	return 1;
+}
+
+/* Fill r->path (decoded), r->query and r->query_kv; answers 400 (or 414)
+ * on a target that is not a clean origin-form (or absolute-form) path. */
+static int parse_target(struct hu_req *r)
+{
+	struct req_priv *p = hu_req_priv(r);
+	const char *target = evhttp_request_get_uri(r->ev);
+	const char *path = target, *query = NULL;
+	size_t path_len;
+
+	/* Until the path is decoded, logs show the raw target. */
+	snprintf(r->path, sizeof(r->path), "%s", target ? target : "");
+
+	/* Absolute-form ("http://host/p?q", proxies): take its path and query. */
+	if (target && target[0] != '/') {
+		const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(r->ev);
+		path = u ? evhttp_uri_get_path(u) : NULL;
+		query = u ? evhttp_uri_get_query(u) : NULL;
+		if (!path || !*path)
+			path = "/";
+		if (path[0] != '/') {
+			hu_reply_error(r, 400, "request target must be a path");
+			return -1;
+		}
+		path_len = strlen(path);
+	} else if (target) {
+		path_len = strcspn(target, "?#");
+		if (target[path_len] == '?') {
+			size_t qlen = strcspn(target + path_len + 1, "#");
+			p->query_buf = strndup(target + path_len + 1, qlen);
+			if (!p->query_buf) {
+				hu_reply_error(r, 500, "out of memory");
+				return -1;
+			}
+		}
+	} else {
+		hu_reply_error(r, 400, "no request target");
+		return -1;
+	}
+	if (query && !(p->query_buf = strdup(query))) {
+		hu_reply_error(r, 500, "out of memory");
+		return -1;
+	}
+
+	if (!percent_encoding_valid(path, path_len)) {
+		hu_reply_error(r, 400, "bad percent-encoding in the request path");
+		return -1;
+	}
+	_cleanup_free_ char *raw = strndup(path, path_len);
+	size_t n = 0;
+	_cleanup_free_ char *decoded = raw ? evhttp_uridecode(raw, 0, &n) : NULL;
+	if (!decoded) {
+		hu_reply_error(r, 500, "out of memory");
+		return -1;
+	}
+	if (n != strlen(decoded)) {
+		hu_reply_error(r, 400, "the request path contains a NUL byte");
+		return -1;
+	}
+	if (n >= sizeof(r->path)) {
+		hu_reply_error(r, 414, "the request path is longer than %zu bytes", sizeof(r->path) - 1);
+		return -1;
+	}
+	memcpy(r->path, decoded, n + 1);
+
+	r->query = p->query_buf;
+	if (r->query) {
+		if (evhttp_parse_query_str(r->query, &p->query_kv) < 0) {
+			hu_reply_error(r, 400, "malformed query string");
+			return -1;
+		}
+		r->query_kv = &p->query_kv;
+	}
+	return 0;
 }
 
 /* ---- the generic callback ------------------------------------------------- */
@@ -118,7 +205,7 @@ static void on_request(struct evhttp_request *ev, void *arg)
 	}
 	p->in_handler = 1;
 	no_delay(ev);
-	if (hu_req_parse_target(&p->pub) == 0)
+	if (parse_target(&p->pub) == 0)
 		h->hooks.dispatch(&p->pub);
 	p->in_handler = 0;
 	if (p->answered)
@@ -248,7 +335,7 @@ void hu_http_free(struct hu_http *h)
 	while (h->inflight) {
 		struct req_priv *p = h->inflight;
 		if (p->stream)
-			hu_stream_end(p->stream, NULL, NULL);
+			p->end_stream(p->stream);
 		else
 			req_free(p);
 	}

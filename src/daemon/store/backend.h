@@ -1,14 +1,19 @@
 /*
  * What a store backend implements (store.h is what callers see). store.c
- * does what every backend shares (key generation and hashing, argument
- * checks) and calls the backend's table; a backend embeds struct hu_store
- * first in its own state. Adding a backend: one table and an open function,
- * picked by hu_store_open from the location it is given.
+ * does what every backend shares (key generation and hashing) and calls the
+ * backend's table; a backend embeds struct hu_store first in its own state.
+ * Adding a backend: a table, an open function (like sqlite.h's), and a line
+ * in hu_store_open that picks it from the location it is given.
  */
 #ifndef HUTCH_DAEMON_STORE_BACKEND_H
 #define HUTCH_DAEMON_STORE_BACKEND_H
 
-#include "daemon/store/store.h"
+#include <stddef.h>
+
+#include "daemon/store/rows.h"
+#include "util/err.h"
+
+struct hu_store;
 
 struct hu_store_ops {
 	const char *name;
@@ -36,15 +41,10 @@ struct hu_store_ops {
 	int (*volume_by_id)(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 };
 
+/* Every backend's state begins with this. */
 struct hu_store {
 	const struct hu_store_ops *ops;
 };
 
-/* The SQLite backend (sqlite.c): <data_dir>/hutch.db. */
-int hu_store_sqlite_open(const char *data_dir, struct hu_store **out, hu_err *err);
-
-/* The state names rows carry ("running", "paused", "creating", "killing"). */
-const char *hu_store_state_name(enum hu_sbx_state state);
-enum hu_sbx_state hu_store_state_parse(const char *name);
 
 #endif

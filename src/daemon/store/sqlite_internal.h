@@ -8,6 +8,7 @@
 #include <sqlite3.h>
 
 #include "daemon/store/backend.h"
+#include "daemon/store/sqlite.h"
 
 /* The database handle of a SQLite store. */
 sqlite3 *hu_sqlite_db(struct hu_store *st);

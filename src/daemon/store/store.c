@@ -3,11 +3,13 @@
  * generated and hashed here, so no backend ever sees a plaintext key), then
  * the backend's own table (backend.h).
  */
-#include "daemon/store/backend.h"
+#include "daemon/store/store.h"
 
 #include <openssl/evp.h>
 #include <string.h>
 
+#include "daemon/store/backend.h"
+#include "daemon/store/sqlite.h"
 #include "util/hex.h"
 
 #define KEY_PREFIX "hutch_"
@@ -71,37 +73,6 @@ int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size
 int hu_store_key_count(struct hu_store *st, int *count, hu_err *err)
 {
 	return st->ops->key_count(st, count, err);
-}
-
-const char *hu_store_state_name(enum hu_sbx_state state)
-{
-	switch (state) {
-	case HU_SBX_PAUSED: return "paused";
-	case HU_SBX_CREATING: return "creating";
-	case HU_SBX_KILLING: return "killing";
-	case HU_SBX_RUNNING: break;
-	}
-	return "running";
-}
-
-enum hu_sbx_state hu_store_state_parse(const char *name)
-{
-	if (!strcmp(name, "paused"))
-		return HU_SBX_PAUSED;
-	if (!strcmp(name, "creating"))
-		return HU_SBX_CREATING;
-	if (!strcmp(name, "killing"))
-		return HU_SBX_KILLING;
-	return HU_SBX_RUNNING;
-}
-
-void hu_sandbox_row_clear(struct hu_sandbox_row *row)
-{
-	json_decref(row->metadata);
-	json_decref(row->env_vars);
-	json_decref(row->mounts);
-	json_decref(row->network);
-	row->metadata = row->env_vars = row->mounts = row->network = NULL;
 }
 
 int hu_store_sandbox_put(struct hu_store *st, const struct hu_sandbox_row *row, hu_err *err)

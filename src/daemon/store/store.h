@@ -16,7 +16,8 @@
  *    else (EIO) is the backend's fault;
  *  - writes that belong together are grouped (hu_store_begin/commit), so a
  *    remote backend pays one round trip per group, not per row.
- * The store knows rows, not live sandboxes: sandboxes/sbx_store.c converts.
+ * The store knows rows (rows.h), not live sandboxes: sandboxes/sbx_store.c
+ * converts.
  */
 #ifndef HUTCH_DAEMON_STORE_STORE_H
 #define HUTCH_DAEMON_STORE_STORE_H
@@ -25,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "runtime/sandbox.h"
+#include "daemon/store/rows.h"
 #include "util/err.h"
 
 struct hu_store;
@@ -47,42 +48,6 @@ int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size
 int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);
 
 /* ---- sandboxes ---------------------------------------------------------------- */
-/* RUNNING and PAUSED are what the API shows. CREATING and KILLING are
- * written before the runtime acts, so that a daemon killed in the middle
- * knows at its next start what to finish. */
-enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2, HU_SBX_CREATING = 3, HU_SBX_KILLING = 4 };
-
-#define HU_IDEM_KEY_MAX 129 /* Idempotency-Key: 1..128 printable characters */
-
-/* A sandbox as the store keeps it. On put, the JSON values are borrowed;
- * a loaded row owns them (hu_sandbox_row_clear). */
-struct hu_sandbox_row {
-	char id[HU_ID_MAX];
-	char team[64];
-	char template_id[HU_ID_MAX];
-	char access_token[65];
-	enum hu_sbx_state state;
-	int64_t started_at_ms;   /* unix ms */
-	int64_t end_at_ms;       /* unix ms: the idle deadline */
-	int32_t timeout_s;       /* the idle window; -1 = never */
-	int64_t paused_at_ms;    /* unix ms, 0 when running */
-	int32_t reclaim_after_s; /* 0 = the server's setting, -1 = never */
-	int released;            /* paused with memory released */
-	char idem_key[HU_IDEM_KEY_MAX]; /* "" = none; unique per team */
-	json_t *metadata;        /* object of string -> string */
-	json_t *env_vars;        /* object of string -> string */
-	json_t *mounts;          /* array: volumes and host mounts (sandboxes/sbx_mounts.h) */
-	json_t *network;         /* {allowOut, denyOut}, NULL when none were given */
-	int auto_pause, auto_pause_memory, auto_resume;
-	int allow_internet;      /* -1 = not given */
-	int internet;            /* it has a veth and NAT */
-	uint32_t cpu_millis;
-	uint64_t memory_bytes;
-	uint64_t disk_bytes;
-};
-/* Drop the JSON values a loaded row owns. */
-void hu_sandbox_row_clear(struct hu_sandbox_row *row);
-
 /* Insert or update (any change). EEXIST when another sandbox of the team
  * holds the same idempotency key. */
 int hu_store_sandbox_put(struct hu_store *st, const struct hu_sandbox_row *row, hu_err *err);
@@ -108,17 +73,6 @@ int hu_store_begin(struct hu_store *st, hu_err *err);
 int hu_store_commit(struct hu_store *st, hu_err *err);
 
 /* ---- named volumes (sandboxes/volumes.h has their files) ------------------------ */
-#define HU_VOLUME_NAME_MAX 64 /* 1..63 of [A-Za-z0-9._-], starting with a letter or digit */
-#define HU_VOLUME_ID_MAX 32
-
-struct hu_volume {
-	char id[HU_VOLUME_ID_MAX];
-	char team[64];
-	char name[HU_VOLUME_NAME_MAX];
-	uint64_t size; /* cap in bytes; 0 = none */
-	int64_t created_at_ms;
-};
-
 /* EEXIST when the team already has a volume of that name. */
 int hu_store_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err);
 /* The team's volume whose id or name is `key`; ENOENT otherwise (another

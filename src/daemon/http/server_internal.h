@@ -1,10 +1,10 @@
 /*
- * What the files of the HTTP layer share and nothing else sees: the
- * request's private half, the server, and the request ownership calls
- * between server.c and the streams of connect.c.
+ * The server's private half (server.c), for the other files of the HTTP
+ * layer: the request's hidden fields, the server, and the request ownership
+ * calls that replies (reply.c) and streams (connect.c) make.
  */
-#ifndef HUTCH_DAEMON_HTTP_INTERNAL_H
-#define HUTCH_DAEMON_HTTP_INTERNAL_H
+#ifndef HUTCH_DAEMON_HTTP_SERVER_INTERNAL_H
+#define HUTCH_DAEMON_HTTP_SERVER_INTERNAL_H
 
 #include <event2/keyvalq_struct.h>
 #include <stddef.h>
@@ -24,6 +24,7 @@ struct req_priv {
 	int in_handler;          /* the dispatcher is running: do not free yet */
 	int answered;            /* the reply was sent (or the stream ended) */
 	struct hu_stream *stream;
+	void (*end_stream)(struct hu_stream *s); /* ends it when the server goes first */
 	struct req_priv *prev, *next; /* http->inflight */
 };
 
@@ -43,12 +44,10 @@ static inline struct req_priv *hu_req_priv(struct hu_req *r)
 
 /* The request's answer is complete: r is freed once its dispatcher returned. */
 void hu_req_finish(struct hu_req *r);
-/* r is answered by stream s from now on (hu_http_free ends leftovers). */
-void hu_req_set_stream(struct hu_req *r, struct hu_stream *s);
+/* r is answered by stream s from now on; hu_http_free ends leftovers with
+ * `end`. s NULL: the stream is over. */
+void hu_req_set_stream(struct hu_req *r, struct hu_stream *s, void (*end)(struct hu_stream *s));
 /* The server's idle timeout, which streams swap for a write timeout. */
 struct timeval hu_req_idle_timeout(struct hu_req *r);
-/* Parse the target of r into r->path, r->query and r->query_kv; answers
- * 400 (or 414) on a target that is not a clean path (request.c). */
-int hu_req_parse_target(struct hu_req *r);
 
 #endif
