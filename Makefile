@@ -44,7 +44,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-unit check-integration check-e2e check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -96,6 +96,10 @@ check-integration: all
 check-e2e: all
 	tests/e2e/run.sh $(BUILD)
 
+# The include rules of src/ (docs/architecture.md "Layers").
+check-layering:
+	mkdir -p tests/results; python3 tests/lint/layering.py > tests/results/layering.txt; rc=$$?; cat tests/results/layering.txt; exit $$rc
+
 check-fuzz:
 	tests/fuzz/run.sh smoke
 
@@ -112,6 +116,8 @@ fuzz:
 # SDK tests, then a bounded fuzz run.
 check:
 	rm -rf tests/results
+	mkdir -p tests/results
+	$(MAKE) check-layering
 	$(MAKE) all
 	$(MAKE) SAN=1 all
 	tests/run-unit.sh build
