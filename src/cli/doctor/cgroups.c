@@ -72,6 +72,47 @@ static bool cg_fail_early(const struct doctor_ctx *cx, struct doctor_result *r)
 	return true;
 }
 
+/* Whether the controller `name` is there: listed in cgroup2's
+ * cgroup.controllers (ctrl), or its v1 hierarchy mounted (v1 not ""). */
+static bool cg_has_controller(const struct hu_cgroup_env *cg, const char *ctrl, const char *name, const char *v1)
+{
+	if (cg->mode == HU_CGROUP_V2)
+		return doctor_has_word(ctrl, name);
+	return v1[0] != '\0';
+}
+
+/* Each controller a sandbox's limits need: listed when present, a verdict
+ * naming what is lost when missing. */
+static void cg_report_controllers(const struct hu_cgroup_env *cg, const char *ctrl, struct doctor_result *r)
+{
+	const struct {
+		const char *name;
+		const char *v1;
+		enum doctor_status miss;
+		const char *why;
+	} want[] = {
+		{"memory", cg->v1_memory, DOCTOR_FAIL, "memory limits cannot be enforced"},
+		{"pids", cg->v1_pids, DOCTOR_FAIL, "fork bombs cannot be contained"},
+		{"cpu", cg->v1_cpu, DOCTOR_FAIL, "cpu limits cannot be enforced"},
+		{"freezer", cg->v1_freezer, DOCTOR_WARN, "sandboxes cannot be paused"},
+	};
+	char have[128] = "";
+
+	for (size_t i = 0; i < HU_ARRAY_LEN(want); i++) {
+		/* v2 has no freezer controller: cgroup.freeze is core (next check) */
+		if (cg->mode == HU_CGROUP_V2 && !strcmp(want[i].name, "freezer"))
+			continue;
+		if (cg_has_controller(cg, ctrl, want[i].name, want[i].v1)) {
+			doctor_appendf(have, sizeof(have), "%s%s", have[0] ? ", " : "", want[i].name);
+		} else {
+			doctor_found(r, "%s controller missing", want[i].name);
+			doctor_verdict(r, want[i].miss, "%s", want[i].why);
+		}
+	}
+	if (have[0])
+		doctor_found(r, "controllers: %s", have);
+}
+
 void doctor_check_cgroups(const struct doctor_ctx *cx, struct doctor_result *r)
 {
 	const struct hu_cgroup_env *cg = &cx->cg;
@@ -93,37 +134,7 @@ void doctor_check_cgroups(const struct doctor_ctx *cx, struct doctor_result *r)
 		if (hu_read_file(p, ctrl, sizeof(ctrl), &err) < 0)
 			ctrl[0] = '\0';
 	}
-	struct {
-		const char *name;
-		const char *v1;
-		enum doctor_status miss;
-		const char *why;
-	} want[] = {
-		{"memory", cg->v1_memory, DOCTOR_FAIL, "memory limits cannot be enforced"},
-		{"pids", cg->v1_pids, DOCTOR_FAIL, "fork bombs cannot be contained"},
-		{"cpu", cg->v1_cpu, DOCTOR_FAIL, "cpu limits cannot be enforced"},
-		{"freezer", cg->v1_freezer, DOCTOR_WARN, "sandboxes cannot be paused"},
-	};
-	char have[128] = "";
-	for (size_t i = 0; i < HU_ARRAY_LEN(want); i++) {
-		bool ok;
-		if (cg->mode == HU_CGROUP_V2) {
-			/* v2 has no freezer controller: cgroup.freeze is core (next check) */
-			if (!strcmp(want[i].name, "freezer"))
-				continue;
-			ok = doctor_has_word(ctrl, want[i].name);
-		} else {
-			ok = want[i].v1[0] != '\0';
-		}
-		if (ok) {
-			doctor_appendf(have, sizeof(have), "%s%s", have[0] ? ", " : "", want[i].name);
-		} else {
-			doctor_found(r, "%s controller missing", want[i].name);
-			doctor_verdict(r, want[i].miss, "%s", want[i].why);
-		}
-	}
-	if (have[0])
-		doctor_found(r, "controllers: %s", have);
+	cg_report_controllers(cg, ctrl, r);
 	if (r->status == DOCTOR_FAIL)
 		doctor_appendf(r->disables, sizeof(r->disables), "; sandboxes cannot start");
 }
@@ -204,6 +215,37 @@ static int clone_into_cgroup(const char *grp, hu_err *err)
 	return 0;
 }
 
+/* cgroup.freeze (5.2) and cgroup.kill (5.14), looked for in grp. */
+static void cg2_report_freeze_kill(const struct hu_cgroup_env *cg, const char *grp, struct doctor_result *r)
+{
+	bool freeze = path_exists(grp, "cgroup.freeze"), kill = path_exists(grp, "cgroup.kill");
+	doctor_found(r, "cgroup.freeze %s, cgroup.kill %s", freeze ? "present" : "absent (kernel < 5.2)",
+		     kill ? "present" : "absent (kernel < 5.14)");
+	if (!freeze)
+		doctor_verdict(r, DOCTOR_WARN, "%s",
+			cg->v1_freezer[0] ? "pausing uses the slower v1 freezer" : "sandboxes cannot be paused");
+	if (!kill)
+		doctor_verdict(r, DOCTOR_WARN,
+			       "killing a sandbox signals its processes one by one (racy against forks)");
+}
+
+/* clone3 (5.3) + CLONE_INTO_CGROUP (5.7): the child starts inside its
+ * group, so no instant of it runs unlimited. Tried with grp. */
+static void cg2_report_clone(const struct doctor_ctx *cx, const char *grp, struct doctor_result *r)
+{
+	hu_err err;
+
+	bool new_enough = cx->kmajor > 5 || (cx->kmajor == 5 && cx->kminor >= 7);
+	if (clone_into_cgroup(grp, &err) < 0) {
+		doctor_found(r, "%s (kernel %u.%u%s)", err.msg, cx->kmajor, cx->kminor, new_enough ? "" : " < 5.7");
+		doctor_verdict(r, DOCTOR_WARN,
+			       "processes are moved into their group after they start, briefly unlimited");
+	} else {
+		doctor_found(r, "clone3(CLONE_INTO_CGROUP) places a child in its group (kernel %u.%u)", cx->kmajor,
+			     cx->kminor);
+	}
+}
+
 void doctor_check_cg2_features(const struct doctor_ctx *cx, struct doctor_result *r)
 {
 	const struct hu_cgroup_env *cg = &cx->cg;
@@ -216,7 +258,7 @@ void doctor_check_cg2_features(const struct doctor_ctx *cx, struct doctor_result
 		doctor_found(r, "no cgroup2 hierarchy (pure v1)");
 		doctor_verdict(r, DOCTOR_WARN,
 			       "freeze falls back to the v1 freezer, kill to signalling each process, and "
-				               "processes are moved into their group after they start");
+			       "processes are moved into their group after they start");
 		return;
 	}
 	if (cg2_probe_create(cx, grp, sizeof(grp), &err) < 0) {
@@ -224,26 +266,8 @@ void doctor_check_cg2_features(const struct doctor_ctx *cx, struct doctor_result
 		doctor_verdict(r, DOCTOR_WARN, "could not be checked");
 		return;
 	}
-	bool freeze = path_exists(grp, "cgroup.freeze"), kill = path_exists(grp, "cgroup.kill");
-	doctor_found(r, "cgroup.freeze %s, cgroup.kill %s", freeze ? "present" : "absent (kernel < 5.2)",
-	             kill ? "present" : "absent (kernel < 5.14)");
-	if (!freeze)
-		doctor_verdict(r, DOCTOR_WARN, "%s",
-			cg->v1_freezer[0] ? "pausing uses the slower v1 freezer" : "sandboxes cannot be paused");
-	if (!kill)
-		doctor_verdict(r, DOCTOR_WARN,
-			       "killing a sandbox signals its processes one by one (racy against forks)");
-	/* clone3 (5.3) + CLONE_INTO_CGROUP (5.7): the child starts inside its
-	 * group, so no instant of it runs unlimited */
-	bool new_enough = cx->kmajor > 5 || (cx->kmajor == 5 && cx->kminor >= 7);
-	if (clone_into_cgroup(grp, &err) < 0) {
-		doctor_found(r, "%s (kernel %u.%u%s)", err.msg, cx->kmajor, cx->kminor, new_enough ? "" : " < 5.7");
-		doctor_verdict(r, DOCTOR_WARN,
-			       "processes are moved into their group after they start, briefly unlimited");
-	} else {
-		doctor_found(r, "clone3(CLONE_INTO_CGROUP) places a child in its group (kernel %u.%u)", cx->kmajor,
-			     cx->kminor);
-	}
+	cg2_report_freeze_kill(cg, grp, r);
+	cg2_report_clone(cx, grp, r);
 	cg2_probe_remove(grp);
 }
 

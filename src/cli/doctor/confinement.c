@@ -25,9 +25,10 @@
 #define SYS_landlock_create_ruleset 444
 #endif
 
-static int probe_seccomp(void *arg, char *info, size_t n, hu_err *err)
+/* ERRNO action, in the probe itself: the filtered call must fail with our
+ * errno. */
+static int seccomp_try_errno(hu_err *err)
 {
-	/* ERRNO action: the filtered call must fail with our errno */
 	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	if (!ctx)
 		return hu_err_set(err, 0, "seccomp_init failed");
@@ -42,8 +43,12 @@ static int probe_seccomp(void *arg, char *info, size_t n, hu_err *err)
 	errno = 0;
 	if (syscall(SYS_getppid) != -1 || errno != EXDEV)
 		return hu_err_set(err, 0, "a filtered getppid() was not answered with the filter's errno");
+	return 0;
+}
 
-	/* KILL_PROCESS action, in a grandchild that must die of SIGSYS */
+/* KILL_PROCESS action, in a grandchild that must die of SIGSYS. */
+static int seccomp_try_kill(hu_err *err)
+{
 	pid_t pid = fork();
 	if (pid < 0)
 		return doctor_probe_sys(err, "fork");
@@ -57,13 +62,38 @@ static int probe_seccomp(void *arg, char *info, size_t n, hu_err *err)
 	int st = doctor_reap(pid);
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSYS)
 		return hu_err_set(err, 0, "a KILL_PROCESS filter did not kill its process (status %#x)", st);
+	return 0;
+}
+
+static int probe_seccomp(void *arg, char *info, size_t n, hu_err *err)
+{
+	if (seccomp_try_errno(err) < 0 || seccomp_try_kill(err) < 0)
+		return -1;
 	snprintf(info, n, "ERRNO and KILL_PROCESS filters act as loaded");
 	return 0;
 }
 
+/* Both actions the sandbox filter uses must be on the kernel's list. */
+static void seccomp_report_actions(struct doctor_result *r)
+{
+	char avail[256];
+	hu_err err;
+
+	if (hu_read_file("/proc/sys/kernel/seccomp/actions_avail", avail, sizeof(avail), &err) < 0) {
+		doctor_found(r, "%s", err.msg);
+		doctor_verdict(r, DOCTOR_FAIL,
+			       "the kernel cannot say which filter actions it has; sandboxes cannot start");
+		return;
+	}
+	bool kp = doctor_has_word(avail, "kill_process"), en = doctor_has_word(avail, "errno");
+	doctor_found(r, "actions kill_process %s, errno %s", kp ? "yes" : "NO", en ? "yes" : "NO");
+	if (!kp || !en)
+		doctor_verdict(r, DOCTOR_FAIL, "the sandbox filter needs both actions; sandboxes cannot start");
+}
+
 void doctor_check_seccomp(const struct doctor_ctx *cx, struct doctor_result *r)
 {
-	char avail[256], info[HU_ERR_MSG_MAX];
+	char info[HU_ERR_MSG_MAX];
 	hu_err err;
 
 	int mode = prctl(PR_GET_SECCOMP, 0, 0, 0, 0);
@@ -75,27 +105,29 @@ void doctor_check_seccomp(const struct doctor_ctx *cx, struct doctor_result *r)
 	}
 	doctor_found(r, "PR_GET_SECCOMP %d%s", mode,
 		     mode == 2 ? " (the doctor already runs under a filter; filters stack)" : "");
-	if (hu_read_file("/proc/sys/kernel/seccomp/actions_avail", avail, sizeof(avail), &err) < 0) {
-		doctor_found(r, "%s", err.msg);
-		doctor_verdict(r, DOCTOR_FAIL,
-			       "the kernel cannot say which filter actions it has; sandboxes cannot start");
-	} else {
-		bool kp = doctor_has_word(avail, "kill_process"), en = doctor_has_word(avail, "errno");
-		doctor_found(r, "actions kill_process %s, errno %s", kp ? "yes" : "NO", en ? "yes" : "NO");
-		if (!kp || !en)
-			doctor_verdict(r, DOCTOR_FAIL, "the sandbox filter needs both actions; sandboxes cannot start");
-	}
+	seccomp_report_actions(r);
 	const struct scmp_version *v = seccomp_version();
 	doctor_found(r, "libseccomp %u.%u.%u (API level %u)", v->major, v->minor, v->micro, seccomp_api_get());
-	if (r->status != DOCTOR_FAIL) {
-		if (doctor_run_probe(probe_seccomp, NULL, info, sizeof(info), &err) < 0) {
-			doctor_found(r, "%s", err.msg);
-			doctor_verdict(r, DOCTOR_FAIL,
-				       "the sandbox filter would not protect anything; sandboxes cannot start");
-		} else {
-			doctor_found(r, "%s", info);
-		}
+	/* a filter is tried only where the kernel says it can work */
+	if (r->status == DOCTOR_FAIL)
+		return;
+	if (doctor_run_probe(probe_seccomp, NULL, info, sizeof(info), &err) < 0) {
+		doctor_found(r, "%s", err.msg);
+		doctor_verdict(r, DOCTOR_FAIL, "the sandbox filter would not protect anything; sandboxes cannot start");
+	} else {
+		doctor_found(r, "%s", info);
 	}
+}
+
+/* Why landlock_create_ruleset failed, in an operator's terms ("" when the
+ * errno says nothing more). */
+static const char *landlock_hint(int e)
+{
+	if (e == ENOSYS)
+		return ": kernel built without Landlock";
+	if (e == EOPNOTSUPP)
+		return ": Landlock is not enabled (add it to lsm= on the kernel command line)";
+	return "";
 }
 
 void doctor_check_landlock(const struct doctor_ctx *cx, struct doctor_result *r)
@@ -113,11 +145,8 @@ void doctor_check_landlock(const struct doctor_ctx *cx, struct doctor_result *r)
 	hu_err err;
 	int e = errno;
 	doctor_probe_sys(&err, "landlock_create_ruleset(VERSION)");
-	doctor_found(r, "%s%s", err.msg,
-	             e == ENOSYS ? ": kernel built without Landlock"
-	             : e == EOPNOTSUPP ? ": Landlock is not enabled (add it to lsm= on the kernel command line)"
-				: "");
+	doctor_found(r, "%s%s", err.msg, landlock_hint(e));
 	doctor_verdict(r, DOCTOR_WARN,
 		       "sandboxes run without their Landlock layer (confinement of every sandbox process to "
-			               "the sandbox's own tree; ABI 2 or newer is needed)");
+		       "the sandbox's own tree; ABI 2 or newer is needed)");
 }

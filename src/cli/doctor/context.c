@@ -17,6 +17,24 @@
 #include "runtime/cgroup.h"
 #include "util/fileutil.h"
 
+/* The scratch directory; without one cx->tmp is "" and cx->tmp_err says why. */
+static void make_scratch_dir(struct doctor_ctx *cx)
+{
+	static const char template[] = "/tmp/hutch-doctor-XXXXXX";
+	hu_err err;
+
+	snprintf(cx->tmp, sizeof(cx->tmp), "%s", template);
+	/* 0755 so the probe uid inside a user namespace can reach the layers */
+	if (mkdtemp(cx->tmp) && chmod(cx->tmp, 0755) == 0)
+		return;
+	hu_err_sys(&err, "mkdtemp %s", template);
+	snprintf(cx->tmp_err, sizeof(cx->tmp_err), "%s", err.msg);
+	/* the name was filled in: mkdtemp made it and chmod failed */
+	if (strcmp(cx->tmp, template))
+		rmdir(cx->tmp);
+	cx->tmp[0] = '\0';
+}
+
 void doctor_ctx_init(struct doctor_ctx *cx)
 {
 	hu_err err;
@@ -25,15 +43,7 @@ void doctor_ctx_init(struct doctor_ctx *cx)
 	bool ok;
 
 	memset(cx, 0, sizeof(*cx));
-	/* 0755 so the probe uid inside a user namespace can reach the layers */
-	snprintf(cx->tmp, sizeof(cx->tmp), "/tmp/hutch-doctor-XXXXXX");
-	if (!mkdtemp(cx->tmp) || chmod(cx->tmp, 0755) < 0) {
-		hu_err_sys(&err, "mkdtemp /tmp/hutch-doctor-XXXXXX");
-		snprintf(cx->tmp_err, sizeof(cx->tmp_err), "%s", err.msg);
-		if (cx->tmp[0] && strcmp(cx->tmp, "/tmp/hutch-doctor-XXXXXX"))
-			rmdir(cx->tmp);
-		cx->tmp[0] = '\0';
-	}
+	make_scratch_dir(cx);
 	hu_err_clear(&err);
 	cx->cg_ok = hu_cgroup_detect(&cx->cg, &err) == 0;
 	if (!cx->cg_ok)

@@ -62,43 +62,61 @@ static void usage(FILE *f)
 		   "                  default: what `hutch serve` reads without flags)\n");
 }
 
-int cmd_doctor(int argc, char **argv)
-{
-	bool json = false;
-	const char *config_path = NULL;
-	struct doctor_ctx cx;
-	int count[3] = {0, 0, 0};
+struct options {
+	bool json;
+	const char *config_path; /* NULL: what `hutch serve` reads without flags */
+};
 
+/* 0 to run, 1 when --help was answered, -1 on a usage error (reported). */
+static int parse_args(int argc, char **argv, struct options *opt)
+{
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json")) {
-			json = true;
+			opt->json = true;
 		} else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			config_path = argv[++i];
+			opt->config_path = argv[++i];
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
-			return 0;
+			return 1;
 		} else {
 			cli_error("doctor: unknown %s '%s' (usage: hutch doctor [--json] [--config FILE])",
 				  argv[i][0] == '-' ? "option" : "argument", argv[i]);
-			return 2;
+			return -1;
 		}
 	}
+	return 0;
+}
 
+/* Run every check in table order into res[], counting each status. */
+static void run_checks(const struct doctor_ctx *cx, struct doctor_result *res, int count[3])
+{
+	for (size_t i = 0; i < HU_ARRAY_LEN(checks); i++) {
+		res[i].status = DOCTOR_OK;
+		res[i].name = checks[i].name;
+		checks[i].fn(cx, &res[i]);
+		count[res[i].status]++;
+	}
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct options opt = {.json = false, .config_path = NULL};
+	struct doctor_ctx cx;
+	int count[3] = {0, 0, 0};
+
+	int parsed = parse_args(argc, argv, &opt);
+	if (parsed != 0)
+		return parsed > 0 ? 0 : 2;
 	struct doctor_result *res = calloc(HU_ARRAY_LEN(checks), sizeof(*res));
 	if (!res) {
 		cli_error("doctor: out of memory");
 		return 1;
 	}
 	doctor_ctx_init(&cx);
-	cx.config_path = config_path;
-	for (size_t i = 0; i < HU_ARRAY_LEN(checks); i++) {
-		res[i].status = DOCTOR_OK;
-		res[i].name = checks[i].name;
-		checks[i].fn(&cx, &res[i]);
-		count[res[i].status]++;
-	}
+	cx.config_path = opt.config_path;
+	run_checks(&cx, res, count);
 	doctor_ctx_fini(&cx);
-	if (json)
+	if (opt.json)
 		doctor_print_json(res, HU_ARRAY_LEN(checks), count);
 	else
 		doctor_print_text(res, HU_ARRAY_LEN(checks), count);

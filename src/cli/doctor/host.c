@@ -17,13 +17,20 @@
 #define SYS_pidfd_open 434
 #endif
 
-void doctor_check_root(const struct doctor_ctx *cx, struct doctor_result *r)
+/* The effective capability set, from /proc/self/status (0 when unreadable). */
+static unsigned long long read_capeff(void)
 {
 	char status[4096];
 	hu_err err;
-	unsigned long long capeff = 0;
-	const char *p;
 
+	if (hu_read_file("/proc/self/status", status, sizeof(status), &err) < 0)
+		return 0;
+	const char *p = strstr(status, "\nCapEff:");
+	return p ? strtoull(p + 8, NULL, 16) : 0;
+}
+
+void doctor_check_root(const struct doctor_ctx *cx, struct doctor_result *r)
+{
 	if (geteuid() != 0) {
 		doctor_found(r, "running as uid %u, not root", (unsigned)geteuid());
 		doctor_verdict(r, DOCTOR_FAIL,
@@ -31,15 +38,13 @@ void doctor_check_root(const struct doctor_ctx *cx, struct doctor_result *r)
 			       "run it (and this doctor) as root");
 		return;
 	}
-	if (hu_read_file("/proc/self/status", status, sizeof(status), &err) >= 0 &&
-	    (p = strstr(status, "\nCapEff:")) != NULL)
-		capeff = strtoull(p + 8, NULL, 16);
 	/* euid 0 is not enough inside a container that dropped capabilities */
+	unsigned long long capeff = read_capeff();
 	bool admin = capeff & (1ULL << 21), setuid_ = capeff & (1ULL << 7), setgid_ = capeff & (1ULL << 6);
 	doctor_found(r, "euid 0; effective capabilities %#llx", capeff);
 	if (!admin || !setuid_ || !setgid_) {
 		doctor_found(r, "missing%s%s%s", admin ? "" : " CAP_SYS_ADMIN", setuid_ ? "" : " CAP_SETUID",
-		             setgid_ ? "" : " CAP_SETGID");
+			     setgid_ ? "" : " CAP_SETGID");
 		doctor_verdict(r, DOCTOR_FAIL,
 			       "root without these capabilities cannot write id maps or mount; sandboxes cannot start");
 	} else {

@@ -37,16 +37,13 @@ struct idmap_arg {
 	const char *path;
 };
 
-static int probe_idmap(void *arg, char *info, size_t n, hu_err *err)
+/* A descriptor of a user namespace mapped as a sandbox's is (root inside =
+ * DOCTOR_PROBE_UID), or -1. */
+static int mapped_userns_fd(hu_err *err)
 {
-	const struct idmap_arg *a = arg;
 	struct doctor_userns_child c = {.pid = -1, .go = -1, .res = -1};
 	char nspath[64];
-	struct stat plain, mapped;
-	struct statfs sfs;
 
-	if (stat(a->path, &plain) < 0)
-		return doctor_probe_sys(err, "stat %s", a->path);
 	if (doctor_userns_start(&c, 0, NULL, NULL, err) < 0)
 		return -1;
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/user", (int)c.pid);
@@ -59,6 +56,20 @@ static int probe_idmap(void *arg, char *info, size_t n, hu_err *err)
 		errno = open_errno;
 		return doctor_probe_sys(err, "open %s", nspath);
 	}
+	return hu_take_fd(&userns);
+}
+
+static int probe_idmap(void *arg, char *info, size_t n, hu_err *err)
+{
+	const struct idmap_arg *a = arg;
+	struct stat plain, mapped;
+	struct statfs sfs;
+
+	if (stat(a->path, &plain) < 0)
+		return doctor_probe_sys(err, "stat %s", a->path);
+	_cleanup_close_ int userns = mapped_userns_fd(err);
+	if (userns < 0)
+		return -1;
 	/* A detached copy of the mount: it is unmounted when the fd closes. */
 	_cleanup_close_ int tree = hu_open_tree(AT_FDCWD, a->path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (tree < 0)
@@ -79,40 +90,53 @@ static int probe_idmap(void *arg, char *info, size_t n, hu_err *err)
 	return 0;
 }
 
+/* Cut path back to its nearest existing ancestor ("/" at the least). */
+static void nearest_existing(char *path)
+{
+	while (access(path, F_OK) < 0 && strcmp(path, "/")) {
+		char *slash = strrchr(path, '/');
+		if (!slash)
+			return;
+		if (slash == path)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+/* Probe an idmapped mount of path; a failure FAILs with `why`. */
+static void idmap_probe_path(struct doctor_result *r, const char *path, const char *why)
+{
+	char info[HU_ERR_MSG_MAX];
+	struct idmap_arg a = {path};
+	hu_err err;
+
+	if (doctor_run_probe(probe_idmap, &a, info, sizeof(info), &err) == 0) {
+		doctor_found(r, "%s", info);
+		return;
+	}
+	/* mount_setattr failures already name the path */
+	if (strstr(err.msg, path))
+		doctor_found(r, "%s", err.msg);
+	else
+		doctor_found(r, "%s: %s", path, err.msg);
+	doctor_verdict(r, DOCTOR_FAIL, "%s", why);
+}
+
 void doctor_check_idmap(const struct doctor_ctx *cx, struct doctor_result *r)
 {
 	struct hu_runtime_config cfg;
-	char data[PATH_MAX], info[HU_ERR_MSG_MAX];
-	hu_err err;
+	char data[PATH_MAX];
 
 	/* /usr is bound into every sandbox; the templates live under the data
 	 * dir, possibly on another file system, so probe that too (or its
 	 * nearest existing parent when hutch has not created it yet). */
 	hu_runtime_config_defaults(&cfg);
 	snprintf(data, sizeof(data), "%s", cfg.data_dir);
-	while (access(data, F_OK) < 0 && strrchr(data, '/') && strcmp(data, "/")) {
-		char *slash = strrchr(data, '/');
-		if (slash == data)
-			slash[1] = '\0';
-		else
-			*slash = '\0';
-	}
-	const char *paths[] = {"/usr", data};
-	for (size_t i = 0; i < HU_ARRAY_LEN(paths); i++) {
-		struct idmap_arg a = {paths[i]};
-		if (i == 1 && !strcmp(paths[0], paths[1]))
-			break;
-		if (doctor_run_probe(probe_idmap, &a, info, sizeof(info), &err) < 0) {
-			/* mount_setattr failures already name the path */
-			doctor_found(r, "%s%s%s", strstr(err.msg, paths[i]) ? "" : paths[i],
-				     strstr(err.msg, paths[i]) ? "" : ": ", err.msg);
-			doctor_verdict(r, DOCTOR_FAIL, "%s",
-				       i == 0 ? "/usr would appear owned by nobody inside sandboxes"
-						   : "template files would appear owned by nobody");
-		} else {
-			doctor_found(r, "%s", info);
-		}
-	}
+	nearest_existing(data);
+	idmap_probe_path(r, "/usr", "/usr would appear owned by nobody inside sandboxes");
+	if (strcmp(data, "/usr"))
+		idmap_probe_path(r, data, "template files would appear owned by nobody");
 	if (r->status == DOCTOR_FAIL)
 		doctor_appendf(r->disables, sizeof(r->disables), "; sandboxes cannot start");
 }

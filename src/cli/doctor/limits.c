@@ -63,6 +63,14 @@ void doctor_check_memory(const struct doctor_ctx *cx, struct doctor_result *r)
 			       "not even one default-sized sandbox fits; smaller limits or more memory are needed");
 }
 
+static void fmt_rlim(char *buf, size_t n, rlim_t v)
+{
+	if (v == RLIM_INFINITY)
+		snprintf(buf, n, "unlimited");
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
 void doctor_check_nofile(const struct doctor_ctx *cx, struct doctor_result *r)
 {
 	struct rlimit rl;
@@ -75,16 +83,14 @@ void doctor_check_nofile(const struct doctor_ctx *cx, struct doctor_result *r)
 		return;
 	}
 	char soft[32], hard[32];
-	snprintf(soft, sizeof(soft), rl.rlim_cur == RLIM_INFINITY ? "unlimited" : "%llu",
-		 (unsigned long long)rl.rlim_cur);
-	snprintf(hard, sizeof(hard), rl.rlim_max == RLIM_INFINITY ? "unlimited" : "%llu",
-		 (unsigned long long)rl.rlim_max);
+	fmt_rlim(soft, sizeof(soft), rl.rlim_cur);
+	fmt_rlim(hard, sizeof(hard), rl.rlim_max);
 	doctor_found(r, "RLIMIT_NOFILE soft %s, hard %s", soft, hard);
 	/* hutch serve raises its soft limit to the hard one; admission then
 	 * refuses creates beyond this (fd_budget.h) */
 	if (rl.rlim_max != RLIM_INFINITY)
 		doctor_found(r, "hutch serve would admit about %llu sandboxes by descriptors (2 each, plus a reserve)",
-		             (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_max));
+			     (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_max));
 	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < NOFILE_WANTED)
 		doctor_verdict(r, DOCTOR_WARN,
 			"admission refuses creates beyond that count "

@@ -34,7 +34,7 @@ void doctor_check_userns(const struct doctor_ctx *cx, struct doctor_result *r)
 	if (max == 0) {
 		doctor_found(r, "/proc/sys/user/max_user_namespaces is 0");
 		doctor_verdict(r, DOCTOR_FAIL, "every sandbox needs its own user namespace; sandboxes cannot start "
-				               "(set user.max_user_namespaces > 0)");
+					       "(set user.max_user_namespaces > 0)");
 	} else if (max > 0) {
 		doctor_found(r, "max_user_namespaces %ld", max);
 	} else {

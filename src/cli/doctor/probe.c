@@ -32,15 +32,44 @@ int doctor_probe_sys(hu_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	/* a negative code stores the errno without hu_err_set appending strerror again */
-	return hu_err_set(err, -e, "%s returned %s (%s)", what, name ? name : "?", strerror(e));
+	/* the message names the errno already: set it as the code by hand, so
+	 * that hu_err_set does not append strerror a second time */
+	hu_err_set(err, 0, "%s returned %s (%s)", what, name ? name : "?", strerror(e));
+	err->code = e;
+	return -1;
 }
 
+/* What a probe child reports: rc 0 with its info in text, or rc -1 with its
+ * hu_err's code and message. */
 struct probe_msg {
 	int rc;
 	int code;
 	char text[HU_ERR_MSG_MAX];
 };
+
+/* The child's failure, as it goes over the pipe. */
+static void msg_from_err(struct probe_msg *m, const hu_err *err)
+{
+	m->rc = -1;
+	m->code = err->code ? err->code : EIO;
+	memcpy(m->text, err->msg, sizeof(m->text));
+}
+
+/* The child's failure, back as the parent's hu_err (code and message as
+ * they were, nothing appended). */
+static int err_from_msg(hu_err *err, struct probe_msg *m)
+{
+	m->text[sizeof(m->text) - 1] = '\0';
+	err->code = m->code;
+	memcpy(err->msg, m->text, sizeof(err->msg));
+	return -1;
+}
+
+static void close_pipe(int p[2])
+{
+	close(p[0]);
+	close(p[1]);
+}
 
 static void child_guard(void)
 {
@@ -56,11 +85,8 @@ static void child_report(int fd, doctor_probe_fn *fn, void *arg)
 
 	memset(&m, 0, sizeof(m));
 	hu_err_clear(&err);
-	m.rc = fn ? fn(arg, m.text, sizeof(m.text), &err) : 0;
-	if (m.rc < 0) {
-		m.code = err.code ? err.code : EIO;
-		memcpy(m.text, err.msg, sizeof(m.text));
-	}
+	if (fn && fn(arg, m.text, sizeof(m.text), &err) < 0)
+		msg_from_err(&m, &err);
 	hu_write_all(fd, &m, sizeof(m));
 }
 
@@ -102,12 +128,9 @@ static int collect(int fd, pid_t pid, char *info, size_t n, hu_err *err)
 		return hu_err_set(err, 0, "probe process exited with status %d without a report",
 				  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 	}
+	if (m.rc < 0)
+		return err_from_msg(err, &m);
 	m.text[sizeof(m.text) - 1] = '\0';
-	if (m.rc < 0) {
-		err->code = m.code;
-		memcpy(err->msg, m.text, sizeof(err->msg));
-		return -1;
-	}
 	if (info && n)
 		snprintf(info, n, "%s", m.text);
 	return 0;
@@ -125,8 +148,7 @@ int doctor_run_probe(doctor_probe_fn *fn, void *arg, char *info, size_t n, hu_er
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
-		close(p[0]);
-		close(p[1]);
+		close_pipe(p);
 		return hu_err_set(err, e, "fork");
 	}
 	if (pid == 0) {
@@ -143,34 +165,38 @@ int doctor_run_probe(doctor_probe_fn *fn, void *arg, char *info, size_t n, hu_er
 	return rc;
 }
 
+/* Report the user namespace child's failure to set itself up, and end it. */
+static void __attribute__((noreturn)) userns_child_fail(int res, const hu_err *err)
+{
+	struct probe_msg m;
+
+	memset(&m, 0, sizeof(m));
+	msg_from_err(&m, err);
+	hu_write_all(res, &m, sizeof(m));
+	_exit(1);
+}
+
 static void __attribute__((noreturn)) userns_child_main(int go, int res, int flags, doctor_probe_fn *fn, void *arg)
 {
 	struct probe_msg m;
+	hu_err err;
 	char b;
 
 	child_guard();
 	memset(&m, 0, sizeof(m));
 	if (unshare(CLONE_NEWUSER | flags) < 0) {
-		hu_err e;
-		m.rc = doctor_probe_sys(&e, "unshare(CLONE_NEWUSER%s)", flags & CLONE_NEWNS ? "|CLONE_NEWNS" : "");
-		m.code = e.code;
-		memcpy(m.text, e.msg, sizeof(m.text));
-		hu_write_all(res, &m, sizeof(m));
-		_exit(1);
+		doctor_probe_sys(&err, "unshare(CLONE_NEWUSER%s)", flags & CLONE_NEWNS ? "|CLONE_NEWNS" : "");
+		userns_child_fail(res, &err);
 	}
 	hu_write_all(res, &m, sizeof(m));
 	if (read_full(go, &b, 1) != 1)
 		_exit(1);
 	/* Until now the child still had its host ids, which are unmapped in
-	 * here; becoming ns-root (= DOCTOR_PROBE_UID on the host) is what a sandbox
-	 * does, and what makes files it creates representable. */
+	 * here; becoming ns-root (= DOCTOR_PROBE_UID on the host) is what a
+	 * sandbox does, and what makes files it creates representable. */
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
-		hu_err e;
-		m.rc = doctor_probe_sys(&e, "setresuid(0) in the new user namespace");
-		m.code = e.code;
-		memcpy(m.text, e.msg, sizeof(m.text));
-		hu_write_all(res, &m, sizeof(m));
-		_exit(1);
+		doctor_probe_sys(&err, "setresuid(0) in the new user namespace");
+		userns_child_fail(res, &err);
 	}
 	child_report(res, fn, arg);
 	_exit(0);
@@ -195,27 +221,25 @@ static int write_map(pid_t pid, const char *file, hu_err *err)
 	return 0;
 }
 
-int doctor_userns_start(struct doctor_userns_child *c, int flags, doctor_probe_fn *fn, void *arg, hu_err *err)
+/* Fork the user namespace child with its two pipes; c holds the parent's
+ * ends and the pid. */
+static int userns_fork(struct doctor_userns_child *c, int flags, doctor_probe_fn *fn, void *arg, hu_err *err)
 {
 	int go[2], res[2];
-	struct probe_msg m;
 
 	if (pipe2(go, O_CLOEXEC) < 0)
 		return hu_err_sys(err, "pipe");
 	if (pipe2(res, O_CLOEXEC) < 0) {
 		int e = errno;
-		close(go[0]);
-		close(go[1]);
+		close_pipe(go);
 		return hu_err_set(err, e, "pipe");
 	}
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
 		int e = errno;
-		close(go[0]);
-		close(go[1]);
-		close(res[0]);
-		close(res[1]);
+		close_pipe(go);
+		close_pipe(res);
 		return hu_err_set(err, e, "fork");
 	}
 	if (pid == 0) {
@@ -228,17 +252,27 @@ int doctor_userns_start(struct doctor_userns_child *c, int flags, doctor_probe_f
 	c->pid = pid;
 	c->go = go[1];
 	c->res = res[0];
-	if (read_full(c->res, &m, sizeof(m)) != (ssize_t)sizeof(m)) {
-		userns_abort(c);
+	return 0;
+}
+
+/* Wait for the child's word on its unshare. */
+static int userns_await_unshare(struct doctor_userns_child *c, hu_err *err)
+{
+	struct probe_msg m;
+
+	if (read_full(c->res, &m, sizeof(m)) != (ssize_t)sizeof(m))
 		return hu_err_set(err, 0, "user namespace probe process died before unsharing");
-	}
-	if (m.rc < 0) {
-		m.text[sizeof(m.text) - 1] = '\0';
-		hu_err_set(err, -m.code, "%s", m.text);
-		userns_abort(c);
+	if (m.rc < 0)
+		return err_from_msg(err, &m);
+	return 0;
+}
+
+int doctor_userns_start(struct doctor_userns_child *c, int flags, doctor_probe_fn *fn, void *arg, hu_err *err)
+{
+	if (userns_fork(c, flags, fn, arg, err) < 0)
 		return -1;
-	}
-	if (write_map(pid, "uid_map", err) < 0 || write_map(pid, "gid_map", err) < 0) {
+	if (userns_await_unshare(c, err) < 0 || write_map(c->pid, "uid_map", err) < 0 ||
+	    write_map(c->pid, "gid_map", err) < 0) {
 		userns_abort(c);
 		return -1;
 	}
@@ -261,7 +295,6 @@ int doctor_userns_finish(struct doctor_userns_child *c, char *info, size_t n, hu
 	return rc;
 }
 
-/* Convenience: run fn as root of a fresh, mapped user namespace. */
 int doctor_run_in_userns(int flags, doctor_probe_fn *fn, void *arg, char *info, size_t n, hu_err *err)
 {
 	struct doctor_userns_child c = {.pid = -1, .go = -1, .res = -1};
@@ -272,8 +305,6 @@ int doctor_run_in_userns(int flags, doctor_probe_fn *fn, void *arg, char *info, 
 	return doctor_userns_finish(&c, info, n, err);
 }
 
-/* A new mount namespace must not leak mounts back to the host through shared
- * propagation (systemd makes / shared). */
 int doctor_make_mounts_private(hu_err *err)
 {
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)

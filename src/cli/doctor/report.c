@@ -124,7 +124,7 @@ void doctor_print_text(const struct doctor_result *res, size_t n, const int coun
 	}
 	printf("\n%d ok, %d warn, %d FAIL: %s\n", count[DOCTOR_OK], count[DOCTOR_WARN], count[DOCTOR_FAIL],
 	       count[DOCTOR_FAIL] ? "sandboxes cannot run on this host until every FAIL is fixed"
-			      : "this host can run hutch sandboxes");
+				  : "this host can run hutch sandboxes");
 }
 
 void doctor_print_json(const struct doctor_result *res, size_t n, const int count[3])

@@ -36,50 +36,75 @@ static int mkpath(char *buf, size_t n, const char *dir, const char *sub, hu_err 
 	return 0;
 }
 
-static int probe_overlay(void *arg, char *info, size_t n, hu_err *err)
-{
-	const struct ovl_arg *a = arg;
-	char lower[PATH_MAX], upperfs[PATH_MAX], merged[PATH_MAX], upper[PATH_MAX + 8], work[PATH_MAX + 8];
-	char opts[4 * PATH_MAX], file[PATH_MAX + 16], buf[32];
+/* Where the probe's overlay lives under its ovl_arg's dir. */
+struct ovl_paths {
+	char lower[PATH_MAX], upperfs[PATH_MAX], merged[PATH_MAX];
+	char upper[PATH_MAX + 8], work[PATH_MAX + 8]; /* on the tmpfs at upperfs */
+};
 
-	if (mkpath(lower, sizeof(lower), a->dir, "lower", err) < 0 ||
-	    mkpath(upperfs, sizeof(upperfs), a->dir, "upperfs", err) < 0 ||
-	    mkpath(merged, sizeof(merged), a->dir, "merged", err) < 0)
+static int ovl_paths(const struct ovl_arg *a, struct ovl_paths *p, hu_err *err)
+{
+	if (mkpath(p->lower, sizeof(p->lower), a->dir, "lower", err) < 0 ||
+	    mkpath(p->upperfs, sizeof(p->upperfs), a->dir, "upperfs", err) < 0 ||
+	    mkpath(p->merged, sizeof(p->merged), a->dir, "merged", err) < 0)
 		return -1;
+	snprintf(p->upper, sizeof(p->upper), "%s/upper", p->upperfs);
+	snprintf(p->work, sizeof(p->work), "%s/work", p->upperfs);
+	return 0;
+}
+
+/* In a private mount namespace: the tmpfs for the upper layer, then the
+ * overlay of lower and upper at merged. */
+static int ovl_mount(const struct ovl_arg *a, const struct ovl_paths *p, hu_err *err)
+{
+	char opts[4 * PATH_MAX];
+
 	if (!a->userxattr && unshare(CLONE_NEWNS) < 0)
 		return doctor_probe_sys(err, "unshare(CLONE_NEWNS)");
 	if (doctor_make_mounts_private(err) < 0)
 		return -1;
-	if (mount("tmpfs", upperfs, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755") < 0)
-		return doctor_probe_sys(err, "mount tmpfs on %s", upperfs);
-	snprintf(upper, sizeof(upper), "%s/upper", upperfs);
-	snprintf(work, sizeof(work), "%s/work", upperfs);
-	if (mkdir(upper, 0755) < 0 || mkdir(work, 0755) < 0)
-		return doctor_probe_sys(err, "mkdir in %s", upperfs);
-	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", lower, upper, work,
+	if (mount("tmpfs", p->upperfs, "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0755") < 0)
+		return doctor_probe_sys(err, "mount tmpfs on %s", p->upperfs);
+	if (mkdir(p->upper, 0755) < 0 || mkdir(p->work, 0755) < 0)
+		return doctor_probe_sys(err, "mkdir in %s", p->upperfs);
+	snprintf(opts, sizeof(opts), "lowerdir=%s,upperdir=%s,workdir=%s%s", p->lower, p->upper, p->work,
 		 a->userxattr ? ",userxattr" : "");
-	if (mount("overlay", merged, "overlay", 0, opts) < 0)
+	if (mount("overlay", p->merged, "overlay", 0, opts) < 0)
 		return doctor_probe_sys(err, "mount overlay%s", a->userxattr ? " (userxattr) in a user namespace" : "");
+	return 0;
+}
 
-	/* read through to the lower layer, then write: the file must land in upper */
-	snprintf(file, sizeof(file), "%s/probe", merged);
-	{
-		_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return doctor_probe_sys(err, "open %s through the overlay", file);
-		ssize_t got = read(fd, buf, sizeof(buf) - 1);
-		if (got != 6 || memcmp(buf, "hutch\n", 6))
-			return hu_err_set(err, 0, "the lower layer's file reads wrong through the overlay");
-	}
-	snprintf(file, sizeof(file), "%s/written", merged);
+/* Read through to the lower layer, then write: the file must land in upper. */
+static int ovl_verify(const struct ovl_paths *p, hu_err *err)
+{
+	char file[PATH_MAX + 16], buf[32];
+
+	snprintf(file, sizeof(file), "%s/probe", p->merged);
+	_cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return doctor_probe_sys(err, "open %s through the overlay", file);
+	ssize_t got = read(fd, buf, sizeof(buf) - 1);
+	if (got != 6 || memcmp(buf, "hutch\n", 6))
+		return hu_err_set(err, 0, "the lower layer's file reads wrong through the overlay");
+	snprintf(file, sizeof(file), "%s/written", p->merged);
 	if (hu_write_file(file, "x", 1, O_CREAT | O_EXCL, 0644, err) < 0)
 		return -1;
-	snprintf(file, sizeof(file), "%s/written", upper);
+	snprintf(file, sizeof(file), "%s/written", p->upper);
 	if (access(file, F_OK) < 0)
 		return doctor_probe_sys(err, "a file written through the overlay is not in the upper layer: access %s",
 					file);
-	umount2(merged, MNT_DETACH);
-	umount2(upperfs, MNT_DETACH);
+	return 0;
+}
+
+static int probe_overlay(void *arg, char *info, size_t n, hu_err *err)
+{
+	const struct ovl_arg *a = arg;
+	struct ovl_paths p;
+
+	if (ovl_paths(a, &p, err) < 0 || ovl_mount(a, &p, err) < 0 || ovl_verify(&p, err) < 0)
+		return -1;
+	umount2(p.merged, MNT_DETACH);
+	umount2(p.upperfs, MNT_DETACH);
 	snprintf(info, n, "%s", a->userxattr ? "userxattr accepted" : "mounted");
 	return 0;
 }
@@ -139,7 +164,7 @@ void doctor_check_overlay_userns(const struct doctor_ctx *cx, struct doctor_resu
 	    doctor_run_in_userns(CLONE_NEWNS, probe_overlay, &a, info, sizeof(info), &err) < 0) {
 		doctor_found(r, "%s", err.msg);
 		doctor_verdict(r, DOCTOR_FAIL, "a sandbox cannot mount its own root inside its user namespace; "
-				               "sandboxes cannot start");
+					       "sandboxes cannot start");
 	} else {
 		doctor_found(r,
 			     "mounted inside a user namespace with userxattr (upper on tmpfs), writes land in the "
@@ -147,13 +172,11 @@ void doctor_check_overlay_userns(const struct doctor_ctx *cx, struct doctor_resu
 	}
 }
 
-static int probe_tmpfs(void *arg, char *info, size_t n, hu_err *err)
+/* In a private mount namespace: a tmpfs of 1 MiB and 64 inodes at dir, which
+ * must report exactly that; *bytes is its reported size. */
+static int tmpfs_mount_capped(const char *dir, uint64_t *bytes, hu_err *err)
 {
-	const char *dir = arg;
-	char file[PATH_MAX + 8];
 	struct statfs sfs;
-	static char chunk[64 * 1024];
-	uint64_t written = 0;
 
 	if (unshare(CLONE_NEWNS) < 0)
 		return doctor_probe_sys(err, "unshare(CLONE_NEWNS)");
@@ -163,13 +186,19 @@ static int probe_tmpfs(void *arg, char *info, size_t n, hu_err *err)
 		return doctor_probe_sys(err, "mount tmpfs -o size=1m,nr_inodes=64");
 	if (statfs(dir, &sfs) < 0)
 		return doctor_probe_sys(err, "statfs %s", dir);
-	uint64_t bytes = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize;
-	if (bytes != 1024 * 1024 || sfs.f_files != 64)
+	*bytes = (uint64_t)sfs.f_blocks * (uint64_t)sfs.f_bsize;
+	if (*bytes != 1024 * 1024 || sfs.f_files != 64)
 		return hu_err_set(err, 0,
 				  "tmpfs reports %" PRIu64 " bytes and %" PRIu64 " inodes instead of 1 MiB and 64",
-				  bytes, (uint64_t)sfs.f_files);
-	/* the cap must really stop writes, not just be reported */
-	snprintf(file, sizeof(file), "%s/fill", dir);
+				  *bytes, (uint64_t)sfs.f_files);
+	return 0;
+}
+
+/* Write up to 4 MiB to file until ENOSPC stops it; *written is how much went in. */
+static int tmpfs_fill(const char *file, uint64_t *written, hu_err *err)
+{
+	static char chunk[64 * 1024];
+
 	_cleanup_close_ int fd = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return doctor_probe_sys(err, "create %s", file);
@@ -180,11 +209,25 @@ static int probe_tmpfs(void *arg, char *info, size_t n, hu_err *err)
 			break;
 		if (w < 0)
 			return doctor_probe_sys(err, "write %s", file);
-		written += (uint64_t)w;
+		*written += (uint64_t)w;
 	}
+	return 0;
+}
+
+static int probe_tmpfs(void *arg, char *info, size_t n, hu_err *err)
+{
+	const char *dir = arg;
+	char file[PATH_MAX + 8];
+	uint64_t bytes = 0, written = 0;
+
+	if (tmpfs_mount_capped(dir, &bytes, err) < 0)
+		return -1;
+	/* the cap must really stop writes, not just be reported */
+	snprintf(file, sizeof(file), "%s/fill", dir);
+	if (tmpfs_fill(file, &written, err) < 0)
+		return -1;
 	if (written > bytes)
 		return hu_err_set(err, 0, "wrote %" PRIu64 " bytes to a 1 MiB tmpfs without ENOSPC", written);
-	close(hu_take_fd(&fd));
 	umount2(dir, MNT_DETACH);
 	snprintf(info, n, "size=1m,nr_inodes=64 honoured: writes stop with ENOSPC after %" PRIu64 " KiB",
 		 written / 1024);

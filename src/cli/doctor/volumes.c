@@ -10,19 +10,20 @@
 #include "cli/doctor/doctor.h"
 #include "cli/doctor/probe.h"
 
-/* A capped volume is an ext4 image on a loop device (src/daemon/volumes.c):
- * it needs /dev/loop-control and mkfs.ext4. Uncapped volumes need neither. */
 void doctor_check_volumes(const struct doctor_ctx *cx, struct doctor_result *r)
 {
+	hu_err err;
+
 	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	/* worded now: the access() calls below overwrite errno */
+	if (fd < 0)
+		doctor_probe_sys(&err, "open(/dev/loop-control)");
 	bool mkfs = access("/usr/sbin/mkfs.ext4", X_OK) == 0 || access("/sbin/mkfs.ext4", X_OK) == 0;
 
 	if (fd >= 0) {
 		doctor_found(r, "/dev/loop-control usable");
 		close(fd);
 	} else {
-		hu_err err;
-		doctor_probe_sys(&err, "open(/dev/loop-control)");
 		doctor_found(r, "%s", err.msg);
 	}
 	doctor_found(r, mkfs ? "mkfs.ext4 present" : "mkfs.ext4 missing (e2fsprogs)");
