@@ -300,10 +300,11 @@ static int add_rlimit_rules(scmp_filter_ctx ctx, hu_err *err)
  * Host-wide counters that no cgroup accounts for. io_setup (native AIO)
  * reserves events against fs.aio-max-nr, one number for the whole host:
  * one sandbox creating contexts until it is reached makes io_setup fail
- * with EAGAIN for every other sandbox and for the host's databases. A cap
- * on nr_events would not help (each context reserves at least 4 events
- * per possible CPU, twice, and a process may create contexts until the
- * limit), so io_setup is refused: ENOSYS, the answer of a kernel built
+ * with EAGAIN for every other sandbox and for the host's databases. One
+ * io_setup(65536) takes the default limit whole (for 4 MiB of ring); a cap
+ * on nr_events would only change how many calls that takes (the counter
+ * counts what each call asks for, and a one-event context costs a few
+ * KiB), so io_setup is refused: ENOSYS, the answer of a kernel built
  * without AIO, on which libaio users (MySQL, MariaDB, fio) fall back to
  * their thread-pool I/O. The other aio calls need a context and fail
  * without one. POSIX aio (glibc's aio_read) uses threads, not these.

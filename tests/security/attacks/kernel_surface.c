@@ -15,8 +15,9 @@
  * AF_XDP, AF_TIPC, AF_RDS, AF_CAN, AF_BLUETOOTH; netlink NETFILTER, XFRM,
  * AUDIT, KOBJECT_UEVENT, GENERIC, SOCK_DIAG), raw IP sockets; IP
  * protocols whose socket() makes the kernel look for a module (SCTP as
- * stream and seqpacket, DCCP, L2TP, RDS-over-IP numbers, unknown numbers,
- * upper-bit garbage) and the built-in ones nobody here needs (MPTCP,
+ * stream and seqpacket, DCCP, L2TP, unknown numbers, upper-bit garbage),
+ * types the kernel turns into something else (AF_INET with SOCK_PACKET is
+ * an AF_PACKET socket to it) and the built-in ones nobody here needs (MPTCP,
  * UDP-Lite), a protocol of the other IP family (ICMPv6 on AF_INET), AF_UNIX
  * protocols other than 0; socketpair() of every family, and of netlink and
  * IP with those protocols (socketpair runs the family's create code too);
