@@ -23,7 +23,7 @@
  *    probing code (libaudit, python's socket module users) treats as "absent";
  *    EPROTONOSUPPORT / ESOCKTNOSUPPORT for IP protocols and socket types
  *    outside it (seccomp_prologue.c, where the socket rules live).
- *  - EINVAL for any change of RLIMIT_CORE (see add_rlimit_rules).
+ *  - Success without effect for setting RLIMIT_CORE (see add_rlimit_rules).
  *  - Foreign ABIs (i386 `int $0x80`, x32) kill the whole process: only a
  *    deliberate filter-evasion attempt or a foreign binary makes such calls,
  *    and a dead process is the unambiguous outcome for both.
@@ -272,11 +272,15 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, hu_err *err)
  *    RLIMIT_CORE is, except for exactly 1: the kernel's own guard against
  *    recursive dumps. 1 is also below the smallest core file the kernel
  *    writes, so no core file is written either. Lowering it to 0 would bring
- *    the pipe back, so no process may set it at all (seccomp cannot read the
- *    new value, which is in memory). EINVAL rather than EPERM: gpg and
- *    gpgsm lower RLIMIT_CORE at start and die on any other errno than
- *    EINVAL or ENOSYS; with EINVAL they carry on (without a core limit of
- *    0 they would never dump anyway).
+ *    the pipe back, and seccomp cannot tell lowering from raising (the new
+ *    value is in memory), so no call changes it. A call that sets it
+ *    succeeds without doing anything: every sanitizer runtime (ASan, TSan,
+ *    MSan, so `go test -race` too) lowers RLIMIT_CORE at start and dies if
+ *    that fails, gpg and gpgsm die on anything but EINVAL, and a process that
+ *    lowers it gets what it wants (no core, no helper). Only a caller that
+ *    raises it is misled, and the kernel would refuse that above the hard
+ *    limit of 1 anyway. prlimit64 that also asks for the old value gets
+ *    EINVAL instead: a faked success would leave it uninitialised.
  *  - Another process's limits: root inside is the same uid as hutch-init,
  *    so prlimit64(1, RLIMIT_CPU, {1, 1}) would have the kernel kill PID 1
  *    (and with it the sandbox) after one second of CPU, and RLIMIT_NOFILE
@@ -287,12 +291,14 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, hu_err *err)
  */
 static int add_rlimit_rules(scmp_filter_ctx ctx, hu_err *err)
 {
-	ADD(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(setrlimit), 1,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE));
-	ADD(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prlimit64), 2,
-	    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE), SCMP_A2(SCMP_CMP_NE, 0));
-	ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2,
-	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1), SCMP_A2(SCMP_CMP_NE, 0));
+	const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE);
+
+	ADD(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE));
+	ADD(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0), SCMP_A3(SCMP_CMP_EQ, 0));
+	ADD(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
+	    SCMP_A3(SCMP_CMP_NE, 0));
+	ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1),
+	    SCMP_A2(SCMP_CMP_NE, 0));
 	return 0;
 }
 
