@@ -1099,6 +1099,35 @@ static void check_psi(const struct ctx *cx, struct result *r)
 	found(r, "/proc/pressure/memory readable (%s)", buf);
 }
 
+/* ---------------------------------------------------- check: core dumps */
+
+/* Sandboxes run with RLIMIT_CORE 1, which stops file and pipe core dumps
+ * (the kernel starts a pipe helper, as host root, for any other limit, 0
+ * included). A socket pattern ("@path", Linux 6.16+) ignores the limit:
+ * every crash in a sandbox then reaches that host service. */
+static void check_core_pattern(const struct ctx *cx, struct result *r)
+{
+	char pat[256];
+	hu_err err;
+
+	if (hu_read_file("/proc/sys/kernel/core_pattern", pat, sizeof(pat), &err) < 0) {
+		found(r, "%s", err.msg);
+		return;
+	}
+	pat[strcspn(pat, "\n")] = '\0';
+	if (pat[0] == '@') {
+		found(r, "kernel.core_pattern %s is a socket: the kernel ignores RLIMIT_CORE for it", pat);
+		verdict(r, ST_WARN,
+			"every crash inside a sandbox reaches that host service; make it refuse host uids from 2^30 up, "
+			"or use a pipe or file pattern");
+	} else if (pat[0] == '|') {
+		found(r, "kernel.core_pattern pipes to %s; sandboxes run with RLIMIT_CORE 1, for which the kernel starts no helper",
+		      pat + 1);
+	} else {
+		found(r, "kernel.core_pattern %s writes files; sandboxes run with RLIMIT_CORE 1 and write none", pat);
+	}
+}
+
 /* ------------------------------------------------------- check: seccomp */
 
 static int probe_seccomp(void *arg, char *info, size_t n, hu_err *err)
@@ -1516,6 +1545,7 @@ static const struct {
 	{"cgroup2 freeze/kill/clone3", check_cg2_features},
 	{"pressure stall info", check_psi},
 	{"seccomp", check_seccomp},
+	{"core dumps", check_core_pattern},
 	{"Landlock", check_landlock},
 	{"memory", check_memory},
 	{"resource floor", check_floor},
