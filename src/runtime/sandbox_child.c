@@ -78,6 +78,11 @@ static int loopback_up(hu_err *err)
 	return 0;
 }
 
+/* ptys one sandbox may hold at once (its devpts instance's max=) */
+#define HU_SANDBOX_PTYS_MAX 128
+#define HU_STR_(x) #x
+#define HU_STR(x) HU_STR_(x)
+
 /* /dev: a small tmpfs with the harmless host character devices bound in,
  * a private devpts instance (ptys of this sandbox only) and a /dev/shm. */
 static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
@@ -113,8 +118,13 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 	}
 	if (path_in(p, sizeof(p), dev, "pts", err) < 0)
 		return -1;
+	/* max: the kernel counts ptys host-wide (kernel.pty.max, 4096 by
+	 * default, of which every devpts instance but the host's own shares
+	 * all but the 1024 reserved), so without a cap of its own one sandbox
+	 * could take every pty of every other sandbox. */
 	if (mkdir(p, 0755) < 0 ||
-	    do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err) < 0)
+	    do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+		     "newinstance,ptmxmode=0666,mode=0620,max=" HU_STR(HU_SANDBOX_PTYS_MAX), err) < 0)
 		return err->code ? -1 : hu_err_sys(err, "mkdir %s", p);
 	if (path_in(p, sizeof(p), dev, "shm", err) < 0)
 		return -1;

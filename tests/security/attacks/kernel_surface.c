@@ -22,6 +22,7 @@
  * protocols other than 0; socketpair() of every family, and of netlink and
  * IP with those protocols (socketpair runs the family's create code too);
  * io_setup (native AIO: fs.aio-max-nr is one counter for the whole host);
+ * opening ptys until it fails (kernel.pty.max is host-wide too);
  * syscall numbers above the last reviewed one (470 listns, 500, 1023).
  *
  * Why it must fail: each of these is denied by the seccomp filter (EPERM;
@@ -32,7 +33,8 @@
  * answers (and would first ask modprobe for the module);
  * tests/unit/runtime/test_seccomp.c proves on the BPF that the filter is
  * what answers. MPTCP, UDP-Lite and NETLINK_SOCK_DIAG are built into most
- * kernels: there only the filter refuses them.
+ * kernels: there only the filter refuses them. ptys stop at the cap of the
+ * sandbox's own devpts instance (max=128), with ENOSPC.
  *
  * Expected: the errno listed with each call below. Every call is made with
  * arguments that would be harmless even if it got through.
@@ -273,6 +275,26 @@ int main(void)
 	expect_err("io_setup(1)", aio, errno, ENOSYS, 0);
 	if (aio == 0)
 		syscall(SYS_io_destroy, aio_ctx);
+
+	/* ptys: counted host-wide by the kernel; the sandbox's devpts has a
+	 * cap of its own (128), so one sandbox cannot take every other
+	 * sandbox's. At most 512 tries: bounded even where the cap is missing. */
+	int ptys[512], nptys = 0, pty_errno = 0;
+	while (nptys < 512) {
+		int m = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (m < 0) {
+			pty_errno = errno;
+			break;
+		}
+		ptys[nptys++] = m;
+	}
+	for (int i = 0; i < nptys; i++)
+		close(ptys[i]);
+	if (nptys >= 1 && nptys <= 128 && pty_errno == ENOSPC)
+		ok("ptys stop at the sandbox's own cap: %d opened, then ENOSPC", nptys);
+	else
+		not_ok("ptys: %d opened, then %s (expected at most 128, then ENOSPC)", nptys,
+		       pty_errno ? ename(pty_errno) : "no failure");
 
 	/* socketpair: never a socket of another family than AF_UNIX, and the
 	 * filter answers before any denied family's code runs. */
