@@ -274,10 +274,10 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, hu_err *err)
  *    writes, so no core file is written either. Lowering it to 0 would bring
  *    the pipe back, and seccomp cannot tell lowering from raising (the new
  *    value is in memory), so no call changes it. A call that sets it
- *    succeeds without doing anything: every sanitizer runtime (ASan, TSan,
- *    MSan, so `go test -race` too) lowers RLIMIT_CORE at start and dies if
- *    that fails, gpg and gpgsm die on anything but EINVAL, and a process that
- *    lowers it gets what it wants (no core, no helper). Only a caller that
+ *    succeeds without doing anything: the sanitizer runtimes (ASan, TSan,
+ *    MSan) lower RLIMIT_CORE at start and die if that fails, gpg and gpgsm
+ *    die on anything but EINVAL, and a process that lowers it gets what it
+ *    wants (no core, no helper). Only a caller that
  *    raises it is misled, and the kernel would refuse that above the hard
  *    limit of 1 anyway. prlimit64 that also asks for the old value gets
  *    EINVAL instead: a faked success would leave it uninitialised.
