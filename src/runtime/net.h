@@ -138,6 +138,16 @@ int hu_cidr6_parse(const char *s, struct hu_cidr6 *out, hu_err *err);
 /* "addr/len" into buf (at least HU_CIDR6_TEXT bytes). */
 #define HU_CIDR6_TEXT 48
 void hu_cidr6_format(const struct hu_cidr6 *c, char *buf, size_t n);
+/* The built-in denials (netdeny.c): CIDRs no sandbox reaches unless the
+ * operator's network_allow lists an exception. */
+extern const char *const hu_net_builtin_deny4[];
+extern const size_t hu_net_builtin_deny4_len;
+extern const char *const hu_net_builtin_deny6[];
+extern const size_t hu_net_builtin_deny6_len;
+/* Whether an address (host order; IPv6: 16 bytes, network order) lies in
+ * one of them: 1 or 0. */
+int hu_net_builtin_denied4(uint32_t addr);
+int hu_net_builtin_denied6(const uint8_t addr[16]);
 /* Whether the rules hold any entry (of either family). */
 int hu_net_rules_any(const struct hu_net_rules *rules);
 /* The operator's IPv6 pool: "none" or an IPv6 CIDR of /126 or shorter. */

@@ -17,7 +17,7 @@ expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$e
 
 # one line per check: "<status> <name>: <finding>"
 for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
-	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "Landlock" "memory" \
+	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "core dumps" "Landlock" "memory" \
 	"file descriptors" "capped volumes" "IPv6" "kernel"; do
 	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
 	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
@@ -25,6 +25,8 @@ done
 expect_match "cgroups line reports mode $want_mode" "^ok +cgroups: mode $want_mode" "$(grep -E ' cgroups: ' <<<"$out")"
 expect_match "Landlock line reports an ABI version or why not" "Landlock: (ABI version [0-9]+|.*returned)" \
 	"$(grep ' Landlock: ' <<<"$out")"
+expect_match "core dumps line names the host's pattern and what sandboxes do with it" \
+	"core dumps: kernel.core_pattern .*(RLIMIT_CORE 1|ignores RLIMIT_CORE)" "$(grep ' core dumps: ' <<<"$out")"
 expect_match "memory line estimates how many sandboxes fit" "room for about [0-9]+ sandboxes of 512 MiB" \
 	"$(grep ' memory: ' <<<"$out")"
 expect_match "resource floor is measured with real sandboxes" \

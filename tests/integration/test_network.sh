@@ -290,6 +290,17 @@ expect_eq "no sandbox interface is left" 0 "$(links_left)"
 rules=$(nft list table inet "$NAME" 2>&1)
 expect_no_match "no rule of any sandbox is left" "\"$NAME-[0-9]+\"" "$rules"
 expect_match "the host-wide table stays" "chain from_sbx" "$rules"
+# the built-in denials hold the metadata addresses outside the private and
+# link-local ranges (not routed into the test world: on an Azure host the
+# wire server is also the host's own resolver). Every form a sandbox could
+# use is covered by tests/unit/runtime/test_netdeny.c; the rule that drops
+# opdeny is the one the 169.254.169.254 timeouts above go through.
+in_set() { nft get element inet "$NAME" "$1" "$2" >/dev/null 2>&1; }
+check "168.63.129.16 (Azure's wire server) and 100.100.100.200 are built-in denials" \
+	in_set opdeny '{ 168.63.129.16, 100.100.100.200, 169.254.169.254 }'
+check "fd00:ec2::254 (AWS IPv6 metadata) is a built-in denial" in_set opdeny6 '{ fd00:ec2::254 }'
+not_in_set() { ! in_set "$@"; }
+check "a public neighbour of the wire server is not (168.63.129.17)" not_in_set opdeny '{ 168.63.129.17 }'
 expect_eq "no IPv6 route of any sandbox is left" "" "$(ip -6 route | grep "$POOL6_PREFIX:")"
 
 # 10. a `hutch run` killed with SIGKILL leaves its sandbox's rules behind

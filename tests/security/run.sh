@@ -179,6 +179,8 @@ for u in root user; do
 	run_attack foreign_abi "$u" "$I386"
 	run_attack cross_process "$u"
 	run_attack signal_init "$u"
+	run_attack init_protect "$u"
+	run_attack core_dumps "$u"
 	run_attack tty_inject "$u"
 	run_attack fd_leaks "$u" "$HUTCH_TEST_TMP"
 	run_attack posture "$u"
@@ -237,6 +239,14 @@ if [ -n "$SAN_BUILD" ]; then
 			echo "# FINDING (sanitizer build only): kill -$sig 1 from sandbox root kills the ASan-built hutch-init: $(grep -m1 -o 'ERROR: AddressSanitizer: [A-Z]*' <<<"$out")"
 	done
 fi
+
+# A socket core_pattern ("@path", Linux 6.16+) ignores RLIMIT_CORE: the
+# kernel connects to that host socket for every dumpable crash, sandboxes'
+# included, and nothing a sandbox's limits say stops it (docs/security.md,
+# "Crashes"). Reported, not counted: it is the host's setting.
+case $(cat /proc/sys/kernel/core_pattern 2>/dev/null) in
+@*) echo "# FINDING: kernel.core_pattern is a socket ($(cat /proc/sys/kernel/core_pattern)): crashes inside sandboxes reach that host service" ;;
+esac
 
 # --- host unchanged -----------------------------------------------------------
 AFTER=$(host_state)

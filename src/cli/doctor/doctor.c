@@ -42,6 +42,7 @@ static const struct {
 	{"cgroup2 freeze/kill/clone3", doctor_check_cg2_features},
 	{"pressure stall info", doctor_check_psi},
 	{"seccomp", doctor_check_seccomp},
+	{"core dumps", doctor_check_core_pattern},
 	{"Landlock", doctor_check_landlock},
 	{"memory", doctor_check_memory},
 	{"resource floor", doctor_check_floor},

@@ -87,6 +87,7 @@ doctor_check_fn doctor_check_cg_swap;        /* cgroups.c */
 doctor_check_fn doctor_check_cg2_features;   /* cgroups.c */
 doctor_check_fn doctor_check_psi;            /* cgroups.c */
 doctor_check_fn doctor_check_seccomp;        /* confinement.c */
+doctor_check_fn doctor_check_core_pattern;   /* confinement.c */
 doctor_check_fn doctor_check_landlock;       /* confinement.c */
 doctor_check_fn doctor_check_memory;         /* limits.c */
 doctor_check_fn doctor_check_floor;          /* floor.c */
