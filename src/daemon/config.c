@@ -355,6 +355,12 @@ static int check_dns(const char *v, hu_err *err)
 	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", v, "", "", "", err);
 }
 
+static int check_flows(const char *v, hu_err *err)
+{
+	unsigned n;
+	return hu_net_flows_parse(v, &n, err);
+}
+
 /* CIDRs (IPv4 or IPv6) separated by commas and/or spaces */
 static int check_list(const char *v, hu_err *err)
 {
@@ -391,6 +397,7 @@ NET_SETTER(set_net_dns, net_dns, check_dns)
 NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
 NET_SETTER(set_net_allow, net_allow, check_list)
 NET_SETTER(set_net_deny, net_deny, check_list)
+NET_SETTER(set_net_flows, net_flows, check_flows)
 
 /* Warm pool sizes: a pool is a few idle sandboxes, so a typo of thousands
  * is refused rather than built. */
@@ -486,6 +493,7 @@ static const struct {
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},
 	{"network_deny", NULL, set_net_deny},
+	{"network_flows", NULL, set_net_flows},
 	{"pool.size", "--pool-size", set_pool_size},
 };
 

@@ -73,6 +73,7 @@ struct hu_config {
 	char net_uplinks[80];
 	char net_allow[1024];
 	char net_deny[1024];
+	char net_flows[16]; /* network_flows: connections a sandbox may hold */
 	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
 	uint32_t pool_size;
 	struct {

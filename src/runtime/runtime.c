@@ -37,6 +37,7 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
 	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");
 	copy_env(cfg->net_deny, sizeof(cfg->net_deny), "HUTCH_NET_DENY", "");
+	copy_env(cfg->net_flows, sizeof(cfg->net_flows), "HUTCH_NET_FLOWS", HU_NET_FLOWS_DEFAULT);
 }
 
 /* hutch-init is looked for next to the running binary (build tree), then in

@@ -38,6 +38,7 @@ struct hu_runtime_config {
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
 	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
 	unsigned net_dns_proxy_port; /* the daemon's DNS proxy port on the host; 0 = none */
+	char net_flows[16];       /* HUTCH_NET_FLOWS: connections a sandbox may hold (default 1024, 0 = no limit) */
 };
 
 struct hu_runtime;
