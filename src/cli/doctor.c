@@ -1498,6 +1498,37 @@ static void check_ipv6(const struct ctx *cx, struct result *r)
 
 /* -------------------------------------------------------------- table */
 
+/* Block I/O: which weight and cap knobs a sandbox's group gets here
+ * (runtime/cgroup_io.c looks, in a throw-away group). */
+static void check_block_io(const struct ctx *cx, struct result *r)
+{
+	struct hu_cgroup_io_support io;
+	hu_err err;
+
+	if (cg_fail_early(cx, r))
+		return;
+	if (hu_cgroup_io_probe(&cx->cg, &io, &err) < 0) {
+		found(r, "%s", err.msg);
+		verdict(r, ST_WARN, "could not be checked");
+		return;
+	}
+	if (!io.controller) {
+		found(r, "no io controller in cgroup2 and no v1 blkio hierarchy");
+		verdict(r, ST_WARN, "no I/O weight or caps: one sandbox can take a disk's whole bandwidth");
+		return;
+	}
+	if (io.unknown) {
+		found(r, "%s offered, not yet enabled for children (the first sandbox enables it)", io.controller);
+		return;
+	}
+	found(r, "%s: weight %s, caps %s (a weight counts only on disks scheduled by bfq, or with io.cost)",
+	      io.controller, io.weight ? io.weight : "none", io.caps ? "present" : "none");
+	if (!io.weight)
+		verdict(r, ST_WARN, "no I/O weight: sandboxes and the host share disks unweighted");
+	if (!io.caps)
+		verdict(r, ST_WARN, "io.bps and io.iops cannot be enforced");
+}
+
 typedef void check_fn(const struct ctx *cx, struct result *r);
 
 static const struct {
@@ -1514,6 +1545,7 @@ static const struct {
 	{"cgroups", check_cgroups},
 	{"cgroup swap accounting", check_cg_swap},
 	{"cgroup2 freeze/kill/clone3", check_cg2_features},
+	{"block I/O limits", check_block_io},
 	{"pressure stall info", check_psi},
 	{"seccomp", check_seccomp},
 	{"Landlock", check_landlock},

@@ -106,6 +106,9 @@ static void test_good_file(void **state)
 			    "network_pool6 = fd00:1:2::/64\n"
 			    "network_allow = 10.1.2.3/32, 10.9.0.0/16, fd12::/16\n"
 			    "network_flows = 4096\n"
+			    "io.weight = 50\n"
+			    "io.bps = 100M\n"
+			    "io.iops = 2000\n"
 			    "log_level = debug\r\n");
 	/* <data_dir>/hutch.conf is read without --config. */
 	assert_int_equal(from_args(&cfg, &err, NULL), 0);
@@ -128,6 +131,9 @@ static void test_good_file(void **state)
 	assert_string_equal(cfg.net_pool6, "fd00:1:2::/64");
 	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16, fd12::/16");
 	assert_string_equal(cfg.net_flows, "4096");
+	assert_string_equal(cfg.io_weight, "50");
+	assert_string_equal(cfg.io_bps, "100M");
+	assert_string_equal(cfg.io_iops, "2000");
 }
 
 static void assert_file_error(struct fixture *f, const char *text, const char *where, const char *what)
@@ -210,6 +216,10 @@ static void test_lifecycle_settings(void **state)
 	assert_file_error(f, "network_flows = 8\n", "1", "0 (no limit) or 16");
 	assert_file_error(f, "network_flows = 2000000\n", "1", "0 (no limit) or 16");
 	assert_file_error(f, "network_flows = many\n", "1", "many");
+	assert_file_error(f, "io.weight = 0\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.weight = 10001\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.bps = 512K\n", "1", "at least 1M");
+	assert_file_error(f, "io.iops = 99\n", "1", "at least 100");
 }
 
 static void test_flags_override(void **state)
