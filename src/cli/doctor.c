@@ -1300,7 +1300,8 @@ static void check_floor(const struct ctx *cx, struct result *r)
 	hu_runtime_close(rt);
 	/* the parent group the runtime keeps for concurrent creators */
 	const struct hu_cgroup_env *env = &cx->cg;
-	const char *roots[] = {env->v2_root, env->v1_memory, env->v1_pids, env->v1_cpu, env->v1_cpuacct, env->v1_freezer};
+	const char *roots[] = {env->v2_root,     env->v1_memory,  env->v1_pids, env->v1_cpu,
+			       env->v1_cpuacct, env->v1_freezer, env->v1_blkio};
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
 		char grp[PATH_MAX + 80];
 		if (roots[i][0] && snprintf(grp, sizeof(grp), "%s/%s", roots[i], rc.cgroup_parent) < (int)sizeof(grp))
