@@ -19,7 +19,7 @@
 #include "util/fileutil.h"
 
 /* The whole disk a filesystem's device belongs to (io.max and blkio
- * throttling take disks, not partitions): 1 with *disk set, 0 when dev is
+ * throttling take disks, not partitions): 1 with its numbers set, 0 when dev is
  * no block device the kernel lists. */
 static int whole_disk(dev_t dev, uint32_t *major_out, uint32_t *minor_out)
 {
