@@ -19,6 +19,7 @@
 #include "runtime/netlink.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
+#include "util/parse.h"
 
 /* IPv4 forwarding on the interfaces replies come back through: forwarding is
  * decided by the interface a packet arrives on, so the host-wide ip_forward
@@ -45,6 +46,23 @@ static int enable_uplinks(const struct hu_net_config *cfg, hu_err *err)
 	return rc;
 }
 
+/* Below 16 a sandbox could hardly resolve a name and open a connection
+ * at the same time: such a limit is a typo, not a policy. */
+#define FLOWS_MIN 16
+
+int hu_net_flows_parse(const char *v, unsigned *out, hu_err *err)
+{
+	uint64_t n;
+
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n != 0 && (n < FLOWS_MIN || n > HU_NET_FLOWS_MAX))
+		return hu_err_set(err, -EINVAL, "%llu flows per sandbox: 0 (no limit) or %d .. %u",
+				  (unsigned long long)n, FLOWS_MIN, HU_NET_FLOWS_MAX);
+	*out = (unsigned)n;
+	return 0;
+}
+
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 {
 	const struct hu_runtime_config *c = &rt->cfg;
@@ -52,7 +70,8 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 	rt->host_netns = -1;
 	if (hu_net_config_parse(&rt->net, c->net_mode, c->net_name, c->net_pool, c->net_dns, c->net_uplinks,
 				c->net_allow, c->net_deny, err) < 0 ||
-	    hu_net_pool6_parse(&rt->net, c->net_pool6, err) < 0)
+	    hu_net_pool6_parse(&rt->net, c->net_pool6, err) < 0 ||
+	    hu_net_flows_parse(c->net_flows[0] ? c->net_flows : HU_NET_FLOWS_DEFAULT, &rt->net.flows, err) < 0)
 		return -1;
 	if (c->net_dns_proxy_port > 65535)
 		return hu_err_set(err, EINVAL, "network: DNS proxy port %u", c->net_dns_proxy_port);

@@ -17,6 +17,9 @@
  *   from_sbx: IPv6 dropped (unless this host gives sandboxes IPv6: then
  *     netfilter6.c's rules, in the same order); a source address that does not route back
  *     through the interface it came from (reverse path: spoofing) dropped;
+ *     a new flow (either family) dropped while the interface already holds
+ *     cfg->flows live connections (dynamic set flows, ct count): the host's
+ *     conntrack table is shared, and one sandbox must not fill it;
  *     (no shortcut for established flows: a rule change applies to open
  *     connections at once); DNS to the configured resolver only through the
  *     DNAT below, port 53, at most 20 new flows a second per interface
@@ -55,7 +58,7 @@
 
 /* The sets whose elements carry a sandbox's interface name. */
 static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy", "uallow6", "udeny6",
-					      "dallow6"};
+					      "dallow6", "flows"};
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
@@ -191,6 +194,9 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "add set inet %s dnsrate { type ifname; flags dynamic,timeout; timeout 60s; }\n", t);
 	fprintf(f, "add set inet %s dallow { type ifname . ipv4_addr; flags timeout; }\n", t);
 	fprintf(f, "add set inet %s dnsproxy { type ifname; }\n", t);
+	/* one element per sandbox interface, holding the list of its live
+	 * connections (the kernel drops those that ended as it counts) */
+	fprintf(f, "add set inet %s flows { type ifname; flags dynamic; }\n", t);
 	/* idempotent: a second runtime (hutch run beside the daemon) rewrites
 	 * the same rules in one transaction, never leaving a gap */
 	fprintf(f, "flush chain inet %s forward\nflush chain inet %s input\nflush chain inet %s pre\n", t, t, t);
@@ -215,6 +221,11 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	/* root inside may use any source address: only the one that routes
 	 * back through this interface (its own) passes */
 	fprintf(f, "add rule inet %s from_sbx fib saddr . iif oif missing drop\n", t);
+	/* before anything accepts: every flow the host tracks for a sandbox
+	 * (DNS, the proxy, the internet, either family) counts */
+	if (cfg->flows)
+		fprintf(f, "add rule inet %s from_sbx ct state new add @flows { iifname ct count over %u } drop\n", t,
+			cfg->flows);
 	/* No blanket "established: accept": every packet a sandbox sends is
 	 * judged by the rules as they are now, so a PUT /network that denies a
 	 * destination also stops the connections already open to it. */

@@ -37,6 +37,10 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
 	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");
 	copy_env(cfg->net_deny, sizeof(cfg->net_deny), "HUTCH_NET_DENY", "");
+	copy_env(cfg->io_weight, sizeof(cfg->io_weight), "HUTCH_IO_WEIGHT", "100");
+	copy_env(cfg->io_bps, sizeof(cfg->io_bps), "HUTCH_IO_BPS", "0");
+	copy_env(cfg->io_iops, sizeof(cfg->io_iops), "HUTCH_IO_IOPS", "0");
+	copy_env(cfg->net_flows, sizeof(cfg->net_flows), "HUTCH_NET_FLOWS", HU_NET_FLOWS_DEFAULT);
 }
 
 /* hutch-init is looked for next to the running binary (build tree), then in
@@ -108,7 +112,9 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
 	rt->host_netns = -1;
-	if (hu_cgroup_detect(&rt->cg, err) < 0)
+	if (hu_cgroup_detect(&rt->cg, err) < 0 ||
+	    hu_cgroup_io_parse(cfg->io_weight[0] ? cfg->io_weight : "100", cfg->io_bps[0] ? cfg->io_bps : "0",
+			       cfg->io_iops[0] ? cfg->io_iops : "0", &rt->io, err) < 0)
 		goto fail;
 	snprintf(rt->cg.parent, sizeof(rt->cg.parent), "%s", cfg->cgroup_parent[0] ? cfg->cgroup_parent : "hutch");
 	/* Everything under the run and data dirs is private to root: a sandbox's

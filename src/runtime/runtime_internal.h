@@ -29,6 +29,7 @@ struct hu_runtime {
 	struct hu_net_config net; /* net.c */
 	struct nft_ctx *nft;      /* NULL unless the network mode is nat */
 	int host_netns;           /* the runtime's own network namespace */
+	struct hu_cgroup_io io;   /* the operator's I/O weight and caps (no disks) */
 };
 
 /* uid slots (idrange.c) */

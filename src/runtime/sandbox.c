@@ -499,6 +499,7 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 			    hu_err *err)
 {
 	struct hu_sandbox *sb;
+	struct hu_cgroup_limits lim;
 	hu_err ignore;
 	int listen_fd = -1;
 
@@ -515,7 +516,9 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 	sb->uid_base = HU_UID_FIRST + sb->slot * HU_UID_RANGE;
 	if (prepare_dirs(sb, spec, err) < 0)
 		goto fail;
-	if (hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
+	lim = spec->limits;
+	hu_sbx_io_limits(rt, spec, &lim.io);
+	if (hu_cgroup_create(&rt->cg, spec->id, &lim, &sb->cg, err) < 0)
 		goto fail;
 	listen_fd = hu_sbx_bind_init_socket(sb, err);
 	if (listen_fd < 0 || hu_sbx_start_child(sb, spec, listen_fd, err) < 0)

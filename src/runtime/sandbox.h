@@ -38,6 +38,13 @@ struct hu_runtime_config {
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
 	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
 	unsigned net_dns_proxy_port; /* the daemon's DNS proxy port on the host; 0 = none */
+	/* block I/O of every sandbox (cgroup.h): HUTCH_IO_WEIGHT (default 100),
+	 * HUTCH_IO_BPS and HUTCH_IO_IOPS (caps per disk, read and write each;
+	 * default 0, none). A sandbox's own caps may only be tighter. */
+	char io_weight[16];
+	char io_bps[24];
+	char io_iops[24];
+	char net_flows[16];       /* HUTCH_NET_FLOWS: connections a sandbox may hold (default 1024, 0 = no limit) */
 };
 
 struct hu_runtime;

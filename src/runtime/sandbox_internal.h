@@ -47,4 +47,8 @@ struct hu_child_report {
 	char msg[HU_ERR_MSG_MAX];
 };
 
+/* sandbox_io.c: the block I/O settings of the sandbox's group (the
+ * runtime's, tightened by the spec's) and the disks its caps apply to. */
+void hu_sbx_io_limits(const struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_cgroup_io *io);
+
 #endif

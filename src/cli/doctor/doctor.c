@@ -40,6 +40,7 @@ static const struct {
 	{"cgroups", doctor_check_cgroups},
 	{"cgroup swap accounting", doctor_check_cg_swap},
 	{"cgroup2 freeze/kill/clone3", doctor_check_cg2_features},
+	{"block I/O limits", doctor_check_block_io},
 	{"pressure stall info", doctor_check_psi},
 	{"seccomp", doctor_check_seccomp},
 	{"core dumps", doctor_check_core_pattern},

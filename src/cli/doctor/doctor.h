@@ -85,6 +85,7 @@ doctor_check_fn doctor_check_tmpfs;          /* rootfs.c */
 doctor_check_fn doctor_check_cgroups;        /* cgroups.c */
 doctor_check_fn doctor_check_cg_swap;        /* cgroups.c */
 doctor_check_fn doctor_check_cg2_features;   /* cgroups.c */
+doctor_check_fn doctor_check_block_io;       /* cgroups.c */
 doctor_check_fn doctor_check_psi;            /* cgroups.c */
 doctor_check_fn doctor_check_seccomp;        /* confinement.c */
 doctor_check_fn doctor_check_core_pattern;   /* confinement.c */
