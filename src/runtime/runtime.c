@@ -37,6 +37,8 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
 	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");
 	copy_env(cfg->net_deny, sizeof(cfg->net_deny), "HUTCH_NET_DENY", "");
+	copy_env(cfg->layers, sizeof(cfg->layers), "HUTCH_LAYERS", "auto");
+	copy_env(cfg->layers_size, sizeof(cfg->layers_size), "HUTCH_LAYERS_SIZE", "");
 }
 
 /* hutch-init is looked for next to the running binary (build tree), then in
@@ -122,6 +124,9 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 			hu_err_sys(err, "chmod %s", cfg->run_dir);
 		goto fail;
 	}
+	if (hu_layers_open(&rt->layers, cfg, err) < 0)
+		goto fail;
+	rt->have_layers = 1;
 	if (cfg->init_path[0])
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (find_init(init_path, sizeof(init_path), err) < 0)
@@ -145,7 +150,27 @@ void hu_runtime_close(struct hu_runtime *rt)
 		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
+	if (rt->have_layers)
+		hu_layers_close(&rt->layers);
 	free(rt);
+}
+
+void hu_runtime_storage(const struct hu_runtime *rt, struct hu_storage_info *out)
+{
+	const struct hu_layers *ly = &rt->layers;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->backend, sizeof(out->backend), "%s", ly->kind == HU_LAYERS_IMAGE ? "image" : "data-dir");
+	snprintf(out->root, sizeof(out->root), "%s", ly->root);
+	snprintf(out->image, sizeof(out->image), "%s", ly->image);
+	snprintf(out->quota, sizeof(out->quota), "%s", ly->quota);
+	snprintf(out->reason, sizeof(out->reason), "%s", ly->reason);
+	out->ready = 1;
+}
+
+int hu_storage_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err)
+{
+	return hu_layers_probe(cfg, out, err);
 }
 
 const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt)
