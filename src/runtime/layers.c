@@ -323,11 +323,12 @@ static int mount_image(struct hu_layers *ly, const struct hu_runtime_config *cfg
 int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu_err *err)
 {
 	struct hu_layers_facts f;
-	char lock[PATH_MAX + 16];
+	char lock[PATH_MAX + 16], users[PATH_MAX + 16];
 
 	memset(ly, 0, sizeof(*ly));
 	ly->root_fd = -1;
 	ly->lock_fd = -1;
+	ly->users_fd = -1;
 	if ((size_t)snprintf(ly->root, sizeof(ly->root), "%s/layers", cfg->data_dir) >= sizeof(ly->root) ||
 	    (size_t)snprintf(ly->image, sizeof(ly->image), "%s/layers.img", cfg->data_dir) >= sizeof(ly->image))
 		return hu_err_set(err, ENAMETOOLONG, "data dir %s", cfg->data_dir);
@@ -337,9 +338,16 @@ int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu
 	ly->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (ly->lock_fd < 0)
 		return hu_err_sys(err, "open %s", lock);
-	/* exclusive while bringing it up: one maker of the image, one mount */
+	/* one maker of the image, one mount; and no last user's unmount in
+	 * between (hu_layers_close takes this lock too) */
 	if (flock(ly->lock_fd, LOCK_EX) < 0) {
 		hu_err_sys(err, "lock %s", lock);
+		goto fail;
+	}
+	snprintf(users, sizeof(users), "%s/layers.users", cfg->data_dir);
+	ly->users_fd = open(users, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (ly->users_fd < 0 || flock(ly->users_fd, LOCK_SH) < 0) {
+		hu_err_sys(err, "lock %s", users);
 		goto fail;
 	}
 	if (gather_facts(cfg, &f, ly->fsid, sizeof(ly->fsid), err) < 0 ||
@@ -369,10 +377,7 @@ int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu
 			goto fail;
 		hu_btrfs_quota_mode(ly->fsid, ly->quota, sizeof(ly->quota));
 	}
-	if (flock(ly->lock_fd, LOCK_SH) < 0) {
-		hu_err_sys(err, "lock %s", lock);
-		goto fail;
-	}
+	flock(ly->lock_fd, LOCK_UN);
 	return 0;
 fail:
 	hu_err_prefix(err, "layers in %s", cfg->data_dir);
@@ -383,7 +388,9 @@ fail:
 /* Does the layers root hold any sandbox's layer? */
 static int holds_layers(int root_fd)
 {
-	int dup = fcntl(root_fd, F_DUPFD_CLOEXEC, 0);
+	/* a fresh open: btrfs lists only the entries a directory had when it
+	 * was opened */
+	int dup = openat(root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
 	struct dirent *de;
 	int any = 0;
@@ -401,18 +408,24 @@ static int holds_layers(int root_fd)
 
 void hu_layers_close(struct hu_layers *ly)
 {
-	/* the last runtime out, with no layer left: unmount hutch's image */
-	if (ly->kind == HU_LAYERS_IMAGE && ly->lock_fd >= 0 && ly->root_fd >= 0 &&
-	    flock(ly->lock_fd, LOCK_EX | LOCK_NB) == 0 && !holds_layers(ly->root_fd)) {
+	/* the last runtime out, with no layer left: unmount hutch's image. Under
+	 * layers.lock no other runtime is opening; our shared hold on
+	 * layers.users is dropped first, so getting it exclusive means no
+	 * other runtime has it open. */
+	if (ly->kind == HU_LAYERS_IMAGE && ly->lock_fd >= 0 && ly->users_fd >= 0 && ly->root_fd >= 0 &&
+	    flock(ly->lock_fd, LOCK_EX) == 0 && flock(ly->users_fd, LOCK_UN) == 0 &&
+	    flock(ly->users_fd, LOCK_EX | LOCK_NB) == 0 && !holds_layers(ly->root_fd)) {
 		close(ly->root_fd);
 		ly->root_fd = -1;
 		umount2(ly->root, MNT_DETACH);
 	}
 	if (ly->root_fd >= 0)
 		close(ly->root_fd);
+	if (ly->users_fd >= 0)
+		close(ly->users_fd);
 	if (ly->lock_fd >= 0)
 		close(ly->lock_fd);
-	ly->root_fd = ly->lock_fd = -1;
+	ly->root_fd = ly->lock_fd = ly->users_fd = -1;
 }
 
 int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err)

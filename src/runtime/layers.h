@@ -39,12 +39,14 @@ struct hu_layers {
 	char quota[16];       /* "simple" or "qgroup" */
 	char reason[256];
 	int root_fd;
-	int lock_fd;          /* <data_dir>/layers.lock, held shared while open */
+	int lock_fd;          /* <data_dir>/layers.lock: held while bringing it up or down */
+	int users_fd;         /* <data_dir>/layers.users: held shared while open */
 };
 
 /* Choose and bring up the backend (making, attaching and mounting the image
- * when it is the image's turn). Every runtime of the host holds the lock
- * shared while open, so that hu_layers_close can tell when it is the last. */
+ * when it is the image's turn). Every runtime of the host holds
+ * layers.users shared while open, so that hu_layers_close can tell when it
+ * is the last; layers.lock serialises bringing the image up and down. */
 int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu_err *err);
 /* Close; the last runtime to close an image that holds no layer unmounts
  * it (the loop device goes with it), so throw-away data dirs leave nothing. */

@@ -573,6 +573,16 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 	return hu_layer_usage(&sb->rt->layers, sb->id, disk_used, err);
 }
 
+int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err)
+{
+	_cleanup_close_ int fd = open(sb->layer, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return hu_err_sys(err, "open %s", sb->layer);
+	if (syncfs(fd) < 0)
+		return hu_err_sys(err, "sync %s", sb->layer);
+	return 0;
+}
+
 int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)
 {
 	struct hu_cgroup *cg = NULL;

@@ -169,7 +169,12 @@ int hu_sandbox_pidfd(const struct hu_sandbox *sb);
 uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
+/* disk_used: what the writable layer holds, as of the file system's last
+ * commit (at most a few seconds old). */
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Commit the layer's pending writes, so that the next disk_used is exact
+ * (a few ms; for a caller about to report a full disk, not for metrics). */
+int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err);
 /* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
  * `hutch run` that was SIGKILLed): those whose directory is older than
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones

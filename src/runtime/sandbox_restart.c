@@ -213,7 +213,9 @@ out:
 
 int hu_runtime_layers(struct hu_runtime *rt, int (*fn)(const char *id, void *arg), void *arg, hu_err *err)
 {
-	int fd = fcntl(rt->layers.root_fd, F_DUPFD_CLOEXEC, 0);
+	/* a fresh open: btrfs lists only the entries a directory had when it
+	 * was opened */
+	int fd = openat(rt->layers.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *de;
 	int rc = 0;
@@ -223,7 +225,6 @@ int hu_runtime_layers(struct hu_runtime *rt, int (*fn)(const char *id, void *arg
 			close(fd);
 		return hu_err_sys(err, "read %s", rt->layers.root);
 	}
-	rewinddir(d);
 	while (rc == 0 && (de = readdir(d)) != NULL)
 		if (hu_sandbox_id_valid(de->d_name) && de->d_type == DT_DIR)
 			rc = fn(de->d_name, arg);
