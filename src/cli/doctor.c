@@ -1389,6 +1389,42 @@ static void check_volumes(const struct ctx *cx, struct result *r)
 		verdict(r, ST_WARN, "volumes with a size cap cannot be created (uncapped volumes work)");
 }
 
+/* ------------------------------------------------ check: writable layers */
+
+/* Which backend holds the sandboxes' writable layers, and why: decided as
+ * hu_runtime_open decides it for the configured data dir (or the nearest
+ * directory that exists, for a data dir not made yet). Makes nothing. */
+static void check_storage(const struct ctx *cx, struct result *r)
+{
+	char *args[] = {"doctor", "--config", (char *)cx->config_path, NULL};
+	struct hu_config cfg;
+	struct hu_runtime_config rc;
+	struct hu_storage_info info;
+	hu_err err;
+
+	hu_runtime_config_defaults(&rc);
+	if (hu_config_from_args(&cfg, cx->config_path ? 3 : 1, args, &err) == 0)
+		snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", cfg.data_dir);
+	while (access(rc.data_dir, F_OK) < 0 && strrchr(rc.data_dir, '/') > rc.data_dir)
+		*strrchr(rc.data_dir, '/') = '\0';
+	if (hu_storage_probe(&rc, &info, &err) < 0) {
+		found(r, "%s", err.msg);
+		verdict(r, ST_FAIL, "sandboxes cannot start");
+		return;
+	}
+	found(r, "%s on btrfs, a subvolume and quota group per sandbox: %s", info.backend, info.reason);
+	if (info.ready) {
+		found(r, "%s is up (%s quotas)", info.root, info.quota);
+		return;
+	}
+	bool mkfs = access("/usr/sbin/mkfs.btrfs", X_OK) == 0 || access("/sbin/mkfs.btrfs", X_OK) == 0;
+	bool loop = access("/dev/loop-control", R_OK | W_OK) == 0;
+	found(r, "%s is made at the first start: mkfs.btrfs %s, /dev/loop-control %s", info.image,
+	      mkfs ? "present" : "missing (btrfs-progs)", loop ? "usable" : "unusable");
+	if (!mkfs || !loop)
+		verdict(r, ST_FAIL, "the layers image cannot be made; sandboxes cannot start");
+}
+
 /* -------------------------------------------------------- check: kernel */
 
 static void check_kernel(const struct ctx *cx, struct result *r)
@@ -1521,6 +1557,7 @@ static const struct {
 	{"resource floor", check_floor},
 	{"file descriptors", check_nofile},
 	{"capped volumes", check_volumes},
+	{"writable layers", check_storage},
 	{"IPv6", check_ipv6},
 	{"kernel", check_kernel},
 };
