@@ -332,7 +332,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
 	/* the network is in place before the child is told to go on */
-	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->sbdir, sb->uid_base, &spec->net, err) < 0)
+	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->layer, sb->uid_base, &spec->net, err) < 0)
 		return -1;
 	sb->have_net = spec->net.internet;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
