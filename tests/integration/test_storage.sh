@@ -42,6 +42,29 @@ expect_match "dd reports the quota" "Disk quota exceeded|No space left" "$out"
 expect_match "hutch run says the disk is full, and its cap" "disk is full.* of 1024 MiB" "$out"
 expect_match "dd got about 1 GiB written" "10[0-9][0-9]\+0 records in" "$out"
 
+# root inside is no exception: the cap holds for it as for the user
+out=$(hrun --user root --disk 32M -- dd if=/dev/zero of=/root-fill bs=1M count=100 2>&1)
+expect_match "root inside stops at the cap too" "Disk quota exceeded|No space left" "$out"
+
+# attack: the btrfs ioctls that would make a subvolume outside the quota
+# group, lift the limit or turn quotas off do not reach the layer through
+# the overlay (ENOTTY) or are refused
+out=$(hrun --user root -- python3 -c '
+import fcntl, os
+fd = os.open("/tmp", os.O_RDONLY)
+for name, req, size in (("SUBVOL_CREATE", 0x5000940e, 4096), ("QGROUP_LIMIT", 0x8030942b, 48),
+                        ("QUOTA_CTL", 0xc0109428, 16)):
+    buf = bytearray(size)
+    if name == "SUBVOL_CREATE": buf[8:12] = b"esc\0"
+    if name == "QUOTA_CTL": buf[0] = 2  # disable
+    try:
+        fcntl.ioctl(fd, req, buf)
+        print(name, "allowed")
+    except OSError as e:
+        print(name, "refused", e.errno)' 2>&1)
+expect_no_match "attack: no btrfs ioctl on the layer is allowed inside" "allowed" "$out"
+expect_eq "attack: all three btrfs ioctls are refused" "3" "$(grep -c refused <<<"$out")"
+
 # no false alarm: a command that fails with room to spare
 out=$(hrun -- sh -c 'echo x >/tmp/x; exit 3' 2>&1)
 expect_eq "a failing command keeps its exit code" "3" "$?"
