@@ -31,7 +31,7 @@ int hu_layer_path(const struct hu_layers *ly, const char *id, char *buf, size_t 
 
 int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, hu_err *err)
 {
-	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work"};
+	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work", "bootid"};
 	hu_err ignore;
 
 	if (!hu_sandbox_id_valid(id))

@@ -55,7 +55,8 @@ void hu_layers_close(struct hu_layers *ly);
 int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err);
 
 /* One sandbox's layer: <root>/<id>, a subvolume capped at `bytes` holding
- * rootfs/, lower/, upper/ and work/, all owned by `owner` (the sandbox's
+ * rootfs/, lower/, upper/, work/ and bootid/ (mount points and the overlay's
+ * dirs), all owned by `owner` (the sandbox's
  * host uid base, which identifies its uid slot again later). */
 int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, hu_err *err);
 /* Remove the layer and everything in it; a missing one is fine. */
