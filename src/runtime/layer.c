@@ -29,7 +29,8 @@ int hu_layer_path(const struct hu_layers *ly, const char *id, char *buf, size_t 
 	return 0;
 }
 
-int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, hu_err *err)
+int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
+		    hu_err *err)
 {
 	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work", "bootid"};
 	hu_err ignore;
@@ -51,6 +52,14 @@ int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, 
 			hu_err_sys(err, "layer %s: mkdir %s", id, subdirs[i]);
 			goto fail;
 		}
+	if (ephemeral) {
+		int m = openat(fd, "ephemeral", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (m < 0) {
+			hu_err_sys(err, "layer %s: mark ephemeral", id);
+			goto fail;
+		}
+		close(m);
+	}
 	/* the top last: its owner says the layer is complete (and which uid
 	 * slot it belongs to) */
 	if (fchmod(fd, 0700) < 0 || fchown(fd, owner, owner) < 0) {
@@ -74,6 +83,14 @@ int hu_layer_destroy(const struct hu_layers *ly, const char *id, hu_err *err)
 	/* the quota group goes with the subvolume once the kernel has freed
 	 * its extents (in the background, after this returns) */
 	return hu_btrfs_subvol_delete(ly->root_fd, id, err);
+}
+
+int hu_layer_ephemeral(const struct hu_layers *ly, const char *id)
+{
+	char path[HU_ID_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/ephemeral", id);
+	return hu_sandbox_id_valid(id) && faccessat(ly->root_fd, path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 int hu_layer_usage(const struct hu_layers *ly, const char *id, uint64_t *bytes, hu_err *err)

@@ -57,8 +57,13 @@ int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info 
 /* One sandbox's layer: <root>/<id>, a subvolume capped at `bytes` holding
  * rootfs/, lower/, upper/, work/ and bootid/ (mount points and the overlay's
  * dirs), all owned by `owner` (the sandbox's
- * host uid base, which identifies its uid slot again later). */
-int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, hu_err *err);
+ * host uid base, which identifies its uid slot again later), and with
+ * `ephemeral` the marker file of that name. */
+int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
+		    hu_err *err);
+/* Was the layer made for a sandbox that dies with its creator (hutch run)?
+ * Such a layer is debris once its run dir is gone (a reboot). */
+int hu_layer_ephemeral(const struct hu_layers *ly, const char *id);
 /* Remove the layer and everything in it; a missing one is fine. */
 int hu_layer_destroy(const struct hu_layers *ly, const char *id, hu_err *err);
 int hu_layer_path(const struct hu_layers *ly, const char *id, char *buf, size_t n, hu_err *err);

@@ -202,6 +202,46 @@ static int stopped_on_purpose(DIR *d, const char *id)
 	return faccessat(dirfd(d), path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
+/* Layers of sandboxes that died with their creator (hutch run) and whose
+ * run dir is gone (a reboot came between): nobody will ever bring them
+ * back. A daemon's layers are never touched here (its own restart brings
+ * them back or removes them). A layer is only ever without its run dir in
+ * that case: create makes the run dir first, destroy removes it last. */
+static int sweep_orphan_layers(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err)
+{
+	int fd = openat(rt->layers.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	time_t now = time(NULL);
+	int rc = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return err ? hu_err_sys(err, "open %s", rt->layers.root) : -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char sbdir[PATH_MAX];
+		struct stat st;
+		hu_err e;
+		if (!hu_sandbox_id_valid(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now - st.st_mtime < (time_t)min_age_s || !hu_layer_ephemeral(&rt->layers, de->d_name))
+			continue;
+		snprintf(sbdir, sizeof(sbdir), "%s/%s", rt->sandboxes_dir, de->d_name);
+		if (access(sbdir, F_OK) == 0 || errno != ENOENT)
+			continue;
+		if (hu_sandbox_cleanup_leftover(rt, de->d_name, &e) < 0) {
+			if (rc == 0 && err)
+				hu_err_set(err, e.code, "%s", e.msg);
+			rc = -1;
+			continue;
+		}
+		(*cleaned)++;
+	}
+	closedir(d);
+	return rc;
+}
+
 int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
 		     unsigned *cleaned, hu_err *err)
 {
@@ -235,5 +275,7 @@ int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(con
 		(*cleaned)++;
 	}
 	closedir(d);
+	if (sweep_orphan_layers(rt, min_age_s, cleaned, rc == 0 ? err : NULL) < 0)
+		rc = -1;
 	return rc;
 }

@@ -180,7 +180,10 @@ int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err);
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones
  * being created, are never touched. With `owned` (a daemon), those it
  * says it owns are skipped; without (hutch run), so are sandboxes stopped
- * on purpose by hu_sandbox_stop. *cleaned gets the count. */
+ * on purpose by hu_sandbox_stop. Also the layers of sandboxes that were to
+ * die with their creator (hutch run) and whose run dir is gone (a reboot
+ * came between), older than min_age_s; a daemon's layers are never swept.
+ * *cleaned gets the count. */
 int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
 		     unsigned *cleaned, hu_err *err);
 

@@ -115,4 +115,19 @@ expect_eq "and then the image's mount" "0" "$(count_mounts)"
 settles "and the loop device" "0" count_loops 200
 check "the image itself stays for the next sandboxes" test -f "$HUTCH_DATA_DIR/layers.img"
 
+# a reboot under a hutch run sandbox: its processes and run dir are gone,
+# its layer is not; the next run removes the layer (no one brings back a
+# hutch run sandbox)
+"$HUTCH" run -- sleep 60 &
+pid=$!
+sleep 1
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+settles "a killed run's processes are gone" "$p0" count_sandbox_procs
+rm -rf "$HUTCH_RUN_DIR"
+expect_eq "after the simulated reboot the layer is still there" "1" "$(count_layers)"
+HUTCH_SWEEP_MIN_AGE=0 hrun -- true
+expect_eq "the next run removes a hutch run layer left by a reboot" "0" "$(count_layers)"
+expect_eq "and unmounts the image" "0" "$(count_mounts)"
+
 finish

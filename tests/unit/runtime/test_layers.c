@@ -242,9 +242,10 @@ static void test_image_layer_cap_and_cleanup(void **state)
 	assert_true(st.st_blocks * 512 < st.st_size); /* sparse */
 	assert_int_equal(mounted_at(l->ly.root), 1);
 
-	assert_int_equal(hu_layer_create(&l->ly, "cap-test", 8u << 20, OWNER, &err), 0);
+	assert_int_equal(hu_layer_create(&l->ly, "cap-test", 8u << 20, OWNER, 0, &err), 0);
 	assert_int_equal(hu_layer_owner(&l->ly, "cap-test", &owner, &err), 0);
 	assert_int_equal(owner, OWNER);
+	assert_int_equal(hu_layer_ephemeral(&l->ly, "cap-test"), 0);
 	assert_int_equal(hu_layer_path(&l->ly, "cap-test", layer, sizeof(layer), &err), 0);
 	/* the cap stops the owner's writes with EDQUOT, well before 64 MiB */
 	assert_int_equal(fill_as_owner(layer, 64u << 20), EDQUOT);
@@ -256,9 +257,10 @@ static void test_image_layer_cap_and_cleanup(void **state)
 	assert_int_equal(hu_layer_usage(&l->ly, "cap-test", &used, &err), 0);
 	assert_true(used > (6u << 20) && used <= (8u << 20));
 	/* a second layer is not charged for the first one's files */
-	assert_int_equal(hu_layer_create(&l->ly, "other", 8u << 20, OWNER, &err), 0);
+	assert_int_equal(hu_layer_create(&l->ly, "other", 8u << 20, OWNER, 1, &err), 0);
 	assert_int_equal(hu_layer_path(&l->ly, "other", layer, sizeof(layer), &err), 0);
 	assert_int_equal(fill_as_owner(layer, 4u << 20), 0);
+	assert_int_equal(hu_layer_ephemeral(&l->ly, "other"), 1);
 
 	/* destroy: no directory, and the quota group goes once the kernel's
 	 * cleaner has freed the extents: at its next pass (within the 30 s
@@ -325,7 +327,7 @@ static void test_data_dir_on_btrfs_with_quota_is_used(void **state)
 	l->open_inner = 1;
 	assert_int_equal(l->inner.kind, HU_LAYERS_DATA_DIR);
 	assert_string_equal(l->inner.image, "");
-	assert_int_equal(hu_layer_create(&l->inner, "direct", 4u << 20, OWNER, &err), 0);
+	assert_int_equal(hu_layer_create(&l->inner, "direct", 4u << 20, OWNER, 0, &err), 0);
 	char layer[PATH_MAX];
 	assert_int_equal(hu_layer_path(&l->inner, "direct", layer, sizeof(layer), &err), 0);
 	assert_int_equal(fill_as_owner(layer, 32u << 20), EDQUOT);
