@@ -1419,8 +1419,9 @@ static void check_storage(const struct ctx *cx, struct result *r)
 	}
 	bool mkfs = access("/usr/sbin/mkfs.btrfs", X_OK) == 0 || access("/sbin/mkfs.btrfs", X_OK) == 0;
 	bool loop = access("/dev/loop-control", R_OK | W_OK) == 0;
-	found(r, "%s is made at the first start: mkfs.btrfs %s, /dev/loop-control %s", info.image,
-	      mkfs ? "present" : "missing (btrfs-progs)", loop ? "usable" : "unusable");
+	found(r, "%s is %s at the first start: mkfs.btrfs %s, /dev/loop-control %s", info.image,
+	      access(info.image, F_OK) == 0 ? "mounted" : "made", mkfs ? "present" : "missing (btrfs-progs)",
+	      loop ? "usable" : "unusable");
 	if (!mkfs || !loop)
 		verdict(r, ST_FAIL, "the layers image cannot be made; sandboxes cannot start");
 }
