@@ -113,8 +113,8 @@ static int is_mount_root(const char *path)
 	return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 }
 
-/* Run argv (an absolute-path-free tool name looked up in the system dirs),
- * its output kept for the error message. */
+/* Run argv (a tool looked up in the system's bin and sbin dirs); its first
+ * line of output goes into the error message when it fails. */
 static int run_tool(char *const argv[], hu_err *err)
 {
 	int pipefd[2];
@@ -137,14 +137,20 @@ static int run_tool(char *const argv[], hu_err *err)
 		_exit(127);
 	}
 	close(pipefd[1]);
+	/* keep the first bytes for the message, drain the rest */
 	size_t got = 0;
+	char chunk[512];
 	ssize_t r;
-	char sink[512];
-	while ((r = read(pipefd[0], got < sizeof(out) - 1 ? out + got : sink,
-			 got < sizeof(out) - 1 ? sizeof(out) - 1 - got : sizeof(sink))) > 0 ||
-	       (r < 0 && errno == EINTR))
-		if (r > 0 && got < sizeof(out) - 1)
-			got += (size_t)r;
+	while ((r = read(pipefd[0], chunk, sizeof(chunk))) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		size_t take = (size_t)r < sizeof(out) - 1 - got ? (size_t)r : sizeof(out) - 1 - got;
+		memcpy(out + got, chunk, take);
+		got += take;
+	}
+	out[got] = '\0';
 	close(pipefd[0]);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

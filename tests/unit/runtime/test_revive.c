@@ -1,6 +1,7 @@
 /*
  * A sandbox brought back from its layer alone, as after a host reboot: a
- * real sandbox writes a file, then everything a reboot loses goes (its
+ * real sandbox writes files (their page cache charged to it, and dropped by
+ * the memory release), then everything a reboot loses goes (its
  * processes, its run dir, its uid slot, its cgroup, the layers' mount), and
  * hu_sandbox_revive + hu_sandbox_restart boot a fresh init over the same
  * files. Needs root, cgroups, a loop device and mkfs.btrfs (skipped
@@ -150,9 +151,21 @@ static void test_revive_after_a_reboot(void **state)
 	assert_int_equal(sandbox_run(f->sb, write, 3), 0);
 	uint32_t base = hu_sandbox_uid_base(f->sb);
 
+	/* the layer's page cache is charged to the sandbox like any file's,
+	 * and a release leaves none of it in RAM */
+	const char *fill[] = {"dd", "if=/dev/zero", "of=/root/cache", "bs=1M", "count=40"};
+	assert_int_equal(sandbox_run(f->sb, fill, 5), 0);
+	struct hu_cgroup_stats st;
+	uint64_t disk = 0;
+	assert_int_equal(hu_sandbox_stats(f->sb, &st, &disk, &err), 0);
+	assert_true(st.memory_bytes > (30u << 20));
+
 	/* the reboot: processes, run dir (slots, sockets, pid files), cgroup and
 	 * the layers' mount all go; the data dir stays */
 	assert_int_equal(hu_sandbox_stop(f->sb, &err), 0);
+	assert_int_equal(hu_sandbox_stats(f->sb, &st, &disk, &err), 0);
+	assert_true(st.memory_bytes < (4u << 20));
+	assert_true(disk > (40u << 20) - (1u << 20)); /* written back: the files are on disk */
 	hu_sandbox_close(f->sb);
 	f->sb = NULL;
 	struct hu_cgroup *cg;
