@@ -181,6 +181,17 @@ static void test_revive_after_a_reboot(void **state)
 	assert_int_equal(hu_runtime_open(&f->cfg, &f->rt, &err), 0);
 	assert_int_equal(hu_runtime_layers(f->rt, count_layer, &seen, &err), 0);
 	assert_int_equal(seen, 1);
+	/* its uid slot taken by another sandbox: EBUSY, nothing made */
+	uint32_t slot = (base - 0x40000000u) / 65536u;
+	snprintf(p, sizeof(p), "%s/slots/%u", f->cfg.run_dir, slot);
+	assert_int_equal(hu_write_file(p, "someone-else", 12, O_CREAT | O_EXCL, 0600, &err), 0);
+	assert_int_equal(hu_sandbox_revive(f->rt, &spec, &f->sb, &err), -1);
+	assert_int_equal(err.code, EBUSY);
+	assert_null(f->sb);
+	snprintf(p, sizeof(p), "%s/sandboxes/" ID, f->cfg.run_dir);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/slots/%u", f->cfg.run_dir, slot);
+	assert_int_equal(unlink(p), 0);
 	assert_int_equal(hu_sandbox_revive(f->rt, &spec, &f->sb, &err), 0);
 	assert_int_equal(hu_sandbox_uid_base(f->sb), base); /* the uids its files carry */
 	assert_int_equal(hu_sandbox_revive(f->rt, &spec, &again, &err), -1);
