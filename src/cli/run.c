@@ -371,6 +371,23 @@ static void explain_kill(struct hu_sandbox *sb, const struct run_opts *o, int co
 		  (unsigned long long)(o->spec.limits.memory_bytes >> 20));
 }
 
+/* A command that failed on a full writable layer: say so (the command's own
+ * message is a bare "Disk quota exceeded"). */
+static void explain_disk(struct hu_sandbox *sb, const struct run_opts *o, int code)
+{
+	struct hu_cgroup_stats st;
+	uint64_t used, cap = o->spec.disk_bytes, slack;
+	hu_err ignore;
+
+	if (code == 0 || hu_sandbox_disk_settle(sb, &ignore) < 0 || hu_sandbox_stats(sb, &st, &used, &ignore) < 0)
+		return;
+	slack = cap / 100 > (4u << 20) ? cap / 100 : (4u << 20);
+	if (used + slack < cap)
+		return;
+	cli_error("the sandbox's disk is full: its writable layer holds %llu of %llu MiB (--disk raises the cap)",
+		  (unsigned long long)(used >> 20), (unsigned long long)(cap >> 20));
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -411,6 +428,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	code = s.exit_code;
 	explain_kill(sb, &o, code);
+	explain_disk(sb, &o, code);
 out:
 	if (err.code)
 		cli_error("%s", err.msg);

@@ -19,6 +19,7 @@
 #include "runtime/cgroup_internal.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
+#include "util/parse.h"
 
 static const char *const hier_names[HU_CG_NHIER] = {
 	[HU_CG_MEMORY] = "memory", [HU_CG_PIDS] = "pids",       [HU_CG_CPU] = "cpu",
@@ -760,6 +761,32 @@ int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err)
 fail:
 	hu_err_prefix(err, "kill cgroup %s", cg->name);
 	return -1;
+}
+
+int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err)
+{
+	char buf[32];
+	bool written = false;
+	uint64_t cur;
+	hu_err e;
+
+	/* v2: ask for as much as the group holds; EAGAIN = less was reclaimable
+	 * (already gone, or pages in use elsewhere), which is fine */
+	if (owns(cg, HU_CG_UNIFIED) && hu_cg_read(cg, HU_CG_UNIFIED, "memory.current", buf, sizeof(buf), &e) > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (hu_parse_u64(buf, &cur, &e) < 0 || cur == 0)
+			return 0;
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)cur);
+		if (hu_cg_write_if_present(cg, HU_CG_UNIFIED, "memory.reclaim", buf, &written, &e) < 0 &&
+		    e.code != EAGAIN)
+			return hu_err_set(err, e.code, "%s", e.msg);
+		return 0;
+	}
+	/* v1: force_empty reclaims everything of a group without tasks */
+	if (owns(cg, HU_CG_MEMORY) && hu_cg_write_if_present(cg, HU_CG_MEMORY, "memory.force_empty", "0", &written, &e) < 0 &&
+	    e.code != EBUSY)
+		return hu_err_set(err, e.code, "%s", e.msg);
+	return 0;
 }
 
 int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err)

@@ -106,6 +106,10 @@ int hu_cgroup_freeze(struct hu_cgroup *cg, hu_err *err);
 int hu_cgroup_thaw(struct hu_cgroup *cg, hu_err *err);
 /* SIGKILL every process in the group and wait (bounded) until it is empty. */
 int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err);
+/* Give back the memory a group without processes still holds (the page
+ * cache of its files): a sandbox whose memory is released keeps nothing in
+ * RAM. Best effort where the kernel has no knob for it. */
+int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err);
 /* Remove the (empty) group from every hierarchy and free cg. Idempotent on
  * missing dirs. cg is freed even on error. */
 int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err);

@@ -121,20 +121,20 @@ static void addr_text(uint32_t a, char *buf, size_t n)
 	snprintf(buf, n, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
 
-/* <sbdir>/disk/upper/etc/resolv.conf, owned by the sandbox's root: the
- * overlay shows it over the template's placeholder. */
+/* <layer>/upper/etc/resolv.conf, owned by the sandbox's root: the overlay
+ * shows it over the template's placeholder. */
 /* <upper>/etc/resolv.conf naming the gateway. The upper layer is the
  * sandbox's own: at a restart over kept files (memory release) it holds
  * whatever the sandbox put there, and its root may have made /etc or
  * resolv.conf a symlink to a host path. So nothing is followed: each step
  * works on a descriptor opened with O_NOFOLLOW, and an existing file is the
  * sandbox's own (from its first boot, with the same gateway) and stays. */
-static int write_resolv_conf(const char *sbdir, uint32_t uid_base, uint32_t gw, hu_err *err)
+static int write_resolv_conf(const char *layer, uint32_t uid_base, uint32_t gw, hu_err *err)
 {
 	char upper[PATH_MAX], text[96], a[16];
 
-	if ((size_t)snprintf(upper, sizeof(upper), "%s/disk/upper", sbdir) >= sizeof(upper))
-		return hu_err_set(err, ENAMETOOLONG, "path %s", sbdir);
+	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", layer) >= sizeof(upper))
+		return hu_err_set(err, ENAMETOOLONG, "path %s", layer);
 	_cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
 		return hu_err_sys(err, "open %s", upper);
@@ -179,7 +179,7 @@ static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t slot
 	return rc;
 }
 
-int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *sbdir,
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *layer,
 		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err)
 {
 	char ifname[IF_NAMESIZE], path[64];
@@ -228,7 +228,7 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 	if (rc == 0)
 		rc = hu_nft_sandbox_add(rt->nft, &rt->net, ifname, &spec->rules, err);
 	if (rc == 0 && rt->net.resolver)
-		rc = write_resolv_conf(sbdir, uid_base, gw, err);
+		rc = write_resolv_conf(layer, uid_base, gw, err);
 	if (rc < 0) {
 		hu_err_prefix(err, "network");
 		hu_net_detach(rt, id, slot, 1, &ignore);

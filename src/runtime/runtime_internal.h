@@ -2,6 +2,7 @@
 #ifndef HUTCH_RUNTIME_INTERNAL_H
 #define HUTCH_RUNTIME_INTERNAL_H
 
+#include "runtime/layers.h"
 #include "runtime/sandbox.h"
 #include "runtime/net.h"
 #include "runtime/seccomp.h"
@@ -30,10 +31,15 @@ struct hu_runtime {
 	struct nft_ctx *nft;      /* NULL unless the network mode is nat */
 	int host_netns;           /* the runtime's own network namespace */
 	struct hu_cgroup_io io;   /* the operator's I/O weight and caps (no disks) */
+	struct hu_layers layers;  /* the writable layers (layers.c) */
+	int have_layers;
 };
 
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
+/* Take exactly `slot` for `id` (a sandbox whose files already carry its
+ * uids); EBUSY if another sandbox holds it. */
+int hu_slot_acquire_exact(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err);
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
 /* Release the slot(s) recorded for sandbox `id` (a leftover without handle). */
 void hu_slot_release_id(struct hu_runtime *rt, const char *id);

@@ -137,8 +137,10 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 /* Every start of a sandbox's init is a boot: /proc/sys/kernel/random/boot_id
  * is a fresh random UUID (a read-only file bound over the host's), so code
  * inside can tell a cold boot (a resume after a memory release) from a
- * thaw, and never learns the host's boot id. The file lives on the
- * sandbox's own disk, outside its root. */
+ * thaw, and never learns the host's boot id. The file lives at the root of
+ * a tiny tmpfs of this mount namespace, mounted on <layer>/bootid: the bind
+ * then shows only "/boot_id" in the sandbox's mountinfo, nothing of the
+ * layers' file system. */
 static int own_boot_id(hu_err *err)
 {
 	uint8_t b[16];
@@ -150,10 +152,14 @@ static int own_boot_id(hu_err *err)
 	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 	snprintf(text, sizeof(text), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0],
 		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-	unlink("boot_id");
-	if (hu_write_file("boot_id", text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0444, err) < 0)
+	if (mkdir("bootid", 0700) < 0 && errno != EEXIST)
+		return hu_err_sys(err, "mkdir bootid");
+	if (do_mount("hutch-boot", "bootid", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=4,mode=0700",
+		     err) < 0)
 		return -1;
-	if (do_mount("boot_id", "rootfs/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err) < 0 ||
+	if (hu_write_file("bootid/boot_id", text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0444, err) < 0)
+		return -1;
+	if (do_mount("bootid/boot_id", "rootfs/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err) < 0 ||
 	    do_mount(NULL, "rootfs/proc/sys/kernel/random/boot_id", NULL,
 			     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL, err) < 0)
 		return -1;
@@ -180,7 +186,7 @@ static int protect_init_oom(hu_err *err)
 	return 0;
 }
 
-/* Everything below runs relative to the sandbox's disk (the parent hands
+/* Everything below runs relative to the sandbox's layer (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
 static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const struct hu_setup_mount *mounts,
@@ -191,7 +197,7 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const s
 	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach the template");
 	/* userxattr: overlay inside a user namespace keeps its metadata in
-	 * user.* xattrs; the upper layer is the size-capped tmpfs. Overlay shows
+	 * user.* xattrs; the upper layer is the capped layer on disk. Overlay shows
 	 * these (relative) paths verbatim in /proc/self/mountinfo. */
 	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
 		     "lowerdir=lower,upperdir=upper,workdir=work,userxattr", err) < 0)

@@ -11,8 +11,8 @@
 /* The "go" message from the parent: this header, then the compiled seccomp
  * program (bpf_len struct sock_filter), with SCM_RIGHTS fds: the idmapped
  * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
- * sandbox's disk (the size-capped tmpfs holding rootfs/, lower/, upper/ and
- * work/) in the child's own mount namespace. */
+ * sandbox's layer (the capped subvolume holding rootfs/, lower/, upper/,
+ * work/ and bootid/) in the child's own mount namespace. */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
 #define HU_SETUP_DIE_WITH_PARENT 1u
 #define HU_SETUP_OWN_USR 2u /* the template brings its own /usr: the USR fd is a placeholder */

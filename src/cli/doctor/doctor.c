@@ -49,6 +49,7 @@ static const struct {
 	{"resource floor", doctor_check_floor},
 	{"file descriptors", doctor_check_nofile},
 	{"capped volumes", doctor_check_volumes},
+	{"writable layers", doctor_check_storage},
 	{"IPv6", doctor_check_ipv6},
 	{"kernel", doctor_check_kernel},
 };
