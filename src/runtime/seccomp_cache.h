@@ -1,0 +1,48 @@
+/*
+ * The compiled seccomp program, cached in the run directory so that a
+ * short-lived `hutch run` does not compile it (libseccomp, with its probes of
+ * the kernel) every time. docs/security.md says why the cache cannot be
+ * poisoned: it lives in a directory only root can enter, every entry is
+ * checked (owner, mode, links, size, key, digest) before use, and anything
+ * doubtful is compiled afresh and replaced.
+ */
+#ifndef HUTCH_RUNTIME_SECCOMP_CACHE_H
+#define HUTCH_RUNTIME_SECCOMP_CACHE_H
+
+#include <stdint.h>
+
+#include "runtime/seccomp.h"
+#include "util/err.h"
+
+#define HU_SECCOMP_KEY_LEN 32
+
+enum hu_seccomp_cache_state {
+	HU_SECCOMP_CACHE_HIT,     /* used as it was */
+	HU_SECCOMP_CACHE_MISS,    /* none yet: compiled and stored */
+	HU_SECCOMP_CACHE_STALE,   /* made by another binary, libseccomp or kernel: compiled and replaced */
+	HU_SECCOMP_CACHE_REFUSED, /* failed a check: compiled, and replaced where the directory is sound */
+};
+
+/* What the compiled program depends on, hashed: this binary (device, inode,
+ * size, mtime and ctime of /proc/self/exe: any rebuild or rewrite changes
+ * one), libseccomp's version and the kernel (uname). */
+int hu_seccomp_cache_key(uint8_t key[HU_SECCOMP_KEY_LEN], hu_err *err);
+
+/* Read the entry in directory `dirfd` into *out if it passes every check;
+ * *state says HIT, MISS, STALE or REFUSED (out is empty unless HIT). Fails
+ * only for lack of memory. */
+int hu_seccomp_cache_load(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], struct hu_seccomp_prog *out,
+			  enum hu_seccomp_cache_state *state, hu_err *err);
+
+/* Write `prog` as the entry for `key` (a private temporary file renamed
+ * over the entry: readers see the old entry or the new one, whole). */
+int hu_seccomp_cache_store(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], const struct hu_seccomp_prog *prog,
+			   hu_err *err);
+
+/* The program for this process: from <run_dir>/cache when it passes the
+ * checks, else compiled (and stored when the directory is sound; a failure
+ * to store does not fail the call). `state` may be NULL. */
+int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state,
+		   hu_err *err);
+
+#endif
