@@ -1,8 +1,6 @@
 /* The compiled seccomp program's cache (seccomp_cache.h). */
 #include <fcntl.h>
 #include <limits.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "runtime/seccomp_cache.h"
 #include "util/cleanup.h"
@@ -20,52 +19,45 @@
 #define ENTRY "seccomp.bpf"
 static const char magic[8] = {'H', 'U', 'S', 'C', 'M', 'P', '1', '\n'};
 
-/* The entry: this header, then `len` instructions. */
+/* The entry: this header, then `len` instructions. The checksum catches a
+ * torn or corrupted entry; what keeps everyone but root from writing one is
+ * the directory's and the file's ownership and modes, checked at every read.
+ * (CRC-32 from zlib, not a cryptographic hash: libcrypto's first use reads
+ * its configuration file, which costs more than compiling the filter.) */
 struct entry_hdr {
 	char magic[8];
-	uint8_t key[HU_SECCOMP_KEY_LEN];
+	struct hu_seccomp_key key;
 	uint32_t len;
-	uint32_t reserved;
-	uint8_t digest[32]; /* SHA-256 of the instructions */
+	uint32_t crc; /* of the instructions */
 };
 
-int hu_seccomp_cache_key(uint8_t key[HU_SECCOMP_KEY_LEN], hu_err *err)
+int hu_seccomp_cache_key(struct hu_seccomp_key *key, hu_err *err)
 {
-	struct {
-		char tag[24];
-		uint64_t dev, ino, size, mtime_s, mtime_ns, ctime_s, ctime_ns;
-		unsigned lib_major, lib_minor, lib_micro;
-		struct utsname uts;
-	} in;
 	struct stat st;
-	unsigned int n = 0;
 
-	memset(&in, 0, sizeof(in)); /* padding too: the bytes are hashed */
-	snprintf(in.tag, sizeof(in.tag), "hutch seccomp cache 1");
+	memset(key, 0, sizeof(*key)); /* padding too: the bytes are compared */
+	snprintf(key->tag, sizeof(key->tag), "hutch seccomp cache 1");
 	if (stat("/proc/self/exe", &st) < 0)
 		return hu_err_sys(err, "seccomp cache: stat /proc/self/exe");
-	in.dev = st.st_dev;
-	in.ino = st.st_ino;
-	in.size = (uint64_t)st.st_size;
-	in.mtime_s = (uint64_t)st.st_mtim.tv_sec;
-	in.mtime_ns = (uint64_t)st.st_mtim.tv_nsec;
-	in.ctime_s = (uint64_t)st.st_ctim.tv_sec;
-	in.ctime_ns = (uint64_t)st.st_ctim.tv_nsec;
+	key->dev = st.st_dev;
+	key->ino = st.st_ino;
+	key->size = (uint64_t)st.st_size;
+	key->mtime_s = (uint64_t)st.st_mtim.tv_sec;
+	key->mtime_ns = (uint64_t)st.st_mtim.tv_nsec;
+	key->ctime_s = (uint64_t)st.st_ctim.tv_sec;
+	key->ctime_ns = (uint64_t)st.st_ctim.tv_nsec;
 	const struct scmp_version *v = seccomp_version();
-	in.lib_major = v->major;
-	in.lib_minor = v->minor;
-	in.lib_micro = v->micro;
-	if (uname(&in.uts) < 0)
+	key->lib_major = v->major;
+	key->lib_minor = v->minor;
+	key->lib_micro = v->micro;
+	if (uname(&key->uts) < 0)
 		return hu_err_sys(err, "seccomp cache: uname");
-	if (EVP_Digest(&in, sizeof(in), key, &n, EVP_sha256(), NULL) != 1 || n != HU_SECCOMP_KEY_LEN)
-		return hu_err_set(err, EINVAL, "seccomp cache: hash the key");
 	return 0;
 }
 
-static int digest(const struct sock_filter *insns, size_t len, uint8_t out[32])
+static uint32_t checksum(const struct sock_filter *insns, size_t len)
 {
-	unsigned int n = 0;
-	return EVP_Digest(insns, len * sizeof(*insns), out, &n, EVP_sha256(), NULL) == 1 && n == 32 ? 0 : -1;
+	return (uint32_t)crc32(crc32(0L, Z_NULL, 0), (const Bytef *)insns, (uInt)(len * sizeof(*insns)));
 }
 
 /* Only root (our euid) may have written it and nobody else may read it. */
@@ -74,12 +66,11 @@ static int private_to_us(const struct stat *st)
 	return st->st_uid == geteuid() && (st->st_mode & 077) == 0;
 }
 
-int hu_seccomp_cache_load(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], struct hu_seccomp_prog *out,
+int hu_seccomp_cache_load(int dirfd, const struct hu_seccomp_key *key, struct hu_seccomp_prog *out,
 			  enum hu_seccomp_cache_state *state, hu_err *err)
 {
 	struct entry_hdr h;
 	struct stat st;
-	uint8_t d[32];
 
 	out->insns = NULL;
 	out->len = 0;
@@ -98,7 +89,7 @@ int hu_seccomp_cache_load(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], stru
 		return 0;
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h.magic, magic, sizeof(magic)) != 0)
 		return 0;
-	if (CRYPTO_memcmp(h.key, key, HU_SECCOMP_KEY_LEN) != 0) {
+	if (memcmp(&h.key, key, sizeof(*key)) != 0) {
 		*state = HU_SECCOMP_CACHE_STALE;
 		return 0;
 	}
@@ -108,8 +99,7 @@ int hu_seccomp_cache_load(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], stru
 	if (!insns)
 		return hu_err_set(err, ENOMEM, "seccomp cache: program");
 	ssize_t want = (ssize_t)(h.len * sizeof(*insns));
-	if (pread(fd, insns, (size_t)want, sizeof(h)) != want || digest(insns, h.len, d) < 0 ||
-	    memcmp(d, h.digest, sizeof(d)) != 0) {
+	if (pread(fd, insns, (size_t)want, sizeof(h)) != want || checksum(insns, h.len) != h.crc) {
 		free(insns);
 		return 0;
 	}
@@ -119,18 +109,19 @@ int hu_seccomp_cache_load(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], stru
 	return 0;
 }
 
-int hu_seccomp_cache_store(int dirfd, const uint8_t key[HU_SECCOMP_KEY_LEN], const struct hu_seccomp_prog *prog,
+int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const struct hu_seccomp_prog *prog,
 			   hu_err *err)
 {
-	struct entry_hdr h = {.len = prog->len};
+	struct entry_hdr h;
 	char tmp[64], rnd[17];
 
 	if (prog->len == 0 || prog->len > BPF_MAXINSNS)
 		return hu_err_set(err, EINVAL, "seccomp cache: program of %u instructions", prog->len);
+	memset(&h, 0, sizeof(h));
 	memcpy(h.magic, magic, sizeof(magic));
-	memcpy(h.key, key, HU_SECCOMP_KEY_LEN);
-	if (digest(prog->insns, prog->len, h.digest) < 0)
-		return hu_err_set(err, EINVAL, "seccomp cache: hash the program");
+	h.len = prog->len;
+	h.key = *key;
+	h.crc = checksum(prog->insns, prog->len);
 	if (hu_random_hex(rnd, 8, err) < 0)
 		return -1;
 	snprintf(tmp, sizeof(tmp), ENTRY ".%s.tmp", rnd);
@@ -175,13 +166,13 @@ int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_sec
 		   hu_err *err)
 {
 	enum hu_seccomp_cache_state s = HU_SECCOMP_CACHE_REFUSED;
-	uint8_t key[HU_SECCOMP_KEY_LEN];
+	struct hu_seccomp_key key;
 	hu_err ignore;
 
 	_cleanup_close_ int dirfd = open_cache_dir(run_dir);
-	int have_key = hu_seccomp_cache_key(key, &ignore) == 0;
+	int have_key = hu_seccomp_cache_key(&key, &ignore) == 0;
 	if (dirfd >= 0 && have_key) {
-		if (hu_seccomp_cache_load(dirfd, key, out, &s, err) < 0)
+		if (hu_seccomp_cache_load(dirfd, &key, out, &s, err) < 0)
 			return -1;
 		if (s == HU_SECCOMP_CACHE_HIT)
 			goto done;
@@ -190,7 +181,7 @@ int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_sec
 		return -1;
 	/* the cache is an optimisation: a failure to store leaves it empty */
 	if (dirfd >= 0 && have_key)
-		hu_seccomp_cache_store(dirfd, key, out, &ignore);
+		hu_seccomp_cache_store(dirfd, &key, out, &ignore);
 done:
 	if (state)
 		*state = s;

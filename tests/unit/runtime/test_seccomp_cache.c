@@ -89,34 +89,39 @@ static void test_miss_then_hit(void **state)
 static void test_stale_rebuilt(void **state)
 {
 	struct fixture *f = *state;
-	uint8_t key[HU_SECCOMP_KEY_LEN];
+	struct hu_seccomp_key key;
 	hu_err err;
 
 	assert_int_equal(get(f), HU_SECCOMP_CACHE_MISS);
-	assert_int_equal(hu_seccomp_cache_key(key, &err), 0);
-	key[0] ^= 1;
+	assert_int_equal(hu_seccomp_cache_key(&key, &err), 0);
+	key.ctime_ns ^= 1; /* as if the binary had been rewritten */
 	int d = open(f->cache, O_RDONLY | O_DIRECTORY);
 	assert_true(d >= 0);
-	assert_int_equal(hu_seccomp_cache_store(d, key, &f->fresh, &err), 0);
+	assert_int_equal(hu_seccomp_cache_store(d, &key, &f->fresh, &err), 0);
 	close(d);
 	assert_int_equal(get(f), HU_SECCOMP_CACHE_STALE);
 	assert_int_equal(get(f), HU_SECCOMP_CACHE_HIT); /* replaced with the right key */
 }
 
-/* The key follows the binary: a rewrite of the executable changes it. */
+/* The key is this binary's identity: the same for two calls, and made of
+ * the executable's inode and change time (any rewrite changes the latter). */
 static void test_key_is_stable(void **state)
 {
-	uint8_t a[HU_SECCOMP_KEY_LEN], b[HU_SECCOMP_KEY_LEN];
+	struct hu_seccomp_key a, b;
+	struct stat st;
 	hu_err err;
 	(void)state;
 
-	assert_int_equal(hu_seccomp_cache_key(a, &err), 0);
-	assert_int_equal(hu_seccomp_cache_key(b, &err), 0);
-	assert_memory_equal(a, b, sizeof(a));
+	assert_int_equal(hu_seccomp_cache_key(&a, &err), 0);
+	assert_int_equal(hu_seccomp_cache_key(&b, &err), 0);
+	assert_memory_equal(&a, &b, sizeof(a));
+	assert_int_equal(stat("/proc/self/exe", &st), 0);
+	assert_int_equal(a.ino, st.st_ino);
+	assert_int_equal(a.ctime_ns, st.st_ctim.tv_nsec);
 }
 
 /* One byte of the cached program's last instruction (the filter's final
- * action) flipped: the digest refuses it. */
+ * action) flipped: the checksum refuses it. */
 static void test_tampered_bytes_refused(void **state)
 {
 	struct fixture *f = *state;
