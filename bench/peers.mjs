@@ -469,19 +469,23 @@ async function measureMemory(list) {
     const beforePids = pids()
     const kept = []
     try {
+      let t = now()
       for (let i = 0; i < idleCount; i++) kept.push(await peers[p].keep(SHELL))
+      const createS = (now() - t) / 1000
       await sleep(3000)
       const after = await memAvailableMiB()
       const pss = runPssMiB(beforePids)
       memory[p] = { sandboxes: kept.length, held_mib: before - after, mib_per_sandbox: (before - after) / kept.length,
-        pss_mib: pss, pss_mib_per_sandbox: pss / kept.length }
+        pss_mib: pss, pss_mib_per_sandbox: pss / kept.length, create_s: createS }
       log(`memory ${p}: ${memory[p].mib_per_sandbox.toFixed(1)} MiB (MemAvailable) / ` +
         `${memory[p].pss_mib_per_sandbox.toFixed(2)} MiB (PSS) per idle sandbox (${kept.length} alive)`)
     } catch (e) {
       failures.push(`memory/${p}: ${e.message}`)
       log(`FAILED memory/${p}: ${e.message}`)
     } finally {
+      const t = now()
       for (const k of kept) await k.destroy().catch((e) => log(e.message))
+      if (memory[p]) memory[p].destroy_s = (now() - t) / 1000
     }
   }
 }
