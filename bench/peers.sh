@@ -58,8 +58,8 @@ cleanup() {
 	for d in /proc/[0-9]*; do
 		pid=${d#/proc/}
 		[ "$pid" = $$ ] && continue
-		if tr '\0' '\n' <"$d/cmdline" 2>/dev/null | grep -qF "$T/" ||
-			tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qxF "HUTCH_PEERS_RUN=$T"; then
+		if { tr '\0' '\n' <"$d/cmdline" | grep -qF "$T/"; } 2>/dev/null ||
+			{ tr '\0' '\n' <"$d/environ" | grep -qxF "HUTCH_PEERS_RUN=$T"; } 2>/dev/null; then
 			kill -9 "$pid" 2>/dev/null
 		fi
 	done
