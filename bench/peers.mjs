@@ -23,6 +23,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, copyFileSync, mkdtempSync, openSync, closeSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { cpus } from 'node:os'
 import { arg, now, sleep, stats, recorder, bwrapArgs, harness, envdRun } from './lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
@@ -223,7 +224,7 @@ peers.host = {
   oneshot(task) {
     const work = mkdtempSync(join(T, 'hostwork', 'w'))
     const argv = TASKS[task].map((a) => (a === '/tmp' ? work : a.replace(/^\/data/, DATA)))
-    return ['/usr/bin/env', ['-C', work, ...argv], () => rmSync(work, { recursive: true, force: true })]
+    return ['/usr/bin/env', ['-C', work, ...argv], () => rmSync(work, { recursive: true, force: true, maxRetries: 5 })]
   },
   async keep(argv) {
     const p = spawn(argv[0], argv.slice(1), { stdio: 'ignore', detached: true })
@@ -237,8 +238,9 @@ const hutchEnv = {
   HUTCH_CGROUP_PARENT: `${TAG}-hutch`, HUTCH_INIT: join(HBIN, 'hutch-init'),
 }
 peers.hutch = {
-  // `hutch run` as a whole process, as a user of the CLI would start it
-  oneshot: (task) => [join(HBIN, 'hutch'), ['run', '--memory', '2G', '--pids', '1024', '--cwd', '/tmp',
+  // `hutch run` as a whole process, as a user of the CLI would start it; no CPU limit below the
+  // host's CPU count (hutch's default is 1 CPU; the other peers get none)
+  oneshot: (task) => [join(HBIN, 'hutch'), ['run', '--memory', '2G', '--pids', '1024', '--cpus', String(cpus().length), '--cwd', '/tmp',
     '--volume', `${DATA}:/data:ro`, '--', ...TASKS[task]]],
   env: hutchEnv,
 }
