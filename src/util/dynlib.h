@@ -21,8 +21,8 @@ struct hu_dynsym {
 /* dlopen `soname` (the name the linker would have recorded, so the same
  * library the system's loader would pick) with every symbol bound now, and
  * fill every slot; fails naming the first missing symbol. The library stays
- * loaded for the life of the process. Not thread-safe: callers serialise
- * (hu_dynlib_once). */
+ * loaded for the life of the process. Not thread-safe: each caller runs it
+ * once, under pthread_once. */
 int hu_dynlib_open(const char *soname, const struct hu_dynsym *syms, size_t n, hu_err *err);
 
 #endif
