@@ -20,8 +20,17 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wn
 CPPFLAGS  += -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS))
 CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed
-LIBS      := $(shell pkg-config --libs $(PKGS))
-TEST_LIBS := $(shell pkg-config --libs cmocka)
+# libarchive and libnftables are loaded on first use (src/util/dynlib.h), by the soname the linker
+# would record; programs that call them directly (tests) link them as usual.
+LAZY_PKGS := libarchive libnftables
+soname     = $(shell objdump -p $(shell pkg-config --variable=libdir $(1))/$(2).so 2>/dev/null | awk '/SONAME/ {print $$2}')
+CPPFLAGS  += -DHU_LIBARCHIVE_SONAME='"$(call soname,libarchive,libarchive)"' \
+             -DHU_LIBNFTABLES_SONAME='"$(call soname,libnftables,libnftables)"'
+ifeq ($(findstring .so.,$(call soname,libarchive,libarchive)$(call soname,libnftables,libnftables)),)
+$(error cannot read the sonames of libarchive and libnftables (objdump, the -dev packages))
+endif
+LIBS      := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS)))
+TEST_LIBS := $(shell pkg-config --libs cmocka $(LAZY_PKGS))
 
 UTIL_SRC    := $(wildcard src/util/*.c)
 PROTO_SRC   := $(wildcard src/proto/*.c)

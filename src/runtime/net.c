@@ -16,6 +16,7 @@
 
 #include "runtime/net6.h"
 #include "runtime/net_internal.h"
+#include "runtime/nft_lib.h"
 #include "runtime/netlink.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"

@@ -54,6 +54,7 @@
 
 #include "runtime/net6.h"
 #include "runtime/net_internal.h"
+#include "runtime/nft_lib.h"
 #include "util/cleanup.h"
 
 /* The sets whose elements carry a sandbox's interface name. */
@@ -62,6 +63,8 @@ static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "da
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
+	if (hu_nft_lib_load(err) < 0)
+		return -1;
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx)
 		return hu_err_set(err, ENOMEM, "nftables context");

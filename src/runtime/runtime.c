@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/net_internal.h"
+#include "runtime/seccomp_cache.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -138,7 +139,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	else if (find_init(init_path, sizeof(init_path), err) < 0)
 		goto fail;
 	rt->init_memfd = seal_init(init_path, err);
-	if (rt->init_memfd < 0 || hu_seccomp_compile(&rt->seccomp, err) < 0 || hu_net_runtime_open(rt, err) < 0)
+	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;

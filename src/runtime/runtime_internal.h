@@ -22,7 +22,7 @@ struct hu_runtime {
 	struct hu_runtime_config cfg;
 	struct hu_cgroup_env cg;
 	int init_memfd; /* sealed copy of hutch-init, executed in every sandbox */
-	struct hu_seccomp_prog seccomp; /* compiled once, installed by every sandbox */
+	struct hu_seccomp_prog seccomp; /* compiled once (or read from the run dir's cache), installed by every sandbox */
 	char sandboxes_dir[PATH_MAX];
 	char ctl_dir[PATH_MAX];
 	char slots_dir[PATH_MAX];
