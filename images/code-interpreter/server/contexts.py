@@ -132,7 +132,7 @@ class Context:
                 return
             if client_gone():
                 raise ClientGone()
-            if time.monotonic() - last >= KEEPALIVE_S:
+            if time.monotonic() - last >= KEEPALIVE_S:  # read at each use: --keepalive sets it
                 send(events.keepalive())
                 last = time.monotonic()
 

@@ -68,7 +68,7 @@ function stripTypes(code) {
 	}).outputText;
 }
 
-const hasModifier = (node, kind) => (ts.getModifiers ? ts.getModifiers(node) : node.modifiers || [])
+const hasModifier = (node, kind) => ((ts.getModifiers ? ts.getModifiers(node) : node.modifiers) || [])
 	.some((m) => m.kind === kind);
 
 /* the text of node without a leading `export` / `export default` */

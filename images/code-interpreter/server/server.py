@@ -192,11 +192,14 @@ def main(argv=None):
     ap.add_argument("--home", default=None, help="the default working directory (default: $HOME)")
     ap.add_argument("--state", default=None, help="where the contexts are remembered across restarts")
     ap.add_argument("--no-defaults", action="store_true", help="start no kernel before the first request")
+    ap.add_argument("--keepalive", type=float, default=contexts.KEEPALIVE_S,
+                    help="seconds without output after which a running cell's answer gets a keepalive line")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
 
     from jupyter_client.kernelspec import KernelSpecManager
 
+    contexts.KEEPALIVE_S = args.keepalive
     home = args.home or os.environ.get("HOME") or os.getcwd()
     state = args.state or os.path.join(home, ".cache", "hutch-interpreter", "contexts.json")
     specs = tempfile.mkdtemp(prefix="hutch-kernelspecs-")
