@@ -1,0 +1,20 @@
+#!/bin/bash
+# The code interpreter server's tests (test_server.py) against real kernels on this host, with Debian's
+# python3 (whose ipykernel, pandas and matplotlib scripts/install-deps.sh installs). The total goes to
+# tests/results/ for tests/summary.sh.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+mkdir -p "$root/tests/results"
+out=$(cd "$here" && timeout 600 /usr/bin/python3 -m pytest -q -p no:cacheprovider test_server.py 2>&1)
+rc=$?
+echo "$out"
+line=$(tail -n1 <<<"$out")
+pass=$(sed -n 's/.*\b\([0-9]\+\) passed.*/\1/p' <<<"$line")
+fail=$(sed -n 's/.*\b\([0-9]\+\) failed.*/\1/p' <<<"$line")
+err=$(sed -n 's/.*\b\([0-9]\+\) error.*/\1/p' <<<"$line")
+skip=$(sed -n 's/.*\b\([0-9]\+\) skipped.*/\1/p' <<<"$line")
+pass=${pass:-0} fail=$((${fail:-0} + ${err:-0})) skip=${skip:-0}
+[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+echo "interpreter: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/interpreter.txt"
+[ "$fail" -eq 0 ]
