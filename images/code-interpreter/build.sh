@@ -2,7 +2,11 @@
 # Builds the template code-interpreter-v1 (Debian bookworm with Python, ipykernel, the data and office libraries,
 # Node.js, R and this folder's server on port 49999) into a hutch data dir, as root.
 #
-#   build.sh [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--update-lock]
+#   build.sh [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock]
+#
+# --name builds the same recipe under another template name: a copy of this folder with more packages in
+# packages.txt (and --update-lock once) is how a derived template is made. The cache dir defaults to
+# <data dir>/cache/<name>.
 #
 # It is cached twice: the template's description carries a hash of the recipe (this script, packages.txt,
 # packages.lock, server/), so a template built from the same recipe is left alone and the script exits 0 at once;
@@ -33,12 +37,13 @@ while [ $# -gt 0 ]; do
 	--data-dir) DATA_DIR=$2; shift 2 ;;
 	--cache-dir) CACHE_DIR=$2; shift 2 ;;
 	--hutch) HUTCH=$2; shift 2 ;;
+	--name) NAME=$2; shift 2 ;;
 	--update-lock) UPDATE_LOCK=1; shift ;;
-	-h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) printf 'usage: %s [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--update-lock]\n' "$0" >&2; exit 2 ;;
+	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+	*) printf 'usage: %s [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock]\n' "$0" >&2; exit 2 ;;
 	esac
 done
-CACHE_DIR=${CACHE_DIR:-$DATA_DIR/cache/code-interpreter}
+CACHE_DIR=${CACHE_DIR:-$DATA_DIR/cache/$NAME}
 if [ -z "$HUTCH" ]; then
 	HUTCH=$(command -v hutch || true)
 	[ -n "$HUTCH" ] || HUTCH=$HERE/../../build/hutch
@@ -47,6 +52,9 @@ fi
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and template builds need it)"
 mkdir -p "$CACHE_DIR"
 CACHE_DIR=$(cd "$CACHE_DIR" && pwd)
+# one build at a time per cache dir (a daemon's start and an operator's run may meet)
+exec 9>"$CACHE_DIR/.lock"
+flock 9
 
 # The recipe's hash: what the template is built from, in a fixed order (the tests are not part of it).
 recipe_hash() {
@@ -172,4 +180,4 @@ main() {
 	say "template $NAME built in $((SECONDS - t0)) s"
 }
 
-main
+main; exit  # on one line: bash reads a script as it runs, and an edit to it must not change what runs

@@ -338,6 +338,14 @@ class Interrupts(unittest.TestCase):
     def test_bash(self):
         self.check("bash", "kept=42", "sleep 300; echo never", "echo $kept", "42")
 
+    def test_a_kernel_that_ignores_the_interrupt_is_restarted(self):
+        ctx = new_context()
+        run("kept = 1", context_id=ctx["id"])
+        abandon("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(300)", ctx["id"])
+        evs = run("'kept' in globals()", context_id=ctx["id"], timeout=30)
+        self.assertIn("did not stop", of(evs, "stderr")[0]["text"])
+        self.assertEqual(text(evs), "False")
+
     def test_keepalives_while_silent(self):
         evs = run("import time; time.sleep(2.5)")
         self.assertGreaterEqual(len(of(evs, "keepalive")), 1)
