@@ -1,7 +1,8 @@
 #!/bin/bash
-# The code interpreter server's tests (test_server.py) against real kernels on this host, with Debian's
-# python3 (whose ipykernel, pandas and matplotlib scripts/install-deps.sh installs). The total goes to
-# tests/results/ for tests/summary.sh.
+# The code interpreter server's tests against real kernels on this host, with Debian's python3 (whose
+# ipykernel, pandas and matplotlib scripts/install-deps.sh installs): test_server.py, then the unmodified
+# @e2b/code-interpreter SDK against the server (sdk/sdk.test.mjs). The total goes to tests/results/ for
+# tests/summary.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
@@ -16,5 +17,17 @@ err=$(sed -n 's/.*\b\([0-9]\+\) error.*/\1/p' <<<"$line")
 skip=$(sed -n 's/.*\b\([0-9]\+\) skipped.*/\1/p' <<<"$line")
 pass=${pass:-0} fail=$((${fail:-0} + ${err:-0})) skip=${skip:-0}
 [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
+
+# the unmodified @e2b/code-interpreter SDK, as pinned by sdk/package-lock.json
+if [ ! -d "$here/sdk/node_modules/@e2b/code-interpreter" ]; then
+	(cd "$here/sdk" && npm ci --no-audit --no-fund) || { echo "interpreter: npm ci failed"; fail=$((fail + 1)); }
+fi
+out=$(cd "$here/sdk" && timeout 600 node --test --test-reporter=tap sdk.test.mjs 2>&1)
+rc=$?
+echo "$out"
+p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
+x=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
+[ "$rc" -ne 0 ] && [ "${x:-0}" -eq 0 ] && x=1
+pass=$((pass + ${p:-0})) fail=$((fail + ${x:-0}))
 echo "interpreter: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/interpreter.txt"
 [ "$fail" -eq 0 ]
