@@ -17,7 +17,10 @@ import kernels
 
 LANGUAGES = ("python", "javascript", "typescript", "bash", "r")
 ALIASES = {"js": "javascript", "ts": "typescript", "py": "python", "sh": "bash", "shell": "bash"}
-DEFAULT_LANGUAGES = ("python", "javascript")  # started with the server, as E2B's server does
+# Contexts that exist from the start, as in E2B's server. Python's kernel starts with the server, so that a
+# sandbox is ready for a first cell when its readiness check passes; JavaScript's starts at its first cell
+# (0.2 s), since the TypeScript parser it loads costs 50 MB that an idle sandbox should not pay.
+DEFAULT_LANGUAGES = {"python": True, "javascript": False}
 KEEPALIVE_S = 5
 INTERRUPT_GRACE_S = 3
 
@@ -187,10 +190,11 @@ class Registry:
             json.dump(data, f)
         os.replace(tmp, self._state)
 
-    def create(self, language, cwd=None, default=False):
+    def create(self, language, cwd=None, default=False, start=True):
         lang = normalize(language)
         ctx = Context(str(uuid.uuid4()), lang, cwd or self.home, self._ksm)
-        ctx.ensure_started()
+        if start:
+            ctx.ensure_started()
         with self._lock:
             self._contexts[ctx.id] = ctx
             if default:
@@ -198,14 +202,14 @@ class Registry:
             self._save()
         return ctx
 
-    def default(self, language):
+    def default(self, language, start=True):
         """The context a call with only a language runs in, made on first use."""
         lang = normalize(language)
         with self._lock:
             cid = self._defaults.get(lang)
             if cid in self._contexts:
                 return self._contexts[cid]
-        return self.create(lang, default=True)
+        return self.create(lang, default=True, start=start)
 
     def get(self, cid):
         with self._lock:
@@ -229,8 +233,10 @@ class Registry:
         return ctx is not None
 
     def start_defaults(self):
-        for lang in DEFAULT_LANGUAGES:
-            self.default(lang).ensure_started()
+        for lang, eager in DEFAULT_LANGUAGES.items():
+            ctx = self.default(lang, start=eager)
+            if eager:
+                ctx.ensure_started()
 
     def stop_all(self):
         with self._lock:

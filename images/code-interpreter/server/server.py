@@ -6,11 +6,11 @@ It speaks what the code-interpreter SDKs (@e2b/code-interpreter, e2b-code-interp
   GET    /contexts              -> [{id, language, cwd}, ...]
   DELETE /contexts/{id}
   POST   /contexts/{id}/restart
-  GET    /health                -> "OK" (only once the default Python and JavaScript kernels are up)
+  GET    /health                -> "OK" (only once the default Python kernel is up)
 
 Python's standard HTTP server with a thread per connection is enough: one client (the SDK, through the
 sandbox's ingress) and a few concurrent cells, each of which mostly waits for its kernel. The port is bound only
-after the default kernels have started, so a readiness check on /health passes when a first cell can run at once.
+after the default Python kernel has started, so a readiness check on /health passes when a first cell can run at once.
 """
 import argparse
 import json
