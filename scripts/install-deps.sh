@@ -18,7 +18,7 @@ fi
 # The code interpreter's server and its tests (images/code-interpreter): Debian's Jupyter kernel stack, the
 # libraries its tests display, the TypeScript compiler its JavaScript kernel parses cells with, and debootstrap
 # for its template. Without recommendations: those would bring a desktop's worth of packages.
-IPKGS="python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas python3-pytest node-typescript
+IPKGS="python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas python3-pytest python3-venv node-typescript
        debootstrap"
 missing=""
 for p in $IPKGS; do

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The code interpreter server's tests against real kernels on this host, with Debian's python3 (whose
 # ipykernel, pandas and matplotlib scripts/install-deps.sh installs): test_server.py, then the unmodified
-# @e2b/code-interpreter SDK against the server (sdk/sdk.test.mjs). The total goes to tests/results/ for
+# @e2b/code-interpreter SDK against the server (sdk/sdk.test.mjs), then the unmodified e2b-code-interpreter
+# (sdk_py/test_sdk_py.py, in a venv made from sdk_py/requirements.txt). The total goes to tests/results/ for
 # tests/summary.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -29,5 +30,20 @@ p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 x=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 [ "$rc" -ne 0 ] && [ "${x:-0}" -eq 0 ] && x=1
 pass=$((pass + ${p:-0})) fail=$((fail + ${x:-0}))
+
+# the unmodified e2b-code-interpreter SDK, as pinned with hashes by sdk_py/requirements.txt, in a venv of its own
+venv=$here/sdk_py/.venv
+if [ ! -x "$venv/bin/python" ] || ! cmp -s "$here/sdk_py/requirements.txt" "$venv/requirements.txt"; then
+	rm -rf "$venv"
+	{ /usr/bin/python3 -m venv "$venv" && "$venv/bin/pip" install -q --require-hashes -r "$here/sdk_py/requirements.txt" &&
+		cp "$here/sdk_py/requirements.txt" "$venv/requirements.txt"; } || { echo "interpreter: pip install failed"; fail=$((fail + 1)); }
+fi
+out=$(cd "$here/sdk_py" && timeout 600 "$venv/bin/python" -m unittest -v test_sdk_py 2>&1)
+rc=$?
+echo "$out"
+ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} .*/\1/p' <<<"$out")
+bad=$(grep -cE '\.\.\. (FAIL|ERROR)$' <<<"$out")
+[ "$rc" -ne 0 ] && [ "$bad" -eq 0 ] && bad=1
+pass=$((pass + ${ran:-0} - $(grep -cE '\.\.\. (FAIL|ERROR)$' <<<"$out"))) fail=$((fail + bad))
 echo "interpreter: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/interpreter.txt"
 [ "$fail" -eq 0 ]
