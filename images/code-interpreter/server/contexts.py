@@ -159,6 +159,7 @@ class Registry:
         self._state = state_file
         self.home = home
         self._lock = threading.Lock()
+        self._default_lock = threading.Lock()  # two first calls in one language make one default context
         self._contexts = {}
         self._defaults = {}
         self._load()
@@ -205,11 +206,12 @@ class Registry:
     def default(self, language, start=True):
         """The context a call with only a language runs in, made on first use."""
         lang = normalize(language)
-        with self._lock:
-            cid = self._defaults.get(lang)
-            if cid in self._contexts:
-                return self._contexts[cid]
-        return self.create(lang, default=True, start=start)
+        with self._default_lock:
+            with self._lock:
+                cid = self._defaults.get(lang)
+                if cid in self._contexts:
+                    return self._contexts[cid]
+            return self.create(lang, default=True, start=start)
 
     def get(self, cid):
         with self._lock:

@@ -31,7 +31,7 @@ class KernelError(Exception):
     """A kernel could not be started or talked to."""
 
 
-def _env_names_ok(env):
+def env_names_ok(env):
     return all(k and (k[0].isalpha() or k[0] == "_") and all(c.isalnum() or c == "_" for c in k) and k.isascii()
                for k in env)
 
@@ -217,7 +217,7 @@ class PipeKernel:
         return self.proc.poll() if self.proc is not None else None
 
     def begin(self, code, env):
-        if not _env_names_ok(env):
+        if not env_names_ok(env):
             raise ValueError("env_vars: names are letters, digits and _")
         self._id += 1
         if self.language == "bash":

@@ -127,7 +127,7 @@ class Handler(BaseHTTPRequestHandler):
         env = body.get("env_vars") or {}
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
             raise ValueError("env_vars must map names to strings")
-        if not kernels._env_names_ok(env):
+        if not kernels.env_names_ok(env):
             raise ValueError("env_vars: names are letters, digits and _")
         if cid:
             ctx = self.registry.get(cid)
