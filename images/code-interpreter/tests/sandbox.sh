@@ -38,6 +38,8 @@ check bash '{"code":"echo $((6 * 7))","language":"bash"}' '"text": "42\\n"'
 check r '{"code":"6 * 7","language":"r"}' '"text": "\[1\] 42"'
 timeout 2 curl -sN -XPOST http://127.0.0.1:49999/execute -d '{"code":"import time; time.sleep(300)"}' >/dev/null
 check after-interrupt '{"code":"x"}' '"text": "41"'
+check oom '{"code":"big = b\"x\" * (3 * 1024**3)"}' DeadKernelError
+check after-oom '{"code":"1 + 1"}' 'restarted'
 check kernel-death '{"code":"import os, signal; os.kill(os.getpid(), signal.SIGKILL)"}' DeadKernelError
 check state-lost '{"code":"1"}' 'restarted'
 echo "inside: $pass passed, $fail failed"
