@@ -17,13 +17,16 @@ __hutch_send() { printf '%s\n' "$1" >&"$__hutch_ev"; }
 # SIGINT ends the cell (the trap returns from the sourced file), not the kernel.
 __hutch_on_int() { __hutch_interrupted=1; }
 
-__hutch_run() {
-	local __hutch_id=$1
-	shift
-	local -A __hutch_saved=()
-	local -a __hutch_unset=()
-	local __hutch_k __hutch_status
-	for __hutch_k in "$@"; do
+# The cell runs at the top level of this shell, not in a function, so that its `declare`, `local` and `return`
+# mean what they mean in a script. The kernel's own variables are all named __hutch_*.
+declare -A __hutch_saved=()
+declare -a __hutch_unset=()
+trap __hutch_on_int INT
+__hutch_send '{"type": "ready"}'
+while read -r -u "$__hutch_req" __hutch_id __hutch_names; do
+	__hutch_saved=()
+	__hutch_unset=()
+	for __hutch_k in $__hutch_names; do
 		if [ -n "${!__hutch_k+x}" ]; then __hutch_saved[$__hutch_k]=${!__hutch_k}; else __hutch_unset+=("$__hutch_k"); fi
 	done
 	source "$__hutch_dir/env"
@@ -41,11 +44,4 @@ __hutch_run() {
 		__hutch_send "{\"id\": $__hutch_id, \"type\": \"error\", \"name\": \"ExitCodeError\", \"value\": \"exit status $__hutch_status\", \"traceback\": \"\"}"
 	fi
 	__hutch_send "{\"id\": $__hutch_id, \"type\": \"done\", \"count\": $__hutch_count}"
-}
-
-trap __hutch_on_int INT
-__hutch_send '{"type": "ready"}'
-while read -r -u "$__hutch_req" __hutch_line; do
-	# shellcheck disable=SC2086 # an id and env names: words
-	__hutch_run $__hutch_line
 done

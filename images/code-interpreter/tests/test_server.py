@@ -304,8 +304,9 @@ class JavaScript(unittest.TestCase):
 class Bash(unittest.TestCase):
     def test_state(self):
         ctx = new_context("bash")
-        run("X=3; cd /tmp; f() { echo f$1; }", context_id=ctx["id"])
-        self.assertEqual(stdout(run("echo $X; pwd; f 1", context_id=ctx["id"])), "3\n/tmp\nf1\n")
+        run("X=3; cd /tmp; f() { echo f$1; }; declare -a arr=(a b); declare -i n=4", context_id=ctx["id"])
+        self.assertEqual(stdout(run("echo $X; pwd; f 1; echo ${arr[1]} $n", context_id=ctx["id"])),
+                         "3\n/tmp\nf1\nb 4\n")
 
     def test_status_is_an_error(self):
         evs = run("echo out; false", language="bash")
