@@ -229,10 +229,12 @@ class PipeKernel:
             line = f"{self._id} {' '.join(env)}\n"
         else:
             line = json.dumps({"id": self._id, "code": code, "env": env}) + "\n"
-        os.write(self._req, line.encode())
+        data = line.encode()
+        while data:  # a large cell fills the pipe: the kernel reads as we write
+            data = data[os.write(self._req, data):]
 
     def _read(self, timeout):
-        """Output and kernel events available within timeout: (events of the cell, control events)."""
+        """What arrived within timeout: (the kernel's events, the cell's output as stream events)."""
         fds = [self._ev] + list(self._decoders)
         out, ctl = [], []
         ready, _, _ = select.select(fds, [], [], timeout)
@@ -242,8 +244,10 @@ class PipeKernel:
                 self._buf += data
                 *lines, self._buf = self._buf.split(b"\n")
                 for line in lines:
-                    if line.strip():
+                    try:
                         ctl.append(json.loads(line))
+                    except ValueError:  # the cell's own processes inherit the pipe: what they write is no event
+                        continue
             elif data:
                 name, dec = self._decoders[fd]
                 text = dec.decode(data)

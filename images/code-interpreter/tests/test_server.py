@@ -308,6 +308,12 @@ class Bash(unittest.TestCase):
         self.assertEqual(stdout(run("echo $X; pwd; f 1; echo ${arr[1]} $n", context_id=ctx["id"])),
                          "3\n/tmp\nf1\nb 4\n")
 
+    def test_a_large_cell(self):
+        # far more than a pipe holds
+        evs = run("x=1\n" + "true\n" * 100000 + "echo $x", language="bash")
+        self.assertEqual(stdout(evs), "1\n")
+        self.assertEqual(text(run("let s = 0\n" + "s += 1\n" * 50000 + "s", language="js")), "50000")
+
     def test_status_is_an_error(self):
         evs = run("echo out; false", language="bash")
         self.assertEqual(stdout(evs), "out\n")
