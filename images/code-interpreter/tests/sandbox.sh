@@ -15,6 +15,25 @@ trap 'rm -rf --one-file-system "$tmp"' EXIT
 mkdir -p "$root/tests/results"
 
 "$here/../build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch" || exit 1
+# built from this recipe already: the next run is a no-op
+again=$("$here/../build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch") || exit 1
+grep -q "is up to date" <<<"$again" || { echo "not ok: a second build did not find the template up to date"; exit 1; }
+# a changed recipe (a copy whose server differs by a comment) replaces the template, but not under a sandbox
+cp -a "$here/.." "$tmp/recipe"
+rm -rf "$tmp/recipe/tests"
+echo "# changed" >>"$tmp/recipe/server/events.py"
+HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" "$root/$build/hutch" run --template code-interpreter-v1 -- sleep 30 &
+user=$!
+sleep 2
+"$tmp/recipe/build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch"
+rc=$?
+kill "$user"
+wait "$user"
+[ "$rc" = 3 ] || { echo "not ok: a stale template in use was not kept (exit $rc, want 3)"; exit 1; }
+"$tmp/recipe/build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch" || exit 1
+grep -q '^# changed' "$tmp/data/templates/code-interpreter-v1/rootfs/usr/local/lib/hutch-interpreter/events.py" ||
+	{ echo "not ok: the changed recipe was not built"; exit 1; }
+echo "ok: rebuilt only when the recipe changed, and not under a sandbox"
 
 inside=$(cat <<'SCRIPT'
 python3 /usr/local/lib/hutch-interpreter/server.py --port 49999 >/tmp/server.log 2>&1 &
