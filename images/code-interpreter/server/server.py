@@ -37,6 +37,12 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "hutch-interpreter"
     registry = None  # set by main
 
+    def setup(self):
+        super().setup()
+        # an answer goes out as several small writes (headers, then one chunk a line): without this, Nagle's
+        # algorithm holds each behind the client's delayed ACK, 40 ms a cell
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, fmt, *args):
         if self.server.verbose:
             sys.stderr.write("%s %s\n" % (self.address_string(), fmt % args))
