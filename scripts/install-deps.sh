@@ -59,6 +59,16 @@ if [ -n "$peers" ]; then
 		exit 1
 	fi
 fi
+# The code interpreter's server and its tests (images/code-interpreter): Debian's Jupyter kernel stack, the
+# libraries its tests display, the TypeScript compiler its JavaScript kernel parses cells with, and debootstrap
+# for its template. Without recommendations: those would bring a desktop's worth of packages.
+IPKGS="python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas python3-pytest python3-venv node-typescript
+       debootstrap"
+imissing=$(missing_of $IPKGS)
+if [ -n "$imissing" ]; then
+	apt-get -o DPkg::Lock::Timeout=600 update -qq
+	apt-get install -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $imissing
+fi
 # No dockerd or containerd may be left running (they would share the host's network setup
 # with the tests); the benchmark's own dockerd is stopped by the benchmark.
 for d in dockerd containerd; do
