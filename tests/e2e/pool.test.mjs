@@ -223,9 +223,16 @@ test('a pool sandbox whose init died while it waited is removed and replaced, ne
       if (dirs.length === 1 && dirs[0] !== first && (await metrics(d)).ready === 1) break
     }
     assert.ok(dirs.length === 1 && dirs[0] !== first, `reaped and replaced without a create: ${dirs}`)
-    // a death just before a take: found at the take
+    // a death just before a take: found at the take. cgroup.kill only sends
+    // the signals: wait until init has exited (its group is empty), or the
+    // take may meet an init that is still dying, which nothing can tell
+    // from a live one
     const [victim] = dirs
     kill(victim)
+    const procs = `/sys/fs/cgroup/unified/${d.env.HUTCH_CGROUP_PARENT}/${victim}/cgroup.procs`
+    for (const end = Date.now() + 5000; Date.now() < end; await sleep(20)) {
+      if (!sh(`cat ${procs} 2>/dev/null || true`).trim()) break
+    }
     const sbx = await Sandbox.create({ ...opts(d), timeoutMs: 60000 })
     assert.notEqual(sbx.sandboxId, victim)
     assert.equal((await sbx.commands.run('echo ok')).stdout, 'ok\n')
