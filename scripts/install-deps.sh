@@ -3,7 +3,7 @@
 # Safe to run again; it only installs what is missing.
 set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
-      libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
+      libevent-dev libjansson-dev libsqlite3-dev libpq-dev postgresql-15 libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
       libnftables-dev nftables libarchive-dev
       iproute2 util-linux procps python3 bash coreutils bubblewrap crun e2fsprogs"
 missing=""

@@ -48,6 +48,7 @@ static void serve_usage(FILE *f)
 		   "                    or $HUTCH_DATA_DIR)\n"
 		   "  --run-dir DIR     volatile state of running sandboxes (default /run/hutch,\n"
 		   "                    or $HUTCH_RUN_DIR)\n"
+		   "  --store URI       the store: sqlite (default, in the data dir) or a postgresql:// URI\n"
 		   "  --config FILE     config file (default <data-dir>/hutch.conf when it exists)\n\n"
 		   "Flags override the config file; docs/operations.md lists its keys.\n");
 }
@@ -168,11 +169,12 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	 * while no daemon holds this (it waits for a removal under way) */
 	if ((d->datadir_lock = hu_datadir_lock_shared(d->cfg.data_dir, err)) < 0)
 		return -1;
-	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
-	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
+	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s, store %s", d->cfg.data_dir,
+	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)",
+	       d->cfg.store[0] ? "postgresql" : "sqlite");
 	log_nofile();
 	hu_fault_init();
-	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
+	if (hu_store_open(hu_config_store_location(&d->cfg), &d->store, err) < 0 || open_runtime(d, err) < 0)
 		return -1;
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");

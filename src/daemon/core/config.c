@@ -90,6 +90,26 @@ static int set_run_dir(struct hu_config *cfg, const char *v, hu_err *err)
 	return set_dir(cfg->run_dir, sizeof(cfg->run_dir), v, err);
 }
 
+/* "sqlite" (the default: the data dir's hutch.db) or a PostgreSQL URI. */
+static int set_store(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if (!strcmp(v, "sqlite")) {
+		cfg->store[0] = '\0';
+		return 0;
+	}
+	if (strncmp(v, "postgresql://", 13) && strncmp(v, "postgres://", 11))
+		return hu_err_set(err, -EINVAL, "'%.64s' is neither sqlite nor a postgresql:// URI", v);
+	if (strlen(v) >= sizeof(cfg->store))
+		return hu_err_set(err, -ENAMETOOLONG, "the store URI is longer than %zu bytes", sizeof(cfg->store) - 1);
+	snprintf(cfg->store, sizeof(cfg->store), "%s", v);
+	return 0;
+}
+
+const char *hu_config_store_location(const struct hu_config *cfg)
+{
+	return cfg->store[0] ? cfg->store : cfg->data_dir;
+}
+
 static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
 {
 	if (hu_parse_size(v, out, err) < 0)
@@ -458,6 +478,7 @@ static const struct {
 	{"port", "--port", set_port},
 	{"data_dir", "--data-dir", set_data_dir},
 	{"run_dir", "--run-dir", set_run_dir},
+	{"store", "--store", set_store},
 	{"max_body", NULL, set_max_body},
 	{"idle_timeout", NULL, set_idle_timeout},
 	{"default_timeout", NULL, set_default_timeout},

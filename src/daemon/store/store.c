@@ -9,15 +9,18 @@
 #include <string.h>
 
 #include "daemon/store/backend.h"
+#include "daemon/store/pg.h"
 #include "daemon/store/sqlite.h"
 #include "util/hex.h"
 
 #define KEY_PREFIX "hutch_"
 #define KEY_RANDOM_BYTES 24 /* 48 hex chars */
 
-int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err)
+int hu_store_open(const char *location, struct hu_store **out, hu_err *err)
 {
-	return hu_store_sqlite_open(data_dir, out, err);
+	if (hu_store_pg_location(location))
+		return hu_store_pg_open(location, out, err);
+	return hu_store_sqlite_open(location, out, err);
 }
 
 void hu_store_close(struct hu_store *st)

@@ -6,8 +6,9 @@
  * volumes.
  *
  * Backends (backend.h): SQLite in WAL mode in the data dir, the embedded
- * default (sqlite.c). The interface is written for a backend on the network
- * too, whose calls are slower and can fail for a while:
+ * default (sqlite.c), and PostgreSQL (pg.c), a database that several nodes
+ * share. The interface is written for a backend on the network, whose
+ * calls are slower and can fail for a while:
  *  - every call may fail; a caller changes nothing in memory until the
  *    store has accepted the change (sandboxes/ keeps to this);
  *  - a failure the caller may retry later (the backend is unreachable or
@@ -31,11 +32,12 @@
 
 struct hu_store;
 
-/* Open the store of a data dir (its hutch.db, made on first use), or
- * another backend's location once there is one (backend.h). */
-int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err);
+/* Open the store at `location`: a PostgreSQL connection URI
+ * ("postgresql://..." or "postgres://...", pg.h), or else a data dir whose
+ * hutch.db (SQLite, made on first use) is the store. */
+int hu_store_open(const char *location, struct hu_store **out, hu_err *err);
 void hu_store_close(struct hu_store *st);
-/* "sqlite", for logs and doctor. */
+/* "sqlite" or "postgresql", for logs and doctor. */
 const char *hu_store_backend_name(const struct hu_store *st);
 
 /* ---- API keys: shown once, stored as sha256 hex ---------------------------- */
