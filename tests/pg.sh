@@ -9,6 +9,8 @@
 #   tests/pg.sh stop DIR          stop that server and remove DIR
 #   tests/pg.sh createdb DIR NAME a new empty database; prints its URI
 #   tests/pg.sh dropdb DIR NAME
+#   tests/pg.sh down DIR | up DIR the server goes away and comes back (the
+#                                 store's outage tests)
 #
 # Callers stop it from a trap, so a failed test leaves nothing behind.
 # initdb refuses to run as root: as root the server runs as the postgres
@@ -40,8 +42,8 @@ start() {
 		rm -rf "$dir"
 		exit 1
 	fi
-	if ! as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-		-o "-c listen_addresses='' -k $dir -p $port -c fsync=off -c max_connections=200" start >/dev/null; then
+	echo "-c listen_addresses='' -k $dir -p $port -c fsync=off -c max_connections=200" >"$dir/opts"
+	if ! up "$dir"; then
 		cat "$dir/server.log" >&2
 		rm -rf "$dir"
 		exit 1
@@ -50,6 +52,14 @@ start() {
 	echo "HUTCH_TEST_PG_DIR=$dir"
 	echo "HUTCH_TEST_PG_PORT=$port"
 	echo "HUTCH_TEST_PG='$(uri "$dir" hutch)'"
+}
+
+up() {
+	as_owner "$bindir/pg_ctl" -D "$1/data" -l "$1/server.log" -w -t 30 -o "$(cat "$1/opts")" start >/dev/null
+}
+
+down() {
+	as_owner "$bindir/pg_ctl" -D "$1/data" -m fast -w -t 30 stop >/dev/null
 }
 
 stop() {
@@ -64,8 +74,9 @@ cmd=${1:-}
 case "$cmd" in
 start) start ;;
 stop) stop "${2:?dir}" ;;
-restart) as_owner "$bindir/pg_ctl" -D "${2:?dir}/data" -m fast -w -t 30 restart >/dev/null ;;
+down) down "${2:?dir}" ;;
+up) up "${2:?dir}" ;;
 createdb) as_owner "$bindir/createdb" -h "${2:?dir}" -p "$(port_of "$2")" -U hutch "${3:?name}"; uri "$2" "$3" ;;
 dropdb) as_owner "$bindir/dropdb" --force -h "${2:?dir}" -p "$(port_of "$2")" -U hutch "${3:?name}" ;;
-*) echo "usage: tests/pg.sh start | stop DIR | restart DIR | createdb DIR NAME | dropdb DIR NAME" >&2; exit 2 ;;
+*) echo "usage: tests/pg.sh start | stop DIR | down DIR | up DIR | createdb DIR NAME | dropdb DIR NAME" >&2; exit 2 ;;
 esac

@@ -59,10 +59,13 @@ static int authenticate_api_key(struct hu_req *r)
 		return -1;
 	}
 	if (hu_store_key_team(hu_req_daemon(r)->store, key, r->principal, sizeof(r->principal), &err) < 0) {
-		if (err.code == ENOENT)
+		if (err.code == ENOENT) {
 			hu_reply_error(r, 401, "invalid API key");
-		else
-			hu_reply_error(r, 500, "checking the API key: %s", err.msg);
+		} else {
+			/* a store out of reach for now is 503 with Retry-After */
+			hu_err_prefix(&err, "checking the API key");
+			hu_reply_err(r, &err);
+		}
 		return -1;
 	}
 	return 0;

@@ -418,12 +418,14 @@ static void test_group_with_a_refused_row(void **state)
 static void test_pg_idem_across_nodes(void **state)
 {
 	struct fixture *f = *state;
-	struct hu_sandbox_row *a = sample_row(), *b = sample_row();
+	struct hu_sandbox_row *a, *b;
 	struct hu_store *other;
 	hu_err err;
 
 	if (!f->admin)
 		skip();
+	a = sample_row();
+	b = sample_row();
 	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
 	snprintf(a->idem_key, sizeof(a->idem_key), "one");
 	snprintf(b->id, sizeof(b->id), "ifromother");
@@ -508,12 +510,14 @@ static void test_pg_reconnects(void **state)
 static void test_pg_lost_in_a_group(void **state)
 {
 	struct fixture *f = *state;
-	struct hu_sandbox_row *a = sample_row(), *b = sample_row();
+	struct hu_sandbox_row *a, *b;
 	int n = -1;
 	hu_err err;
 
 	if (!f->admin)
 		skip();
+	a = sample_row();
+	b = sample_row();
 	snprintf(b->id, sizeof(b->id), "ib");
 	assert_int_equal(hu_store_begin(f->st, &err), 0);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
