@@ -30,6 +30,7 @@
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
+#include "daemon/cluster/node.h"
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/tpl_start.h"
@@ -118,6 +119,7 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	hu_runtime_config_defaults(&rc);
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
+	snprintf(rc.slots_dir, sizeof(rc.slots_dir), "%s", d->cfg.slots_dir);
 	hu_daemon_net_config(&d->cfg, &rc);
 	/* the DNS proxy's port goes into the runtime's nftables rules */
 	if (!strcmp(rc.net_mode, "nat") && hu_dns_proxy_bind(&d->dns, &rc.net_dns_proxy_port, err) < 0)
@@ -183,6 +185,10 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	 * the loop has no request to serve */
 	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
 		return hu_err_set(err, ENOMEM, "event loop priorities");
+	/* a node of a shared store registers first: the store then loads
+	 * this node's sandboxes only, and writes them while its lease lives */
+	if (hu_cluster_start(d, err) < 0)
+		return -1;
 	/* what a previous daemon left is taken over before the first request */
 	if (http_new(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;
@@ -243,6 +249,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* Sandboxes keep running (paused ones stay paused): the next start
 	 * adopts them. Deadlines moved since the last tick are saved first. */
 	hu_lifecycle_stop(d);
+	hu_cluster_stop(d);
 	hu_dns_proxy_free(d->dns);
 	if (d->reg)
 		hu_registry_free(d->reg);

@@ -78,7 +78,7 @@ function pgDrop(base) {
 }
 
 function storeArgs(base, extraArgs) {
-  if (!pgDir) return []
+  if (!pgDir || extraArgs.includes('--store')) return []
   const uri = pgDatabase(base)
   if (extraArgs.includes('--config')) return ['--store', uri]
   const conf = join(base, 'store.conf')
@@ -88,7 +88,8 @@ function storeArgs(base, extraArgs) {
 
 // startDaemon() -> { url, apiKey, pid, base, storeArgs, stop(), restart() }
 // `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
-// restart); the key is not printed again then.
+// restart); the key is not printed again then. { apiKey } alone: new dirs,
+// a store that has keys already (another node of a cluster).
 // `extraEnv` adds variables (HUTCH_FAULT for the fault-injection tests).
 export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   const base = reuse?.base ?? mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
@@ -130,7 +131,8 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     base,
     env,
     // what a CLI verb needs to reach this daemon's store (`keys create`)
-    storeArgs: pgDir ? ['--store', pgDatabase(base)] : [],
+    storeArgs: !pgDir ? [] : extraArgs.includes('--store') ? ['--store', extraArgs[extraArgs.indexOf('--store') + 1]]
+      : ['--store', pgDatabase(base)],
     log: () => log,
     async stop() {
       proc.kill('SIGTERM')

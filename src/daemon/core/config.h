@@ -21,10 +21,17 @@ struct hu_config {
 	uint16_t port;           /* default 3000 */
 	char data_dir[PATH_MAX]; /* default /var/lib/hutch */
 	char run_dir[PATH_MAX];  /* default /run/hutch */
+	char slots_dir[PATH_MAX]; /* the uid slots, "" = <run_dir>/slots (runtime/sandbox.h) */
 	char config_path[PATH_MAX];
 	/* store: "" = SQLite in data_dir, or a PostgreSQL connection URI
 	 * ("postgresql://...") that several nodes may share */
 	char store[1024];
+	/* a node of a shared store (cluster/node.h): node.name ("" = <host
+	 * name>-<port>), node.address (the URL other nodes reach it at, "" =
+	 * http://<listen>:<port>), node.labels (comma-separated) */
+	char node_name[64];
+	char node_address[256];
+	char node_labels[256];
 	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
 	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
 	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */

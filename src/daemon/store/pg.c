@@ -122,8 +122,13 @@ static int json_param(const json_t *v, const char *none, char **text, hu_err *er
 	" auto_resume, allow_internet, cpu, memory, disk, auto_pause_memory, paused_at, released, reclaim_after,"     \
 	" idem_key, mounts, internet, network"
 
+#define UPSERT_SET                                                                                                   \
+	"state = $4, end_at = $7, timeout = $8, metadata = $9, env_vars = $10, auto_pause = $11, auto_resume = $12,"  \
+	" auto_pause_memory = $17, paused_at = $18, released = $19, reclaim_after = $20, network = $24"
+
 static int pg_sandbox_put(struct hu_store *base, const struct hu_sandbox_row *row, hu_err *err)
 {
+	struct pg_store *st = hu_pg(base);
 	struct num started, end_at, timeout, cpu, memory, disk, paused_at, reclaim;
 	char *metadata = NULL, *env = NULL, *mounts = NULL, *network = NULL;
 	int rc = -1;
@@ -158,14 +163,38 @@ static int pg_sandbox_put(struct hu_store *base, const struct hu_sandbox_row *ro
 		network,
 	};
 	/* an upsert on the id: a row holding the same idempotency key under
-	 * another id fails the unique index instead of being replaced */
-	rc = hu_pg_exec(hu_pg(base), "save sandbox",
-			"INSERT INTO sandboxes (" ROW_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
-			" $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
-			" ON CONFLICT (id) DO UPDATE SET state = $4, end_at = $7, timeout = $8, metadata = $9,"
-			" env_vars = $10, auto_pause = $11, auto_resume = $12, auto_pause_memory = $17,"
-			" paused_at = $18, released = $19, reclaim_after = $20, network = $24",
-			24, p, NULL, err);
+	 * another id fails the unique index instead of being replaced. A node
+	 * writes only while the database agrees that its lease (name and
+	 * generation) is live, and never another node's row. */
+	if (!st->node[0]) {
+		rc = hu_pg_exec(st, "save sandbox",
+				"INSERT INTO sandboxes (" ROW_COLUMNS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+				" $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)"
+				" ON CONFLICT (id) DO UPDATE SET " UPSERT_SET,
+				24, p, NULL, err);
+	} else if ((rc = hu_pg_node_live(st, err)) == 0) {
+		const char *pn[26];
+		PGresult *res;
+		memcpy(pn, p, sizeof(p));
+		pn[24] = st->node;
+		pn[25] = st->generation;
+		rc = hu_pg_exec(st, "save sandbox",
+				"INSERT INTO sandboxes (" ROW_COLUMNS ", owner) SELECT $1, $2, $3, $4, $5, $6::bigint,"
+				" $7::bigint, $8::integer, $9::jsonb, $10::jsonb, $11::boolean, $12::boolean, $13::boolean,"
+				" $14::bigint, $15::bigint, $16::bigint, $17::boolean, $18::bigint, $19::boolean,"
+				" $20::integer, $21, $22::jsonb, $23::boolean, $24::jsonb, $25 FROM nodes"
+				" WHERE name = $25 AND generation = $26::bigint AND lease_until > now()"
+				" ON CONFLICT (id) DO UPDATE SET " UPSERT_SET " WHERE sandboxes.owner = $25",
+				26, pn, &res, err);
+		if (rc == 0) {
+			if (strcmp(PQcmdTuples(res), "1"))
+				rc = hu_err_set(err, -ENOTCONN,
+						"store: node %s (generation %s) has no live lease, or the sandbox is"
+						" another node's",
+						st->node, st->generation);
+			PQclear(res);
+		}
+	}
 	if (rc < 0 && err->code == EEXIST)
 		hu_err_set(err, -EEXIST, "store: another sandbox of team %s has idempotency key '%s'", row->team,
 			   row->idem_key);
@@ -256,6 +285,7 @@ static int row_read(PGresult *res, int r, struct hu_sandbox_row *row)
 	row->mounts = column_json(res, r, 21, 1);
 	row->internet = column_bool(res, r, 22);
 	row->network = column_json(res, r, 23, 0);
+	column_text(res, r, 24, row->owner, sizeof(row->owner));
 	if (!row->metadata)
 		row->metadata = json_object();
 	if (!row->env_vars)
@@ -275,8 +305,14 @@ static int pg_sandbox_load(struct hu_store *base, void (*fn)(struct hu_sandbox_r
 	struct hu_sandbox_row row;
 	PGresult *res;
 
-	if (hu_pg_exec(hu_pg(base), "load sandboxes", "SELECT " ROW_COLUMNS " FROM sandboxes", 0, NULL, &res, err) <
-	    0)
+	struct pg_store *st = hu_pg(base);
+	const char *p[] = {st->node};
+
+	/* a node adopts its own sandboxes, never another node's */
+	if (hu_pg_exec(st, "load sandboxes",
+		       st->node[0] ? "SELECT " ROW_COLUMNS ", owner FROM sandboxes WHERE owner = $1"
+				   : "SELECT " ROW_COLUMNS ", owner FROM sandboxes",
+		       st->node[0] ? 1 : 0, p, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
 		if (row_read(res, r, &row) < 0) {
@@ -392,4 +428,7 @@ static const struct hu_store_ops pg_ops = {
 	.volume_each = hu_pg_volume_each,
 	.volume_delete = hu_pg_volume_delete,
 	.volume_by_id = hu_pg_volume_by_id,
+	.node_register = hu_pg_node_register,
+	.node_renew = hu_pg_node_renew,
+	.node_each = hu_pg_node_each,
 };

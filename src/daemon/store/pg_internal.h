@@ -20,6 +20,10 @@ struct pg_store {
 	int in_tx;              /* between hu_store_begin and hu_store_commit */
 	int tx_lost;            /* the connection dropped inside the transaction */
 	int savepoint;          /* a statement savepoint exists in this transaction */
+	/* registered as a node (pg_nodes.c): "" until then */
+	char node[HU_NODE_NAME_MAX];
+	char generation[24];     /* as a parameter */
+	int64_t lease_until_ms;  /* monotonic: the lease is live before this */
 };
 
 struct pg_store *hu_pg(struct hu_store *st);
@@ -53,6 +57,15 @@ int hu_pg_fail(struct pg_store *st, PGresult *res, const char *what, hu_err *err
 int hu_pg_migrate(struct pg_store *st, hu_err *err);
 /* The schema version this hutch writes. */
 int hu_pg_schema_version(void);
+
+/* pg_nodes.c: the node calls of struct hu_store_ops */
+int hu_pg_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
+			hu_err *err);
+int hu_pg_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+int hu_pg_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+/* 0 while this process holds a live node lease (or is no node), else
+ * ENOTCONN: a node past its lease writes no sandbox. */
+int hu_pg_node_live(struct pg_store *st, hu_err *err);
 
 /* pg_volumes.c: the volume and template calls of struct hu_store_ops */
 int hu_pg_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);

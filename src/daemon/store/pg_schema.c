@@ -67,6 +67,21 @@ static const char *const migrations[] = {
 	"  size bigint," /* cap in bytes; NULL = no cap */
 	"  created_at bigint NOT NULL,"
 	"  UNIQUE (team, name));",
+	/* 1 -> 2: nodes. Leases are kept in the server's clock (now()), so
+	 * the nodes' clocks need not agree; every sandbox has its owner node. */
+	"CREATE TABLE nodes ("
+	"  name text PRIMARY KEY,"
+	"  address text NOT NULL,"
+	"  labels text NOT NULL DEFAULT '',"
+	"  memory bigint NOT NULL," /* the admission budgets, bytes */
+	"  cpu bigint NOT NULL,"    /* thousandths of a CPU */
+	"  pids bigint NOT NULL,"
+	"  max_sandboxes integer NOT NULL,"
+	"  generation bigint NOT NULL," /* bumped by every registration: fencing */
+	"  lease_until timestamptz NOT NULL,"
+	"  registered_at timestamptz NOT NULL);"
+	"ALTER TABLE sandboxes ADD COLUMN owner text;"
+	"CREATE INDEX sandboxes_owner ON sandboxes(owner);",
 };
 
 int hu_pg_schema_version(void)

@@ -154,3 +154,25 @@ int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume 
 {
 	return st->ops->volume_by_id(st, id, out, err);
 }
+
+int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
+			   hu_err *err)
+{
+	if (!st->ops->node_register)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_register(st, n, ttl_ms, generation, err);
+}
+
+int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err)
+{
+	if (!st->ops->node_renew)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_renew(st, ttl_ms, err);
+}
+
+int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err)
+{
+	if (!st->ops->node_each)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_each(st, fn, arg, err);
+}

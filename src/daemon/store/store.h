@@ -87,4 +87,19 @@ int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
 /* Any team's volume by id (start-up housekeeping); ENOENT when none. */
 int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 
+/* ---- nodes (a store that several hutch nodes share: PostgreSQL) ------------------ */
+/* Register this process as node n with a lease of ttl_ms, bumping the
+ * node's generation (a previous holder of the name is fenced out). From
+ * then on the store writes sandbox rows as this node's, only while its
+ * lease is live (ENOTCONN otherwise: a node whose lease expired admits no
+ * creates), and loads only this node's rows. ENOSYS: the backend has no
+ * nodes (SQLite: one host). */
+int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
+			   hu_err *err);
+/* Extend the lease by ttl_ms from now. ESTALE when the node was registered
+ * again (by another process: this one is fenced out for good). */
+int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+/* Every registered node, by name. */
+int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+
 #endif

@@ -341,7 +341,7 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 1);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
@@ -473,7 +473,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 1);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }
@@ -586,6 +586,155 @@ static void test_volumes(void **state)
 	assert_int_equal(hu_store_volume_find(f->st, "t2", "ws", &got, &err), 0);
 }
 
+/* ---- nodes ----------------------------------------------------------------- */
+
+static struct hu_node node_named(const char *name)
+{
+	struct hu_node n = {.memory_bytes = 8ull << 30, .cpu_millis = 4000, .pids = 100000, .max_sandboxes = 100};
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	snprintf(n.address, sizeof(n.address), "http://127.0.0.1:1");
+	return n;
+}
+
+/* SQLite is one host: it has no nodes, and says so. */
+static void test_nodes_need_a_shared_store(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n = node_named("n1");
+	int64_t gen;
+	hu_err err;
+
+	if (f->admin)
+		skip();
+	assert_int_equal(hu_store_node_register(f->st, &n, 10000, &gen, &err), -1);
+	assert_int_equal(err.code, ENOSYS);
+}
+
+struct seen {
+	int n, alive;
+	char owners[4][HU_NODE_NAME_MAX];
+};
+
+static void see_row(struct hu_sandbox_row *row, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n < 4)
+		snprintf(s->owners[s->n], sizeof(s->owners[0]), "%s:%s", row->id, row->owner);
+	s->n++;
+}
+
+static void see_node(const struct hu_node *n, void *arg)
+{
+	struct seen *s = arg;
+	s->n++;
+	s->alive += n->alive;
+}
+
+/* Every row a node writes is its own; a node adopts only its own rows and
+ * cannot overwrite another node's. */
+static void test_pg_nodes_own_their_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2");
+	struct hu_sandbox_row *a, *b;
+	struct hu_store *other;
+	struct seen seen = {0};
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	b = sample_row();
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	snprintf(b->id, sizeof(b->id), "ion2");
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, b, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1 AND owner = 'n1'", a->id), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1 AND owner = 'n2'", b->id), 1);
+	assert_int_equal(hu_store_sandbox_load(f->st, see_row, &seen, &err), 0);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.owners[0], "iabc123:n1");
+	/* n2 writing n1's sandbox changes nothing */
+	a->end_at_ms = 42;
+	assert_int_equal(hu_store_sandbox_put(other, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 1700000300000);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(hu_store_node_each(f->st, see_node, &seen, &err), 0);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.alive, 2);
+	hu_store_close(other);
+	free_row(a);
+	free_row(b);
+}
+
+/* A lease that expired stops the node's writes (it admits no creates),
+ * whether this process noticed (its own clock) or only the database did;
+ * a renewal lets it write again. */
+static void test_pg_lease_expiry(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1");
+	struct hu_sandbox_row *a;
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	assert_int_equal(hu_store_node_register(f->st, &n1, 300, &gen, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	usleep(400 * 1000);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_non_null(strstr(err.msg, "lease"));
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	/* the database's clock is the one that counts */
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '1 second'");
+	a->end_at_ms = 42;
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 1700000300000);
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 42);
+	free_row(a);
+}
+
+/* A second process registering the same node name fences the first out:
+ * its renewal is refused (ESTALE) and it writes nothing from then on. */
+static void test_pg_fencing(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1");
+	struct hu_sandbox_row *a;
+	struct hu_store *second;
+	int64_t gen1, gen2;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	assert_int_equal(hu_store_open(f->location, &second, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen1, &err), 0);
+	assert_int_equal(hu_store_node_register(second, &n1, 10000, &gen2, &err), 0);
+	assert_int_equal(gen2, gen1 + 1);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1); /* the database refuses the old generation */
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), -1);
+	assert_int_equal(err.code, ESTALE);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(hu_store_sandbox_put(second, a, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE owner = 'n1'", NULL), 1);
+	hu_store_close(second);
+	free_row(a);
+}
+
 #define TESTS(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -606,6 +755,10 @@ int main(void)
 		TESTS(test_pg_reconnects),
 		TESTS(test_pg_lost_in_a_group),
 		TESTS(test_pg_unreachable),
+		TESTS(test_nodes_need_a_shared_store),
+		TESTS(test_pg_nodes_own_their_rows),
+		TESTS(test_pg_lease_expiry),
+		TESTS(test_pg_fencing),
 	};
 	int rc = cmocka_run_group_tests_name("store: sqlite", tests, NULL, NULL);
 
