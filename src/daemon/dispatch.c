@@ -21,6 +21,7 @@
 #include "daemon/common/stats.h"
 #include "daemon/envd/signed_url.h"
 #include "daemon/routes.h"
+#include "daemon/sandboxes/elsewhere.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/store/store.h"
@@ -164,6 +165,8 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	/* envd's health probe carries no token: the SDK uses it to tell a dead
 	 * or paused sandbox (502) from a live one. It never resumes one: an
 	 * unauthenticated request must not wake sandboxes up. */
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_sbx_answer_elsewhere(r, sbx_id, NULL))
+		return;
 	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
 		reply_sandbox_unavailable(r, sbx_id, s);
 		return;

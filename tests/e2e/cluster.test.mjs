@@ -93,6 +93,48 @@ test('every sandbox row has its owner node; a restarted node adopts its own only
   assert.equal(sql(`SELECT count(*) FROM sandboxes WHERE id IN ('${made.join("','")}')`), '0')
 })
 
+test("another node's sandbox: 421 naming its owner while it lives, 503 naming it while its lease is expired", { skip }, async () => {
+  const r = await create(nodes[0])
+  assert.equal(r.status, 201, r.text)
+  const id = r.json.sandboxID
+  try {
+    const info = await api(nodes[1], 'GET', `/sandboxes/${id}`)
+    assert.equal(info.status, 421, info.text)
+    assert.ok(info.json.message.includes('node n1') && info.json.message.includes(nodes[0].url), info.text)
+    // the data plane, before any token is checked: the node's name only
+    const dp = await fetch(`${nodes[1].url}/health`, { headers: { 'E2b-Sandbox-Id': id } })
+    const dpText = await dp.text()
+    assert.equal(dp.status, 421, dpText)
+    assert.ok(dpText.includes('node n1') && !dpText.includes(nodes[0].url), dpText)
+    // another team does not learn of it
+    const other = execFileSync(join(root, process.env.HUTCH_BUILD || 'build', 'hutch'),
+      ['keys', 'create', '--team', 'cluster-other', '--store', uri]).toString().match(/(hutch_[0-9a-f]+)/)[1]
+    assert.equal((await api({ url: nodes[1].url, apiKey: other }, 'GET', `/sandboxes/${id}`)).status, 404)
+    // n1 stops renewing (stopped, as if dead) and its lease runs out
+    process.kill(nodes[0].pid, 'SIGSTOP')
+    try {
+      sql("UPDATE nodes SET lease_until = now() - interval '1 second' WHERE name = 'n1'")
+      const down = await api(nodes[2], 'GET', `/sandboxes/${id}`)
+      assert.equal(down.status, 503, down.text)
+      assert.match(down.json.message, /node n1, which is unavailable/)
+      assert.ok(Number(down.headers.get('retry-after')) > 0)
+    } finally {
+      process.kill(nodes[0].pid, 'SIGCONT')
+    }
+    // back: its next renewal makes it live again
+    let back
+    for (let i = 0; i < 40; i++) {
+      back = await api(nodes[2], 'GET', `/sandboxes/${id}`)
+      if (back.status === 421) break
+      await sleep(100)
+    }
+    assert.equal(back.status, 421, back.text)
+    assert.equal((await api(nodes[0], 'GET', `/sandboxes/${id}`)).status, 200)
+  } finally {
+    await api(nodes[0], 'DELETE', `/sandboxes/${id}`)
+  }
+})
+
 test('50 concurrent creates with one Idempotency-Key over the three nodes: exactly one sandbox', { skip }, async () => {
   const key = 'cluster-' + Date.now()
   const results = await Promise.all(Array.from({ length: 50 }, (_, i) =>

@@ -44,6 +44,8 @@ struct hu_store_ops {
 			     hu_err *err);
 	int (*node_renew)(struct hu_store *st, int64_t ttl_ms, hu_err *err);
 	int (*node_each)(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+	int (*sandbox_owner)(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			     hu_err *err);
 };
 
 /* Every backend's state begins with this. */

@@ -431,4 +431,5 @@ static const struct hu_store_ops pg_ops = {
 	.node_register = hu_pg_node_register,
 	.node_renew = hu_pg_node_renew,
 	.node_each = hu_pg_node_each,
+	.sandbox_owner = hu_pg_sandbox_owner,
 };

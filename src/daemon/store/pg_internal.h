@@ -63,6 +63,8 @@ int hu_pg_node_register(struct hu_store *st, const struct hu_node *n, int64_t tt
 			hu_err *err);
 int hu_pg_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
 int hu_pg_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+int hu_pg_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			hu_err *err);
 /* 0 while this process holds a live node lease (or is no node), else
  * ENOTCONN: a node past its lease writes no sandbox. */
 int hu_pg_node_live(struct pg_store *st, hu_err *err);

@@ -114,3 +114,31 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 	PQclear(res);
 	return 0;
 }
+
+int hu_pg_sandbox_owner(struct hu_store *base, const char *id, char *team, size_t n, struct hu_node *owner,
+			hu_err *err)
+{
+	struct pg_store *st = hu_pg(base);
+	const char *p[] = {id, st->node};
+	PGresult *res;
+	int rc = 0;
+
+	if (hu_pg_exec(st, "find the owner of a sandbox",
+		       "SELECT s.team, n.name, n.address, n.lease_until > now(),"
+		       " (extract(epoch FROM n.lease_until - now()) * 1000)::bigint"
+		       " FROM sandboxes s JOIN nodes n ON n.name = s.owner WHERE s.id = $1 AND s.owner <> $2",
+		       2, p, &res, err) < 0)
+		return -1;
+	if (PQntuples(res) != 1) {
+		rc = hu_err_set(err, -ENOENT, "sandbox %.64s: no other node owns it", id);
+	} else {
+		memset(owner, 0, sizeof(*owner));
+		snprintf(team, n, "%s", PQgetvalue(res, 0, 0));
+		snprintf(owner->name, sizeof(owner->name), "%s", PQgetvalue(res, 0, 1));
+		snprintf(owner->address, sizeof(owner->address), "%s", PQgetvalue(res, 0, 2));
+		owner->alive = PQgetvalue(res, 0, 3)[0] == 't';
+		owner->lease_left_ms = strtoll(PQgetvalue(res, 0, 4), NULL, 10);
+	}
+	PQclear(res);
+	return rc;
+}

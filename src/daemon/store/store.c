@@ -176,3 +176,11 @@ int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, 
 		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
 	return st->ops->node_each(st, fn, arg, err);
 }
+
+int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			   hu_err *err)
+{
+	if (!st->ops->sandbox_owner)
+		return hu_err_set(err, -ENOENT, "sandbox %s: one host, no other node", id);
+	return st->ops->sandbox_owner(st, id, team, n, owner, err);
+}

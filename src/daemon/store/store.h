@@ -99,6 +99,11 @@ int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t
 /* Extend the lease by ttl_ms from now. ESTALE when the node was registered
  * again (by another process: this one is fenced out for good). */
 int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+/* The node that owns sandbox id, when it is another node than this one:
+ * its name, address and whether its lease is live, and the sandbox's team.
+ * ENOENT when no other node owns it (or there is no such sandbox). */
+int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			   hu_err *err);
 /* Every registered node, by name. */
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 

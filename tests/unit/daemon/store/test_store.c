@@ -672,6 +672,46 @@ static void test_pg_nodes_own_their_rows(void **state)
 	free_row(b);
 }
 
+/* Where another node's sandbox is: its owner, live or not; nothing for
+ * this node's own sandboxes or unknown ids. */
+static void test_pg_sandbox_owner(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2"), owner;
+	struct hu_sandbox_row *a;
+	struct hu_store *other;
+	char team[64];
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin) {
+		assert_int_equal(hu_store_sandbox_owner(f->st, "iabc123", team, sizeof(team), &owner, &err), -1);
+		assert_int_equal(err.code, ENOENT);
+		return;
+	}
+	a = sample_row();
+	snprintf(n1.address, sizeof(n1.address), "http://127.0.0.1:4001");
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_owner(other, a->id, team, sizeof(team), &owner, &err), 0);
+	assert_string_equal(owner.name, "n1");
+	assert_string_equal(owner.address, "http://127.0.0.1:4001");
+	assert_string_equal(team, "default");
+	assert_true(owner.alive);
+	assert_int_equal(hu_store_sandbox_owner(f->st, a->id, team, sizeof(team), &owner, &err), -1);
+	assert_int_equal(err.code, ENOENT); /* n1's own */
+	assert_int_equal(hu_store_sandbox_owner(other, "inope", team, sizeof(team), &owner, &err), -1);
+	assert_int_equal(err.code, ENOENT);
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '30 seconds' WHERE name = 'n1'");
+	assert_int_equal(hu_store_sandbox_owner(other, a->id, team, sizeof(team), &owner, &err), 0);
+	assert_false(owner.alive);
+	assert_true(owner.lease_left_ms <= -29000);
+	hu_store_close(other);
+	free_row(a);
+}
+
 /* A lease that expired stops the node's writes (it admits no creates),
  * whether this process noticed (its own clock) or only the database did;
  * a renewal lets it write again. */
@@ -759,6 +799,7 @@ int main(void)
 		TESTS(test_pg_nodes_own_their_rows),
 		TESTS(test_pg_lease_expiry),
 		TESTS(test_pg_fencing),
+		TESTS(test_pg_sandbox_owner),
 	};
 	int rc = cmocka_run_group_tests_name("store: sqlite", tests, NULL, NULL);
 
