@@ -12,6 +12,12 @@ for p in $PKGS; do
 done
 if [ -n "$missing" ]; then
 	export DEBIAN_FRONTEND=noninteractive
+	# the tests start PostgreSQL servers of their own (tests/pg.sh): the
+	# package must not create and start a system cluster of its own
+	case " $missing " in *" postgresql-15 "*)
+		mkdir -p /etc/postgresql-common/createcluster.d
+		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/hutch-tests.conf ;;
+	esac
 	apt-get update -qq
 	apt-get install -y -qq $missing
 fi
