@@ -135,6 +135,41 @@ test("another node's sandbox: 421 naming its owner while it lives, 503 naming it
   }
 })
 
+test('kill -9 of a node: the others serve theirs, its sandbox is unavailable once the lease runs out, its restart takes it back', { skip }, async () => {
+  const mine = await create(nodes[0])
+  const theirs = await create(nodes[1])
+  assert.equal(mine.status, 201, mine.text)
+  assert.equal(theirs.status, 201, theirs.text)
+  const a = mine.json.sandboxID, b = theirs.json.sandboxID
+  try {
+    process.kill(nodes[1].pid, 'SIGKILL')
+    await nodes[1].exited
+    const killedAt = Date.now()
+    assert.equal((await api(nodes[0], 'GET', `/sandboxes/${a}`)).status, 200, 'n1 serves its own')
+    // no renewal any more: within the lease (10 s) it is still believed alive
+    let r
+    for (let i = 0; i < 140; i++) {
+      r = await api(nodes[2], 'GET', `/sandboxes/${b}`)
+      if (r.status === 503) break
+      await sleep(100)
+    }
+    const waited = Date.now() - killedAt
+    assert.equal(r.status, 503, r.text)
+    assert.match(r.json.message, /node n2, which is unavailable/)
+    assert.ok(waited > 6000 && waited < 13000, `unavailable once the 10 s lease ran out (${waited} ms)`)
+    nodes[1] = await nodes[1].restart(nodeArgs('n2'), nodeEnv('n2'))
+    const back = await api(nodes[1], 'GET', `/sandboxes/${b}`)
+    assert.equal(back.status, 200, back.text)
+    assert.equal(back.json.state, 'running')
+    assert.equal((await api(nodes[2], 'GET', `/sandboxes/${b}`)).status, 421, 'live again: 421 naming it')
+    assert.equal(sql(`SELECT owner FROM sandboxes WHERE id = '${b}'`), 'n2')
+  } finally {
+    await api(nodes[0], 'DELETE', `/sandboxes/${a}`)
+    await api(nodes[1], 'DELETE', `/sandboxes/${b}`)
+  }
+  assert.equal(sql(`SELECT count(*) FROM sandboxes WHERE id IN ('${a}', '${b}')`), '0')
+})
+
 test('50 concurrent creates with one Idempotency-Key over the three nodes: exactly one sandbox', { skip }, async () => {
   const key = 'cluster-' + Date.now()
   const results = await Promise.all(Array.from({ length: 50 }, (_, i) =>
