@@ -9,6 +9,7 @@
 #include "daemon/sandboxes/admission.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sandbox_ops.h"
+#include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/sbx_store.h"
@@ -152,6 +153,8 @@ static void on_built(evutil_socket_t fd, short what, void *arg)
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", err.msg);
 		destroy(pl->d, s);
 	} else {
+		/* idle until taken: it commits what it holds (commit.h) */
+		hu_sbx_read_held(s);
 		b->ps->made++;
 		hu_stat_add(HU_STAT_POOL_BUILDS, 1);
 	}
@@ -434,16 +437,15 @@ unsigned hu_pool_count(const struct hu_daemon *d)
 	return n;
 }
 
-void hu_pool_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *pids)
+void hu_pool_commitments(const struct hu_daemon *d, struct hu_commit_ledger *l)
 {
 	const struct hu_pools *pl = d->pools;
 
 	for (size_t i = 0; pl && i < pl->n_sets; i++)
 		for (size_t j = 0; j < pl->sets[i].n_ready; j++)
-			*memory_bytes += pl->sets[i].ready[j]->memory_bytes;
+			hu_ledger_add(l, pl->sets[i].ready[j], HU_CS_POOL, d->cfg.default_pids);
 	for (const struct build *b = pl ? pl->building : NULL; b; b = b->next)
-		*memory_bytes += b->s->memory_bytes;
-	*pids += (uint64_t)hu_pool_count(d) * d->cfg.default_pids;
+		hu_ledger_add(l, b->s, HU_CS_CREATING, d->cfg.default_pids);
 }
 
 void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)

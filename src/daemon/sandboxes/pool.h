@@ -15,8 +15,9 @@
  * the data plane cannot reach them), but they are in the store as
  * `creating` rows with no team, so a daemon killed with a full pool finds
  * them at its next start and removes them like any interrupted create. A
- * clean shutdown destroys them. They count against admission (memory and
- * pids, like a paused sandbox) and max_sandboxes; a create that would be
+ * clean shutdown destroys them. They count against admission (a ready one:
+ * the memory and pids it holds, like a frozen sandbox; one being built:
+ * its limits, commit.h) and max_sandboxes; a create that would be
  * refused for capacity first makes the pools give way
  * (hu_pool_give_way).
  *
@@ -91,7 +92,8 @@ void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p);
 int hu_pool_give_way(struct hu_daemon *d);
 /* Pool sandboxes (ready and being built), and what they commit. */
 unsigned hu_pool_count(const struct hu_daemon *d);
-void hu_pool_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *pids);
+struct hu_commit_ledger;
+void hu_pool_commitments(const struct hu_daemon *d, struct hu_commit_ledger *l);
 
 /* GET /metrics: pool sizes and targets per template. */
 struct evbuffer;
