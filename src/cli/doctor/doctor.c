@@ -46,6 +46,7 @@ static const struct {
 	{"memory", doctor_check_memory},
 	{"resource floor", doctor_check_floor},
 	{"file descriptors", doctor_check_nofile},
+	{"sandbox capacity", doctor_check_capacity},
 	{"capped volumes", doctor_check_volumes},
 	{"IPv6", doctor_check_ipv6},
 	{"kernel", doctor_check_kernel},

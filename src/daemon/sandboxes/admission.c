@@ -6,6 +6,7 @@
 
 #include "daemon/sandboxes/commit.h"
 #include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/host_capacity.h"
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
@@ -13,8 +14,6 @@
 #include "daemon/sandboxes/sandbox_ops.h"
 
 #define MIB (1024ull * 1024ull)
-#define MIN_RESERVE (512 * MIB)
-#define PIDS_RESERVE 4096 /* pids left to the host whatever the sandboxes' limits say */
 
 struct count_ctx {
 	struct hu_capacity *cap;
@@ -45,15 +44,11 @@ int hu_capacity_read_skip(struct hu_daemon *d, const struct hu_sbx *skip, struct
 		return -1;
 	cap->mem_total = host.mem_total;
 	cap->mem_available = host.mem_available;
-	cap->mem_reserve = cfg->admission_reserve ? cfg->admission_reserve : cap->mem_total / 10;
-	if (cap->mem_reserve < MIN_RESERVE && !cfg->admission_reserve)
-		cap->mem_reserve = MIN_RESERVE;
-	uint64_t usable = cap->mem_total > cap->mem_reserve ? cap->mem_total - cap->mem_reserve : 0;
-	cap->mem_budget = (uint64_t)((double)usable * cfg->admission_memory_overcommit);
+	cap->mem_reserve = hu_mem_reserve(cfg, cap->mem_total);
+	cap->mem_budget = hu_mem_budget(cfg, cap->mem_total);
 	cap->cpus = host.cpus;
 	cap->cpu_budget_millis = (uint64_t)((double)cap->cpus * 1000.0 * cfg->admission_cpu_overcommit);
-	uint64_t pm = host.pid_max;
-	cap->pids_budget = (uint64_t)((double)(pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0) * cfg->admission_pids_overcommit);
+	cap->pids_budget = hu_pids_budget(cfg, host.pid_max);
 	cap->pids_per_sandbox = cfg->default_pids;
 	struct count_ctx c = {cap, skip};
 	if (d->reg)
