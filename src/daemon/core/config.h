@@ -62,8 +62,10 @@ struct hu_config {
 	char net_uplinks[80];
 	char net_allow[1024];
 	char net_deny[1024];
-	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
+	/* warm pools (pool.h): pool.size for `base`, pool.size.<template>
+	 * (the least each keeps), pool.max (the most demand grows one to) */
 	uint32_t pool_size;
+	uint32_t pool_max;
 	struct {
 		char template_id[HU_ID_MAX];
 		uint32_t size;

@@ -21,6 +21,14 @@
  * refused for capacity first makes the pools give way
  * (hu_pool_give_way).
  *
+ * Each pool follows demand: its target is the recent peak of creates of
+ * its template within one second (HU_POOL_DEMAND_BUCKETS of
+ * HU_POOL_DEMAND_BUCKET_MS: five minutes), at least its configured size
+ * and at most pool.max; when the peak leaves the window the pool shrinks
+ * back, HU_POOL_SHRINK_PER_TICK sandboxes a second. What it may hold is
+ * also bounded by the budget: a build starts only while admission would
+ * admit it.
+ *
  * Refill runs on the loop, off the request path: a timer starts at most
  * HU_POOL_FILL_MAX builds at once and only while admission would accept
  * one more sandbox and the host is not under memory pressure.
@@ -36,11 +44,34 @@
 
 #define HU_POOL_FILL_MAX 1 /* pool builds in flight at once, all pools together */
 
+#define HU_POOL_DEMAND_BUCKETS 30
+#define HU_POOL_DEMAND_BUCKET_MS 10000
+#define HU_POOL_SHRINK_PER_TICK 2
+
+/* Recent demand: creates within the last second at each create (a
+ * sliding second, so a burst across a second's boundary counts whole),
+ * the peak of each bucket. */
+#define HU_POOL_DEMAND_RECENT 256 /* = the largest pool.max */
+struct hu_pool_demand {
+	int64_t recent[HU_POOL_DEMAND_RECENT]; /* the latest creates' times (ms), a ring */
+	unsigned head, n;
+	struct {
+		int64_t epoch; /* ms / HU_POOL_DEMAND_BUCKET_MS it belongs to */
+		unsigned peak;
+	} bucket[HU_POOL_DEMAND_BUCKETS];
+};
+/* One create of the template at now_ms. */
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms);
+/* The peak of the window that ends at now_ms (0: no creates in it). */
+unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms);
+
 /* A set of ready pool sandboxes of one template (the bookkeeping, no I/O:
  * unit-tested on its own). */
 struct hu_pool_set {
 	char template_id[HU_ID_MAX];
-	unsigned target;      /* wanted size */
+	unsigned floor;       /* the configured size: kept whatever the demand */
+	unsigned target;      /* wanted size: hu_pool_set_retarget */
+	struct hu_pool_demand demand;
 	unsigned filling;     /* builds in progress */
 	struct hu_sbx **ready;
 	size_t n_ready, cap;
@@ -57,6 +88,10 @@ struct hu_sbx *hu_pool_set_take(struct hu_pool_set *ps, const struct hu_sbx *wan
 struct hu_sbx *hu_pool_set_pop_oldest(struct hu_pool_set *ps);
 /* Builds to start now to reach target (ready + filling counted). */
 unsigned hu_pool_set_missing(const struct hu_pool_set *ps);
+/* target = the demand's peak, at least floor, at most max; returns it. */
+unsigned hu_pool_set_retarget(struct hu_pool_set *ps, unsigned max, int64_t now_ms);
+/* Ready sandboxes beyond target (what a shrink removes, oldest first). */
+unsigned hu_pool_set_surplus(const struct hu_pool_set *ps);
 
 /* The configured size of template_id's pool: pool.size.<template> if set,
  * else pool.size for `base`, else 0. */
@@ -95,7 +130,7 @@ unsigned hu_pool_count(const struct hu_daemon *d);
 struct hu_commit_ledger;
 void hu_pool_commitments(const struct hu_daemon *d, struct hu_commit_ledger *l);
 
-/* GET /metrics: pool sizes and targets per template. */
+/* GET /metrics: pool sizes, targets and demand peaks per template. */
 struct evbuffer;
 void hu_pool_render(const struct hu_daemon *d, struct evbuffer *out);
 
