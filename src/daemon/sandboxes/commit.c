@@ -98,9 +98,11 @@ long hu_room_plan(struct hu_sbx **cands, size_t n, const char *team, uint64_t me
 {
 	uint64_t mem = 0, pids = 0;
 
-	sort_team = team;
-	qsort(cands, n, sizeof(*cands), release_order);
-	sort_team = NULL;
+	if (n) { /* qsort wants an array, even of none */
+		sort_team = team;
+		qsort(cands, n, sizeof(*cands), release_order);
+		sort_team = NULL;
+	}
 	for (size_t i = 0;; i++) {
 		if (mem >= mem_short && pids >= pids_short)
 			return (long)i;
