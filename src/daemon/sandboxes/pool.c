@@ -429,6 +429,24 @@ void hu_pool_adopt_into(struct hu_sbx *s, struct hu_sbx *p)
 	hu_sbx_free(p);
 }
 
+void hu_pool_put_back(struct hu_daemon *d, struct hu_sbx *p)
+{
+	struct hu_pools *pl = d->pools;
+	hu_err ignored;
+
+	for (size_t i = 0; pl && i < pl->n_sets; i++) {
+		struct hu_pool_set *ps = &pl->sets[i];
+		if (strcmp(ps->template_id, p->template_id))
+			continue;
+		if (ps->n_ready < ps->target && hu_pool_set_push(ps, p, &ignored) == 0) {
+			ps->taken--;
+			return;
+		}
+		break;
+	}
+	hu_pool_discard(d, p);
+}
+
 void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p)
 {
 	destroy(d, p);

@@ -9,7 +9,8 @@
  * random id that nobody has seen), so taking it renames nothing: the
  * create copies the request's fields around it and stores it as running.
  * It is taken at most once: hu_pool_take removes it from the pool before
- * it returns, and nothing ever puts a sandbox back.
+ * it returns, and nothing puts a sandbox back once a create has used it
+ * (only a create refused before using it returns it, hu_pool_put_back).
  *
  * Pool sandboxes are not in the registry (the API does not list them and
  * the data plane cannot reach them), but they are in the store as
@@ -120,6 +121,10 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want);
 /* Move pool sandbox p's id and runtime handle into s (the request's
  * sandbox, not yet stored), replace p's store row by nothing, free p. */
 void hu_pool_adopt_into(struct hu_sbx *s, struct hu_sbx *p);
+/* Return a taken pool sandbox that a create refused by admission never
+ * used (its id and runtime untouched) to its pool; destroyed if the pool
+ * is gone or full. */
+void hu_pool_put_back(struct hu_daemon *d, struct hu_sbx *p);
 /* Destroy a taken pool sandbox that will not be used. */
 void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p);
 /* Admission wants room: destroy one pool sandbox (the fullest pool's

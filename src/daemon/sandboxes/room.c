@@ -25,9 +25,23 @@ static int collect_frozen(struct hu_sbx *s, void *arg)
 	return 0;
 }
 
-/* Release the frozen sandboxes that make room for memory_bytes; 0 if the
- * plan covers what is short (they are released), -1 if it cannot (none
- * is). */
+/* What the frozen sandboxes (skip left out) and the ready pool sandboxes
+ * could give together. */
+static void could_give(struct hu_daemon *d, const struct hu_capacity *cap, struct hu_sbx_list *frozen, uint64_t *mem,
+		       uint64_t *pids)
+{
+	*mem = cap->ledger.mem_committed[HU_CS_POOL];
+	*pids = cap->ledger.pids_committed[HU_CS_POOL];
+	for (size_t i = 0; i < frozen->n; i++) {
+		struct hu_commit c = hu_commit_of(frozen->v[i], HU_CS_FROZEN, cap->pids_per_sandbox);
+		*mem += c.memory_bytes;
+		*pids += c.pids;
+	}
+}
+
+/* Release the frozen sandboxes that make room for memory_bytes (what is
+ * short once the pools gave way); -1 if they cannot cover it (none is
+ * released then). */
 static int release_for_room(struct hu_daemon *d, const char *team, const struct hu_sbx *skip, uint64_t memory_bytes,
 			    hu_err *err)
 {
@@ -40,13 +54,9 @@ static int release_for_room(struct hu_daemon *d, const char *team, const struct 
 	if (hu_capacity_read_skip(d, skip, &cap, &rerr) < 0)
 		return -1;
 	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short);
-	if (!mem_short && !pids_short)
-		return -1; /* another resource is short (CPU, descriptors): a release frees none of it */
 	hu_registry_each(d->reg, collect_frozen, &c);
 	long k = c.failed ? -1 : hu_room_plan(c.l.v, c.l.n, team, mem_short, pids_short, cap.pids_per_sandbox);
 	if (k < 0) {
-		if (!c.failed && c.l.n)
-			hu_err_prefix(err, "releasing all %zu frozen sandboxes would not make room", c.l.n);
 		free(c.l.v);
 		return -1;
 	}
@@ -66,14 +76,41 @@ static int release_for_room(struct hu_daemon *d, const char *team, const struct 
 int hu_admit_with_room(struct hu_daemon *d, const char *team, const struct hu_sbx *skip, uint64_t memory_bytes,
 		       uint32_t cpu_millis, hu_err *err)
 {
-	for (;;) {
+	struct hu_capacity cap;
+	struct frozen_ctx c = {.skip = skip};
+	uint64_t mem_short, pids_short, mem_can, pids_can;
+	hu_err rerr;
+
+	if (hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err) == 0)
+		return 0;
+	if (err->code != EAGAIN)
+		return -1;
+	if (hu_capacity_read_skip(d, skip, &cap, &rerr) < 0)
+		return -1;
+	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short);
+	if (!mem_short && !pids_short) {
+		/* CPU or descriptors: a release frees no CPU; a pool sandbox
+		 * gives back its descriptors */
+		while (hu_pool_give_way(d))
+			if (hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err) == 0)
+				return 0;
+		return -1;
+	}
+	/* all or nothing: unless the pools and the frozen sandboxes together
+	 * cover what is short, nothing is given up */
+	hu_registry_each(d->reg, collect_frozen, &c);
+	could_give(d, &cap, &c.l, &mem_can, &pids_can);
+	size_t n_frozen = c.l.n;
+	free(c.l.v);
+	if (c.failed || mem_can < mem_short || pids_can < pids_short) {
+		hu_err_prefix(err, "%zu frozen and %u warm sandboxes could not make room", n_frozen,
+			      cap.ledger.n[HU_CS_POOL]);
+		return -1;
+	}
+	/* the pools first: a pool sandbox costs nobody a cold boot */
+	while (hu_pool_give_way(d))
 		if (hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err) == 0)
 			return 0;
-		if (err->code != EAGAIN)
-			return -1;
-		if (!hu_pool_give_way(d))
-			break;
-	}
 	if (release_for_room(d, team, skip, memory_bytes, err) < 0)
 		return -1;
 	return hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err);

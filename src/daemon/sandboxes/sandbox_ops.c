@@ -491,7 +491,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	/* before anything is built: a refused create leaves nothing behind */
 	if (admit(d, s, err) < 0) {
 		if (warm)
-			hu_pool_discard(d, warm);
+			hu_pool_put_back(d, warm);
 		hu_sbx_free(s);
 		free(pc);
 		return -1;
