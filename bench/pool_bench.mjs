@@ -134,6 +134,19 @@ async function burst50(d, o) {
   return lat
 }
 
+// What the full pool costs while it waits: its size, what admission counts
+// for it and what it holds (memory charged to its cgroups, tasks).
+function poolCost(name, m) {
+  const get = (re) => Number(m.match(re)?.[1] ?? NaN)
+  const ready = get(/hutch_pool_sandboxes\{template="base",state="ready"\} (\d+)/)
+  const mc = get(/hutch_memory_by_state_bytes\{state="pool",kind="committed"\} (\d+)/)
+  const mh = get(/hutch_memory_by_state_bytes\{state="pool",kind="held"\} (\d+)/)
+  const pc = get(/hutch_pids_by_state\{state="pool",kind="committed"\} (\d+)/)
+  const budget = get(/hutch_memory_bytes\{kind="budget"\} (\d+)/)
+  process.stderr.write(`${name}: pool at its peak: ${ready} ready, committing ${(mc / 2 ** 20).toFixed(1)} MiB ` +
+    `(${(100 * mc / budget).toFixed(3)}% of the memory budget) and ${pc} pids, holding ${(mh / 2 ** 20).toFixed(1)} MiB\n`)
+}
+
 // `firstName` records the first warm-up burst: the SDK's code not yet
 // compiled by V8, as in a client process that has just started.
 async function concurrent50(name, poolSize, firstName) {
@@ -146,6 +159,8 @@ async function concurrent50(name, poolSize, firstName) {
       const lat = await burst50(d, o)
       if (w === 0 && firstName) for (const l of lat) add(firstName, l, 0)
     }
+    await poolReady(d, poolSize)
+    poolCost(name, (await request(d, 'GET', '/metrics')).body)
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
       for (const l of await burst50(d, o)) add(name, l, r)
