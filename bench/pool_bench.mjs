@@ -143,7 +143,8 @@ function poolCost(name, m) {
   const mh = get(/hutch_memory_by_state_bytes\{state="pool",kind="held"\} (\d+)/)
   const pc = get(/hutch_pids_by_state\{state="pool",kind="committed"\} (\d+)/)
   const budget = get(/hutch_memory_bytes\{kind="budget"\} (\d+)/)
-  process.stderr.write(`${name}: pool at its peak: ${ready} ready, committing ${(mc / 2 ** 20).toFixed(1)} MiB ` +
+  const peak = get(/hutch_pool_demand_peak\{template="base"\} (\d+)/)
+  process.stderr.write(`${name}: pool at its peak: ${ready} ready (demand peak ${peak}), committing ${(mc / 2 ** 20).toFixed(1)} MiB ` +
     `(${(100 * mc / budget).toFixed(3)}% of the memory budget) and ${pc} pids, holding ${(mh / 2 ** 20).toFixed(1)} MiB\n`)
 }
 

@@ -84,10 +84,10 @@ void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms)
 	dm->head = (dm->head + 1) % HU_POOL_DEMAND_RECENT;
 	if (dm->n < HU_POOL_DEMAND_RECENT)
 		dm->n++;
-	/* newest first, until one is a second old */
+	/* newest first, until one is HU_POOL_BURST_MS old */
 	for (unsigned k = 0; k < dm->n; k++) {
 		int64_t t = dm->recent[(dm->head + HU_POOL_DEMAND_RECENT - 1 - k) % HU_POOL_DEMAND_RECENT];
-		if (now_ms - t >= 1000)
+		if (now_ms - t >= HU_POOL_BURST_MS)
 			break;
 		in_sec++;
 	}
@@ -557,8 +557,8 @@ void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)
 				    ps->template_id, ps->n_ready, ps->template_id, ps->filling, ps->template_id, ps->target,
 				    ps->template_id, ps->floor);
 	}
-	evbuffer_add_printf(o, "# HELP hutch_pool_demand_peak Warm pools: the most creates of a template within one "
-			       "second, over the last five minutes (what the target follows).\n"
+	evbuffer_add_printf(o, "# HELP hutch_pool_demand_peak Warm pools: the most concurrent creates of a template "
+			       "(within 100 ms of each other) over the last five minutes (what the target follows).\n"
 			       "# TYPE hutch_pool_demand_peak gauge\n");
 	for (size_t i = 0; pl && i < pl->n_sets; i++) {
 		const struct hu_pool_set *ps = &pl->sets[i];

@@ -22,8 +22,9 @@
  * refused for capacity first makes the pools give way
  * (hu_pool_give_way).
  *
- * Each pool follows demand: its target is the recent peak of creates of
- * its template within one second (HU_POOL_DEMAND_BUCKETS of
+ * Each pool follows demand: its target is the recent peak of concurrent
+ * creates of its template: creates within HU_POOL_BURST_MS of each other
+ * (HU_POOL_DEMAND_BUCKETS of
  * HU_POOL_DEMAND_BUCKET_MS: five minutes), at least its configured size
  * and at most pool.max; when the peak leaves the window the pool shrinks
  * back, HU_POOL_SHRINK_PER_TICK sandboxes a second. What it may hold is
@@ -49,9 +50,12 @@
 #define HU_POOL_DEMAND_BUCKET_MS 10000
 #define HU_POOL_SHRINK_PER_TICK 2
 
-/* Recent demand: creates within the last second at each create (a
- * sliding second, so a burst across a second's boundary counts whole),
- * the peak of each bucket. */
+/* Recent demand: at each create, the creates of the last HU_POOL_BURST_MS
+ * (a sliding window, so a burst across a boundary counts whole), the peak
+ * of each bucket. A burst of concurrent creates reaches the daemon within
+ * a few ms; the window is short enough that bursts a client makes one
+ * after another (each waiting for the pool to refill) do not add up. */
+#define HU_POOL_BURST_MS 100
 #define HU_POOL_DEMAND_RECENT 256 /* = the largest pool.max */
 struct hu_pool_demand {
 	int64_t recent[HU_POOL_DEMAND_RECENT]; /* the latest creates' times (ms), a ring */

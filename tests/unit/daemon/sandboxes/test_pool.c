@@ -166,21 +166,25 @@ static void test_sizes(void **state)
 }
 
 
-/* A burst of 50 creates within a second makes the peak 50, across a
- * second's boundary too; spread-out creates do not add up. */
+/* A burst of 50 creates within HU_POOL_BURST_MS makes the peak 50, across
+ * a bucket's boundary too; spread-out creates, and bursts a second apart,
+ * do not add up. */
 static void test_demand_peak(void **state)
 {
 	struct hu_pool_demand dm = {0};
-	int64_t t0 = 1700000000900; /* 100 ms before a second ends */
+	int64_t t0 = 1700000009980; /* 20 ms before a bucket ends */
 
 	assert_int_equal(hu_pool_demand_peak(&dm, t0), 0);
 	for (int i = 0; i < 50; i++)
-		hu_pool_demand_note(&dm, t0 + i * 4); /* 200 ms: across the boundary */
+		hu_pool_demand_note(&dm, t0 + i); /* 50 ms: across the boundary */
 	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 1000), 50);
 	struct hu_pool_demand slow = {0};
 	for (int i = 0; i < 50; i++)
 		hu_pool_demand_note(&slow, t0 + i * 1000); /* one a second */
 	assert_int_equal(hu_pool_demand_peak(&slow, t0 + 50 * 1000), 1);
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&dm, t0 + 1000 + i); /* the next burst, a second later */
+	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 2000), 50);
 	/* the ring holds the last HU_POOL_DEMAND_RECENT: a burst larger than
 	 * that counts as that many */
 	struct hu_pool_demand big = {0};
