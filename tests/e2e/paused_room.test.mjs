@@ -103,12 +103,12 @@ test('paused sandboxes beyond the old limit; creates and resumes release the old
     }
   })
 
-test('a resume that no release can make room for is refused whole with 503 and Retry-After',
+test('a resume (or an auto-resume) that no release can make room for is refused whole with 503 and Retry-After',
   { skip: fits ? false : `kernel.pid_max ${pidMax}` },
   async () => {
     const made = []
     try {
-      const p = await Sandbox.create({ ...opts(), timeoutMs: 120000 })
+      const p = await Sandbox.create({ ...opts(), timeoutMs: 120000, lifecycle: { onTimeout: 'pause', autoResume: true } })
       made.push(p)
       await p.files.write('/home/user/keep.txt', 'kept\n')
       assert.equal(await p.pause(), true)
@@ -119,13 +119,21 @@ test('a resume that no release can make room for is refused whole with 503 and R
       assert.equal(r.status, 503, r.text)
       assert.equal(r.headers.get('retry-after'), '5')
       assert.match(r.json.message, /not enough pids/)
+      // a data-plane request that would auto-resume it: 503 too, not the
+      // 502 that tells the SDK the sandbox is gone
+      const token = p.envdAccessToken ?? (await p.getInfo()).envdAccessToken
+      const dp = await fetch(`${d.url}/files?path=/home/user/keep.txt`, {
+        headers: { 'E2b-Sandbox-Id': p.sandboxId, 'X-Access-Token': token },
+      })
+      assert.equal(dp.status, 503, await dp.text())
+      assert.equal(dp.headers.get('retry-after'), '5')
       const after = await info(p.sandboxId)
       assert.equal(after.state, 'paused', 'still paused')
       assert.equal(after.memoryReleased, before.memoryReleased, 'and nothing was released for a refused resume')
-      // room again: one running sandbox goes, the resume succeeds over the same files
+      // room again: one running sandbox goes, the auto-resume succeeds over the same files
       await made.pop().kill()
-      const back = await Sandbox.connect(p.sandboxId, opts())
-      assert.equal(await back.files.read('/home/user/keep.txt'), 'kept\n')
+      assert.equal(await p.files.read('/home/user/keep.txt'), 'kept\n')
+      assert.equal((await info(p.sandboxId)).state, 'running')
     } finally {
       await Promise.all(made.map((s) => s.kill().catch(() => {})))
     }
