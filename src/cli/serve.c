@@ -145,6 +145,13 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
 	hu_daemon_net_config(&d->cfg, &rc);
+	/* io.*: "" leaves the runtime's default (or its HUTCH_IO_* variable) */
+	if (d->cfg.io_weight[0])
+		snprintf(rc.io_weight, sizeof(rc.io_weight), "%s", d->cfg.io_weight);
+	if (d->cfg.io_bps[0])
+		snprintf(rc.io_bps, sizeof(rc.io_bps), "%s", d->cfg.io_bps);
+	if (d->cfg.io_iops[0])
+		snprintf(rc.io_iops, sizeof(rc.io_iops), "%s", d->cfg.io_iops);
 	/* the DNS proxy's port goes into the runtime's nftables rules */
 	if (!strcmp(rc.net_mode, "nat") && hu_dns_proxy_bind(&d->dns, &rc.net_dns_proxy_port, err) < 0)
 		return -1;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/cgroup.h"
 #include "runtime/net.h"
 #include "util/parse.h"
 
@@ -357,6 +358,12 @@ static int check_dns(const char *v, hu_err *err)
 	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", v, "", "", "", err);
 }
 
+static int check_flows(const char *v, hu_err *err)
+{
+	unsigned n;
+	return hu_net_flows_parse(v, &n, err);
+}
+
 /* CIDRs (IPv4 or IPv6) separated by commas and/or spaces */
 static int check_list(const char *v, hu_err *err)
 {
@@ -393,6 +400,29 @@ NET_SETTER(set_net_dns, net_dns, check_dns)
 NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
 NET_SETTER(set_net_allow, net_allow, check_list)
 NET_SETTER(set_net_deny, net_deny, check_list)
+NET_SETTER(set_net_flows, net_flows, check_flows)
+
+/* io.*: checked as the runtime will parse them */
+static int check_io_weight(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(v, NULL, NULL, &io, err);
+}
+
+static int check_io_bps(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(NULL, v, NULL, &io, err);
+}
+
+static int check_io_iops(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(NULL, NULL, v, &io, err);
+}
+NET_SETTER(set_io_weight, io_weight, check_io_weight)
+NET_SETTER(set_io_bps, io_bps, check_io_bps)
+NET_SETTER(set_io_iops, io_iops, check_io_iops)
 
 /* Warm pool sizes: a pool is a few idle sandboxes, so a typo of thousands
  * is refused rather than built. */
@@ -493,6 +523,10 @@ static const struct {
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},
 	{"network_deny", NULL, set_net_deny},
+	{"network_flows", NULL, set_net_flows},
+	{"io.weight", NULL, set_io_weight},
+	{"io.bps", NULL, set_io_bps},
+	{"io.iops", NULL, set_io_iops},
 	{"pool.size", "--pool-size", set_pool_size},
 	{"pool.max", "--pool-max", set_pool_max},
 };

@@ -62,6 +62,12 @@ struct hu_config {
 	char net_uplinks[80];
 	char net_allow[1024];
 	char net_deny[1024];
+	char net_flows[16]; /* network_flows: connections a sandbox may hold */
+	/* io.weight, io.bps, io.iops: every sandbox's block I/O ("" = the
+	 * runtime's default or its HUTCH_IO_* variable) */
+	char io_weight[16];
+	char io_bps[24];
+	char io_iops[24];
 	/* warm pools (pool.h): pool.size for `base`, pool.size.<template>
 	 * (the least each keeps), pool.max (the most demand grows one to) */
 	uint32_t pool_size;

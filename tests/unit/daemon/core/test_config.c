@@ -105,6 +105,10 @@ static void test_good_file(void **state)
 			    "network_dns = 198.51.100.53\n"
 			    "network_pool6 = fd00:1:2::/64\n"
 			    "network_allow = 10.1.2.3/32, 10.9.0.0/16, fd12::/16\n"
+			    "network_flows = 4096\n"
+			    "io.weight = 50\n"
+			    "io.bps = 100M\n"
+			    "io.iops = 2000\n"
 			    "log_level = debug\r\n");
 	/* <data_dir>/hutch.conf is read without --config. */
 	assert_int_equal(from_args(&cfg, &err, NULL), 0);
@@ -126,6 +130,10 @@ static void test_good_file(void **state)
 	assert_string_equal(cfg.net_dns, "198.51.100.53");
 	assert_string_equal(cfg.net_pool6, "fd00:1:2::/64");
 	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16, fd12::/16");
+	assert_string_equal(cfg.net_flows, "4096");
+	assert_string_equal(cfg.io_weight, "50");
+	assert_string_equal(cfg.io_bps, "100M");
+	assert_string_equal(cfg.io_iops, "2000");
 }
 
 static void assert_file_error(struct fixture *f, const char *text, const char *where, const char *what)
@@ -205,6 +213,13 @@ static void test_lifecycle_settings(void **state)
 	assert_file_error(f, "network_pool6 = 10.0.0.0/8\n", "1", "not an IPv6 address");
 	assert_file_error(f, "network_deny = fd00::/129\n", "1", "prefix length");
 	assert_file_error(f, "network_deny = 192.0.2.0/24, lan\n", "1", "'lan' is not an IPv4 address");
+	assert_file_error(f, "network_flows = 8\n", "1", "0 (no limit) or 16");
+	assert_file_error(f, "network_flows = 2000000\n", "1", "0 (no limit) or 16");
+	assert_file_error(f, "network_flows = many\n", "1", "many");
+	assert_file_error(f, "io.weight = 0\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.weight = 10001\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.bps = 512K\n", "1", "at least 1M");
+	assert_file_error(f, "io.iops = 99\n", "1", "at least 100");
 }
 
 static void test_flags_override(void **state)
