@@ -21,6 +21,8 @@
 #include "daemon/dns/dns_proxy.h"
 #include "daemon/common/fault.h"
 #include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/host_capacity.h"
+#include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/registry.h"
@@ -76,6 +78,31 @@ static void log_nofile(void)
 	       "open files: %llu (RLIMIT_NOFILE, soft raised to hard), about %llu sandboxes; LimitNOFILE= raises it",
 	       (unsigned long long)rl.rlim_cur,
 	       (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_cur));
+}
+
+/* How many sandboxes these settings admit on this host, and what binds. */
+static void log_admits(const struct hu_config *cfg)
+{
+	struct hu_host_readings host;
+	struct hu_host_figures h;
+	struct hu_admits a;
+	struct rlimit rl;
+	hu_err err;
+
+	if (hu_host_readings(&host, &err) < 0) {
+		hu_log(HU_LOG_WARN, NULL, 0, "capacity: %s", err.msg);
+		return;
+	}
+	h = (struct hu_host_figures){.mem_total = host.mem_total, .pid_max = host.pid_max, .cpus = host.cpus,
+				     .fd_allowed = UINT64_MAX};
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		h.fd_allowed = hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_cur);
+	hu_admits_estimate(cfg, &h, &a);
+	hu_log(HU_LOG_INFO, NULL, 0,
+	       "capacity: admits about %llu running sandboxes (bound by %s) and %llu paused ones at about %llu MiB and "
+	       "%d tasks each (bound by %s)",
+	       (unsigned long long)a.running, a.running_raise, (unsigned long long)a.paused,
+	       (unsigned long long)(HU_FROZEN_TYPICAL_MEM >> 20), HU_FROZEN_TYPICAL_PIDS, a.paused_raise);
 }
 
 static void base_url(const struct hu_config *cfg, char *out, size_t n)
@@ -182,6 +209,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)",
 	       d->cfg.store[0] ? "postgresql" : "sqlite");
 	log_nofile();
+	log_admits(&d->cfg);
 	hu_fault_init();
 	if (hu_store_open(hu_config_store_location(&d->cfg), &d->store, err) < 0 || open_runtime(d, err) < 0)
 		return -1;

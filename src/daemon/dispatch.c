@@ -193,7 +193,13 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 		hu_err err;
 		if (hu_sbx_resume(d, s, 0, &err) < 0) {
 			hu_log(HU_LOG_WARN, s->id, r->id, "auto-resume: %s", err.msg);
-			reply_sandbox_unavailable(r, sbx_id, s);
+			/* no room for it now (admission, docs/operations.md): 503 and
+			 * Retry-After, so the client comes back rather than taking
+			 * the sandbox for gone */
+			if (err.code == ENOMEM)
+				hu_reply_err(r, &err);
+			else
+				reply_sandbox_unavailable(r, sbx_id, s);
 			return;
 		}
 		hu_stat_add(HU_STAT_AUTO_RESUMES, 1);

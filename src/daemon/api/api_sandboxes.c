@@ -248,7 +248,7 @@ static int decode_connect(struct hu_req *r, const struct hu_sbx *s, struct hu_co
  * same files, whatever the paused sandbox still held. */
 static int resume(struct hu_req *r, struct hu_sbx *s, const struct hu_connect_req *c, int32_t secs, hu_err *err)
 {
-	if (!c->memory && !s->released && hu_sbx_release(hu_req_daemon(r), s, "resume without memory", err) < 0)
+	if (!c->memory && !s->released && hu_sbx_release(hu_req_daemon(r), s, HU_RELEASE_ASKED, "resume without memory", err) < 0)
 		return -1;
 	return hu_sbx_resume(hu_req_daemon(r), s, secs, err);
 }

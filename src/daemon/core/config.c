@@ -46,6 +46,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
+	cfg->pool_max = 64;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -500,6 +501,11 @@ static int set_pool_size(struct hu_config *cfg, const char *v, hu_err *err)
 	return parse_pool_size(v, &cfg->pool_size, err);
 }
 
+static int set_pool_max(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_pool_size(v, &cfg->pool_max, err);
+}
+
 /* A template id as the pools key it: 1 to 63 of [a-z0-9_-], so it can be
  * a metrics label as it is. */
 static int pool_template_valid(const char *tpl)
@@ -583,6 +589,7 @@ static const struct {
 	{"io.bps", NULL, set_io_bps},
 	{"io.iops", NULL, set_io_iops},
 	{"pool.size", "--pool-size", set_pool_size},
+	{"pool.max", "--pool-max", set_pool_max},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -78,8 +78,10 @@ struct hu_config {
 	char io_weight[16];
 	char io_bps[24];
 	char io_iops[24];
-	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
+	/* warm pools (pool.h): pool.size for `base`, pool.size.<template>
+	 * (the least each keeps), pool.max (the most demand grows one to) */
 	uint32_t pool_size;
+	uint32_t pool_max;
 	struct {
 		char template_id[HU_ID_MAX];
 		uint32_t size;
