@@ -27,6 +27,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/envd/handlers.h"
 #include "daemon/http/server.h"
+#include "daemon/ingress/ingress.h"
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
@@ -227,6 +228,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
 	d->stopping = 1;
+	hu_ingress_free(d); /* its dials hold requests, its relays connections */
 	hu_http_close(d->http);
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */

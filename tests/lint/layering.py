@@ -26,6 +26,7 @@ DAEMON_LAYERS = {
     "api": 4,        # control-plane handlers
     "envd": 4,       # data-plane handlers
     "dns": 4,        # the DNS proxy
+    "ingress": 4,    # port ingress: dial a sandbox's port through its init, relay bytes
     ".": 5,          # src/daemon/*.c: the dispatcher and the routing table
 }
 

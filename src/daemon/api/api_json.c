@@ -238,6 +238,10 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 		if (hu_api_decode_network(field(body, "network"), &ns.net, err) < 0)
 			return -1;
 		ns.has_network = 1;
+		int public_traffic = -1;
+		if (opt_bool(field(body, "network"), "allowPublicTraffic", &public_traffic, err) < 0)
+			return -1;
+		ns.private_traffic = public_traffic == 0;
 		if (allow == 0 && hu_net_rules_any(&ns.net))
 			return BAD(err, "network rules need allow_internet_access (it is false)");
 	}
