@@ -8,9 +8,11 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import net from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, sleep } from './harness.mjs'
+import { startDaemon, useDaemon, sleep } from './harness.mjs'
 
 // One server with an endpoint per case. ThreadingHTTPServer: a stream open
 // on one connection must not hold up the others.
@@ -136,11 +138,11 @@ after(async () => {
   assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
 
-async function startServer(s, port, bind = '127.0.0.1') {
+async function startServer(s, port, bind = '127.0.0.1', daemon = daemonPort) {
   await s.files.write('/tmp/srv.py', SERVER)
   await s.commands.run(`python3 /tmp/srv.py ${port} ${bind}`, { background: true })
   for (let i = 0; i < 100; i++) {
-    const r = await request({ headers: portHeaders(s, port), path: '/hello' })
+    const r = await request({ headers: portHeaders(s, port), path: '/hello', port: daemon })
     if (r.status === 200) return
     await sleep(100)
   }
@@ -153,9 +155,9 @@ function portHeaders(s, port, extra = {}) {
 
 // One request to the daemon on loopback; the body is collected whole
 // unless onData is given. `timeoutMs` bounds the whole exchange.
-function request({ method = 'GET', path = '/', headers = {}, body, onData, timeoutMs = 60_000 }) {
+function request({ method = 'GET', path = '/', headers = {}, body, onData, timeoutMs = 60_000, port = daemonPort }) {
   return new Promise((res, rej) => {
-    const req = http.request({ host: '127.0.0.1', port: daemonPort, method, path, headers, agent: false }, (resp) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (resp) => {
       const chunks = []
       resp.on('data', (c) => (onData ? onData(c) : chunks.push(c)))
       resp.on('end', () => { clearTimeout(t); res({ status: resp.statusCode, headers: resp.headers, body: Buffer.concat(chunks) }) })
@@ -276,9 +278,9 @@ function require_proc(pid) {
 
 // A WebSocket client on a raw socket: the handshake, masked frames out,
 // unmasked frames in.
-function wsConnect(headers, path = '/ws') {
+function wsConnect(headers, path = '/ws', port = daemonPort) {
   return new Promise((res, rej) => {
-    const sock = net.connect(daemonPort, '127.0.0.1')
+    const sock = net.connect(port, '127.0.0.1')
     const key = randomBytes(16).toString('base64')
     let buf = Buffer.alloc(0)
     const frames = []
@@ -472,5 +474,39 @@ test('hostile servers (never reading, slowloris, endless headers) stall no one e
   } finally {
     socks.forEach((s) => s.destroy())
     await h.kill().catch(() => {})
+  }
+})
+
+// Last: it starts a second daemon (with a limit of 2) and points the SDK back
+// at the first one when done.
+test('over the per-sandbox connection limit is 429; a slot frees when a connection ends', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-ports-'))
+  writeFileSync(join(dir, 'hutch.conf'), 'ingress.max_per_sandbox = 2\n')
+  const d2 = await startDaemon(['--config', join(dir, 'hutch.conf')])
+  const p2 = Number(new URL(d2.url).port)
+  let s
+  const open = []
+  try {
+    s = await Sandbox.create({ timeoutMs: 120_000 })
+    await startServer(s, 8000, '127.0.0.1', p2)
+    open.push(await wsConnect(portHeaders(s, 8000), '/ws', p2))
+    open.push(await wsConnect(portHeaders(s, 8000), '/ws', p2))
+    let r = await request({ path: '/hello', headers: portHeaders(s, 8000), port: p2 })
+    assert.equal(r.status, 429)
+    assert.match(json(r).message, /too many open connections/)
+    open.pop().close()
+    for (let i = 0; i < 50; i++) {
+      r = await request({ path: '/hello', headers: portHeaders(s, 8000), port: p2 })
+      if (r.status === 200) break
+      await sleep(50)
+    }
+    assert.equal(r.status, 200)
+  } finally {
+    open.forEach((w) => w.close())
+    await s?.kill().catch(() => {})
+    const st = await d2.stop()
+    useDaemon(d)
+    rmSync(dir, { recursive: true, force: true })
+    assert.equal(st?.code, 0, `second daemon exit ${JSON.stringify(st)}`)
   }
 })
