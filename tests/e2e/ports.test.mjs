@@ -479,7 +479,7 @@ test('hostile servers (never reading, slowloris, endless headers) stall no one e
 
 // Last: it starts a second daemon (with a limit of 2) and points the SDK back
 // at the first one when done.
-test('over the per-sandbox connection limit is 429; a slot frees when a connection ends', async () => {
+test('over the per-sandbox connection limit is 429, a slot frees when a connection ends; the traffic token survives a restart', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'hutch-ports-'))
   writeFileSync(join(dir, 'hutch.conf'), 'ingress.max_per_sandbox = 2\n')
   const d2 = await startDaemon(['--config', join(dir, 'hutch.conf')])
@@ -504,7 +504,30 @@ test('over the per-sandbox connection limit is 429; a slot frees when a connecti
   } finally {
     open.forEach((w) => w.close())
     await s?.kill().catch(() => {})
-    const st = await d2.stop()
+  }
+  // a private sandbox stays private across a daemon restart
+  let d3, priv
+  try {
+    priv = await Sandbox.create({ timeoutMs: 120_000, network: { allowPublicTraffic: false } })
+    const tok = { 'E2B-Traffic-Access-Token': priv.trafficAccessToken }
+    await priv.files.write('/tmp/srv.py', SERVER)
+    await priv.commands.run('python3 /tmp/srv.py 8000', { background: true })
+    let r
+    for (let i = 0; i < 100 && r?.status !== 200; i++) {
+      if (i) await sleep(100)
+      r = await request({ path: '/hello', headers: portHeaders(priv, 8000, tok), port: p2 })
+    }
+    assert.equal(r.status, 200)
+    process.kill(d2.pid, 'SIGTERM')
+    d3 = await d2.restart()
+    const p3 = Number(new URL(d3.url).port)
+    r = await request({ path: '/hello', headers: portHeaders(priv, 8000), port: p3 })
+    assert.equal(r.status, 403, 'the restarted daemon still asks for the token')
+    r = await request({ path: '/hello', headers: portHeaders(priv, 8000, tok), port: p3 })
+    assert.equal(r.status, 200, r.body.toString())
+  } finally {
+    await priv?.kill().catch(() => {})
+    const st = await (d3 ?? d2).stop()
     useDaemon(d)
     rmSync(dir, { recursive: true, force: true })
     assert.equal(st?.code, 0, `second daemon exit ${JSON.stringify(st)}`)
