@@ -197,6 +197,7 @@ test('a request by Host <port>-<id>.<domain> reaches the server', async () => {
   const r = await request({ path: '/hello', headers: { Host: `${sbx.getHost(8000)}:${daemonPort}` } })
   assert.equal(r.status, 200)
   assert.equal(json(r).headers.host, `${sbx.getHost(8000)}:${daemonPort}`, 'the Host reaches the server unchanged')
+  assert.equal(r.headers.connection, 'close', 'the client is told the connection ends with the response')
 })
 
 test('Host 49983-<id>.<domain> reaches envd', async () => {
@@ -469,6 +470,12 @@ test('hostile servers (never reading, slowloris, endless headers) stall no one e
       assert.equal(r.status, 200)
       assert.ok(Date.now() - t0 < 1000, `a request took ${Date.now() - t0} ms`)
     }
+    // endless headers end in a 502, in bounded memory
+    const t0 = Date.now()
+    const r = await request({ path: '/', headers: portHeaders(h, 9003), timeoutMs: 10_000 })
+    assert.equal(r.status, 502)
+    assert.match(json(r).message, /response head is over/)
+    assert.ok(Date.now() - t0 < 5000)
     const rh = await fetch(`${d.url}/health`)
     assert.equal(rh.status, 200)
   } finally {

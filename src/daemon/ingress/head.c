@@ -7,6 +7,8 @@
 static const char *const hop_by_hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Proxy-Authenticate", "Proxy-Authorization",
+	/* evhttp has answered 100-continue and read the body already */
+	"Expect",
 	/* set here from what the request was, never taken from the client */
 	"Content-Length", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded",
 	/* hutch's credential for the port: the server has no use for it */

@@ -11,6 +11,7 @@
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
 #include "daemon/ingress/relay.h"
+#include "daemon/ingress/response.h"
 
 /* One proxied connection, from the dial to the end of its relay. */
 struct proxied {
@@ -28,6 +29,7 @@ struct proxied {
 	struct bufferevent *server;
 	struct hu_relay *relay;
 	bool streaming;          /* counted in its sandbox's open streams */
+	bool closing;            /* a last answer is being written to the client */
 };
 
 struct hu_ingress {
@@ -126,6 +128,73 @@ static void on_conn_gone(void *arg)
 	proxied_free(p);
 }
 
+static void on_flushed(struct bufferevent *b, void *arg)
+{
+	struct proxied *p = arg;
+	if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
+		proxied_free(p);
+}
+
+static void on_flush_event(struct bufferevent *b, short what, void *arg)
+{
+	proxied_free(arg);
+}
+
+/* After the takeover there is no evhttp to answer: a 502 is written as
+ * bytes, then the connection closes once it is out. */
+static void answer_raw_and_close(struct proxied *p, const char *msg)
+{
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	json_t *body = json_pack("{s:i, s:s, s:s, s:i}", "code", 502, "message", msg, "sandboxId", p->sbx_id, "port",
+				 (int)p->port);
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	const char *t = text ? text : "{\"code\":502}";
+
+	json_decref(body);
+	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: 502 %s", (unsigned)p->port, msg);
+	if (p->server) {
+		bufferevent_free(p->server);
+		p->server = NULL;
+	}
+	p->closing = true;
+	evbuffer_add_printf(bufferevent_get_output(client),
+			    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			    "Connection: close\r\n\r\n%s",
+			    strlen(t), t);
+	free(text);
+	bufferevent_setwatermark(client, EV_WRITE, 0, 0);
+	bufferevent_setcb(client, NULL, on_flushed, on_flush_event, p);
+	bufferevent_disable(client, EV_READ);
+	bufferevent_enable(client, EV_WRITE);
+}
+
+/* The server's response head, read whole before any of it is relayed. */
+static void on_head(struct bufferevent *b, void *arg)
+{
+	struct proxied *p = arg;
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	int status = 0;
+	hu_err err;
+
+	int rc = hu_response_head(bufferevent_get_input(b), bufferevent_get_output(client), &status, &err);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		answer_raw_and_close(p, err.msg);
+		return;
+	}
+	p->relay = hu_relay_start(client, p->server, p->two_way && status == 101, on_relay_done, p);
+	if (!p->relay)
+		proxied_free(p);
+}
+
+static void on_head_event(struct bufferevent *b, short what, void *arg)
+{
+	struct proxied *p = arg;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		answer_raw_and_close(p, "the server closed the connection without a response");
+}
+
 static void on_dialled(int fd, const hu_err *err, void *arg)
 {
 	struct proxied *p = arg;
@@ -174,11 +243,13 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 		proxied_free(p);
 		return;
 	}
-	p->relay = hu_relay_start(hu_http_conn_bev(p->conn), p->server, p->two_way, on_relay_done, p);
-	if (!p->relay) {
-		proxied_free(p);
-		return;
-	}
+	/* the client waits for the response head: nothing of it is read yet */
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	bufferevent_disable(client, EV_READ);
+	bufferevent_setcb(client, NULL, NULL, NULL, NULL);
+	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
+	bufferevent_setcb(p->server, on_head, NULL, on_head_event, p);
+	bufferevent_enable(p->server, EV_READ | EV_WRITE);
 	hu_sbx_stream_begin(s);
 	p->streaming = true;
 }

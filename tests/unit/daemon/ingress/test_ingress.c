@@ -31,6 +31,7 @@
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
 #include "daemon/ingress/relay.h"
+#include "daemon/ingress/response.h"
 #include "util/fileutil.h"
 
 /* ---- the head ------------------------------------------------------------ */
@@ -126,6 +127,81 @@ static void test_head_refuses_what_would_split(void **state)
 	free(build(&h, "GET", "/", 0, &up, &rc));
 	assert_int_equal(rc, -1);
 	evhttp_clear_headers(&h);
+}
+
+/* ---- the response head ---------------------------------------------------- */
+
+static int response(const char *text, char **out_text, size_t *left, int *status)
+{
+	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
+	hu_err err;
+	evbuffer_add(in, text, strlen(text));
+	int rc = hu_response_head(in, out, status, &err);
+	size_t n = evbuffer_get_length(out);
+	*out_text = calloc(1, n + 1);
+	evbuffer_remove(out, *out_text, n);
+	*left = evbuffer_get_length(in);
+	evbuffer_free(in);
+	evbuffer_free(out);
+	return rc;
+}
+
+static void test_response_head_closes_plain_responses(void **state)
+{
+	char *out;
+	size_t left;
+	int status = 0;
+	assert_int_equal(response("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nKeep-Alive: timeout=5\r\n"
+				  "Content-Length: 4\r\n\r\nbody",
+				  &out, &left, &status),
+			 1);
+	assert_int_equal(status, 200);
+	assert_string_equal(out, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\n");
+	assert_int_equal(left, 4); /* the body is relayed as it is */
+	free(out);
+	/* interim heads pass, the final one is rewritten */
+	assert_int_equal(response("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.0 404 Not Found\r\n\r\n", &out,
+				  &left, &status),
+			 1);
+	assert_int_equal(status, 404);
+	assert_string_equal(out, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.0 404 Not Found\r\nConnection: close\r\n\r\n");
+	free(out);
+}
+
+static void test_response_head_passes_a_switch(void **state)
+{
+	char *out;
+	size_t left;
+	int status = 0;
+	const char *h = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
+	char buf[256];
+	snprintf(buf, sizeof(buf), "%s\x81\x02hi", h);
+	assert_int_equal(response(buf, &out, &left, &status), 1);
+	assert_int_equal(status, 101);
+	assert_string_equal(out, h);
+	assert_int_equal(left, 4);
+	free(out);
+}
+
+static void test_response_head_bounds_and_garbage(void **state)
+{
+	char *out;
+	size_t left;
+	int status;
+	assert_int_equal(response("HTTP/1.1 200 OK\r\nX-A: b\r\n", &out, &left, &status), 0); /* not complete yet */
+	free(out);
+	assert_int_equal(response("SSH-2.0-OpenSSH\r\n\r\n", &out, &left, &status), -1);
+	free(out);
+	assert_int_equal(response("HTTP/1.1 2x0 OK\r\n\r\n", &out, &left, &status), -1);
+	free(out);
+	size_t n = HU_RESPONSE_HEAD_MAX + 100;
+	char *endless = malloc(n + 1);
+	memcpy(endless, "HTTP/1.1 200 OK\r\n", 17);
+	memset(endless + 17, 'a', n - 17);
+	endless[n] = '\0';
+	assert_int_equal(response(endless, &out, &left, &status), -1);
+	free(out);
+	free(endless);
 }
 
 /* ---- the relay ----------------------------------------------------------- */
@@ -430,6 +506,9 @@ int main(void)
 		cmocka_unit_test(test_head_drops_hop_by_hop_and_sets_forwarded),
 		cmocka_unit_test(test_head_keeps_upgrade),
 		cmocka_unit_test(test_head_refuses_what_would_split),
+		cmocka_unit_test(test_response_head_closes_plain_responses),
+		cmocka_unit_test(test_response_head_passes_a_switch),
+		cmocka_unit_test(test_response_head_bounds_and_garbage),
 		cmocka_unit_test(test_relay_two_way_and_half_close),
 		cmocka_unit_test(test_relay_response_only_ignores_pipelined_bytes),
 		cmocka_unit_test(test_relay_backpressure_bounds_buffers),
