@@ -3,8 +3,11 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon/http/server.h"
@@ -128,6 +131,18 @@ static void on_conn_gone(void *arg)
 	proxied_free(p);
 }
 
+/* A relay has no idle timeout (a quiet WebSocket is fine), so a client that
+ * vanished without a FIN (a dead host, a cut link) is found by TCP
+ * keepalive instead: after 60 s of silence, 6 probes 10 s apart. */
+static void keep_alive_probes(evutil_socket_t fd)
+{
+	int on = 1, idle = 60, intvl = 10, cnt = 6;
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
 static void on_flushed(struct bufferevent *b, void *arg)
 {
 	struct proxied *p = arg;
@@ -245,6 +260,7 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 	}
 	/* the client waits for the response head: nothing of it is read yet */
 	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	keep_alive_probes(bufferevent_getfd(client));
 	bufferevent_disable(client, EV_READ);
 	bufferevent_setcb(client, NULL, NULL, NULL, NULL);
 	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
