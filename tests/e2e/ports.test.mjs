@@ -389,6 +389,19 @@ test('allowPublicTraffic false: ports need the traffic token (403 without), envd
   }
 })
 
+test('maskRequestHost rewrites the Host the server sees', async () => {
+  const m = await Sandbox.create({ timeoutMs: 120_000, network: { maskRequestHost: 'localhost:${PORT}' } })
+  try {
+    await startServer(m, 8000)
+    const r = await request({ path: '/hello', headers: { Host: m.getHost(8000) } })
+    assert.equal(r.status, 200)
+    assert.equal(json(r).headers.host, 'localhost:8000')
+    assert.equal(json(r).headers['x-forwarded-host'], m.getHost(8000))
+  } finally {
+    await m.kill().catch(() => {})
+  }
+})
+
 test('a paused sandbox: 502 without autoResume, resumed by a port request with it', async () => {
   const a = await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause' } })
   const b = await Sandbox.create({ timeoutMs: 120_000, lifecycle: { onTimeout: 'pause', autoResume: true } })

@@ -66,8 +66,13 @@ int hu_head_build(const struct hu_head_in *in, struct evbuffer *out, bool *upgra
 		return hu_err_set(err, EINVAL, "the request target cannot be forwarded");
 
 	rc |= evbuffer_add_printf(out, "%s %s HTTP/1.1\r\n", in->method, in->target) < 0;
+	if (in->host) {
+		if (!clean(in->host))
+			return hu_err_set(err, EINVAL, "the masked Host cannot be sent");
+		rc |= evbuffer_add_printf(out, "Host: %s\r\n", in->host) < 0;
+	}
 	TAILQ_FOREACH(kv, in->headers, next) {
-		if (is_dropped(kv->key, connection))
+		if (is_dropped(kv->key, connection) || (in->host && !strcasecmp(kv->key, "Host")))
 			continue;
 		if (!clean(kv->key) || !clean(kv->value))
 			return hu_err_set(err, EINVAL, "header %.64s cannot be forwarded", kv->key);

@@ -24,6 +24,7 @@ struct hu_head_in {
 	bool body_expected;           /* POST/PUT/PATCH: a Content-Length even when 0 */
 	const char *client_addr;      /* X-Forwarded-For */
 	const char *proto;            /* X-Forwarded-Proto: "http" or "https" */
+	const char *host;             /* the Host to send instead of the client's (maskRequestHost), or NULL */
 };
 
 /* Append the head to out. *upgrade is set when the request asks for an

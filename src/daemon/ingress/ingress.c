@@ -270,8 +270,25 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 	p->streaming = true;
 }
 
+/* maskRequestHost with every "${PORT}" replaced by the port, or NULL. */
+static const char *masked_host(const struct hu_sbx *s, uint16_t port, char *buf, size_t cap)
+{
+	const char *m = s->mask_host, *hit;
+	size_t used = 0;
+
+	if (!m[0])
+		return NULL;
+	while ((hit = strstr(m, "${PORT}"))) {
+		used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%.*s%u", (int)(hit - m), m, (unsigned)port);
+		m = hit + 7;
+	}
+	used += (size_t)snprintf(buf + used, used < cap ? cap - used : 0, "%s", m);
+	return used < cap ? buf : NULL;
+}
+
 void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 {
+	char mask[sizeof(s->mask_host) + 64];
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_ingress *ig = ingress_of(d);
 	const char *addr;
@@ -317,6 +334,7 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 				 r->method == EVHTTP_REQ_PATCH,
 		.client_addr = addr,
 		.proto = "http",
+		.host = masked_host(s, port, mask, sizeof(mask)),
 	};
 	if (hu_head_build(&in, p->head, &p->two_way, &err) < 0) {
 		reply_port_error(r, err.code == ENOMEM ? 500 : 400, s->id, port, err.msg);

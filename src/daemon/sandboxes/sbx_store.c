@@ -43,10 +43,12 @@ int hu_sbx_store_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err)
 	row.network = hu_sbx_json_network(s);
 	/* the traffic token rides with the network: a restart must keep a
 	 * private sandbox private */
-	if (s->traffic_token[0] && !row.network)
+	if ((s->traffic_token[0] || s->mask_host[0]) && !row.network)
 		row.network = json_object();
-	if (s->traffic_token[0] &&
-	    (!row.network || json_object_set_new(row.network, "trafficAccessToken", json_string(s->traffic_token)) < 0)) {
+	if ((s->traffic_token[0] &&
+	     (!row.network || json_object_set_new(row.network, "trafficAccessToken", json_string(s->traffic_token)) < 0)) ||
+	    (s->mask_host[0] &&
+	     (!row.network || json_object_set_new(row.network, "maskRequestHost", json_string(s->mask_host)) < 0))) {
 		json_decref(row.network);
 		return hu_err_set(err, ENOMEM, "store: encode the network of sandbox %s", s->id);
 	}
@@ -94,6 +96,9 @@ static struct hu_sbx *from_row(struct hu_sandbox_row *row)
 	const char *tt = row->network ? json_string_value(json_object_get(row->network, "trafficAccessToken")) : NULL;
 	if (tt && strlen(tt) < sizeof(s->traffic_token))
 		COPY(s->traffic_token, tt);
+	const char *mh = row->network ? json_string_value(json_object_get(row->network, "maskRequestHost")) : NULL;
+	if (mh && strlen(mh) < sizeof(s->mask_host))
+		COPY(s->mask_host, mh);
 	if (row->network && json_object_get(row->network, "allowOut") &&
 	    hu_net_rules_from_json(row->network, &s->net_rules, &ignored) == 0)
 		s->has_network = 1;

@@ -111,6 +111,28 @@ static void test_head_keeps_upgrade(void **state)
 	evhttp_clear_headers(&h);
 }
 
+static void test_head_masks_the_host(void **state)
+{
+	struct evkeyvalq h;
+	struct evbuffer *out = evbuffer_new();
+	bool up;
+	hu_err err;
+	TAILQ_INIT(&h);
+	evhttp_add_header(&h, "Host", "8000-abc.localhost");
+	struct hu_head_in in = {.method = "GET", .target = "/", .headers = &h, .client_addr = "10.1.2.3", .proto = "http",
+				.host = "localhost:8000"};
+	assert_int_equal(hu_head_build(&in, out, &up, &err), 0);
+	size_t n = evbuffer_get_length(out);
+	char *s = calloc(1, n + 1);
+	evbuffer_remove(out, s, n);
+	assert_non_null(strstr(s, "Host: localhost:8000\r\n"));
+	assert_null(strstr(s, "\nHost: 8000-abc.localhost\r\n")); /* the client's Host is not sent */
+	assert_non_null(strstr(s, "X-Forwarded-Host: 8000-abc.localhost\r\n")); /* the original stays visible */
+	free(s);
+	evbuffer_free(out);
+	evhttp_clear_headers(&h);
+}
+
 static void test_head_refuses_what_would_split(void **state)
 {
 	struct evkeyvalq h;
@@ -505,6 +527,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_head_drops_hop_by_hop_and_sets_forwarded),
 		cmocka_unit_test(test_head_keeps_upgrade),
+		cmocka_unit_test(test_head_masks_the_host),
 		cmocka_unit_test(test_head_refuses_what_would_split),
 		cmocka_unit_test(test_response_head_closes_plain_responses),
 		cmocka_unit_test(test_response_head_passes_a_switch),
