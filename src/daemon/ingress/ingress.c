@@ -118,7 +118,7 @@ static void on_relay_done(struct hu_relay *rl, const char *why, void *arg)
 	uint64_t up, down;
 
 	hu_relay_counts(rl, &up, &down);
-	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: relay ended (%llu bytes in, %llu out)%s%s",
+	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: relay ended (%llu bytes in, %llu out)%s%s",
 	       (unsigned)p->port, (unsigned long long)up, (unsigned long long)down, why ? ": " : "", why ? why : "");
 	proxied_free(p);
 }
