@@ -6,13 +6,16 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import https from 'node:https'
+import tls from 'node:tls'
+import { execFileSync, spawn } from 'node:child_process'
 import net from 'node:net'
 import { createHash, randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, useDaemon, sleep } from './harness.mjs'
+import { startDaemon, useDaemon, sleep, root } from './harness.mjs'
 
 // One server with an endpoint per case. ThreadingHTTPServer: a stream open
 // on one connection must not hold up the others.
@@ -494,6 +497,102 @@ test('hostile servers (never reading, slowloris, endless headers) stall no one e
   } finally {
     socks.forEach((s) => s.destroy())
     await h.kill().catch(() => {})
+  }
+})
+
+// A self-signed certificate for *.sbx.test (and 127.0.0.1), made by openssl.
+function makeCert(dir, name) {
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', `/CN=${name}`, '-addext', 'subjectAltName=DNS:*.sbx.test,IP:127.0.0.1',
+    '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' })
+  return readFileSync(join(dir, 'cert.pem'))
+}
+
+// The peer certificate's CN on a new TLS connection to 127.0.0.1:port.
+function peerName(port, ca) {
+  return new Promise((res, rej) => {
+    const s = tls.connect({ host: '127.0.0.1', port, ca, servername: '8000-x.sbx.test' }, () => {
+      res(s.getPeerCertificate().subject.CN)
+      s.end()
+    })
+    s.on('error', rej)
+  })
+}
+
+test('TLS on the listener: the unmodified SDK over https, ports by Host with SNI, SIGHUP reloads the certificate', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-ports-tls-'))
+  let d4
+  try {
+    const ca1 = makeCert(dir, 'first')
+    d4 = await startDaemon(['--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem'), '--sandbox-domain', 'sbx.test'])
+    const p4 = Number(new URL(d4.url).port)
+    const url = `https://127.0.0.1:${p4}`
+    // the SDK in a child process, trusting the test CA the way a deployment would
+    const script = `
+      import { Sandbox } from 'e2b'
+      import https from 'node:https'
+      const SERVER = ${JSON.stringify(SERVER)}
+      const get = (opts) => new Promise((res, rej) => {
+        const req = https.request({ host: '127.0.0.1', port: ${p4}, path: '/hello', agent: false, ...opts }, (r) => {
+          let b = ''; r.on('data', (c) => (b += c)); r.on('end', () => res({ status: r.statusCode, body: b }))
+        })
+        req.on('error', rej); req.end()
+      })
+      const sbx = await Sandbox.create({ timeoutMs: 60_000 })
+      try {
+        await sbx.files.write('/tmp/srv.py', SERVER)
+        await sbx.commands.run('python3 /tmp/srv.py 8000', { background: true })
+        let byHeader
+        for (let i = 0; i < 100; i++) {
+          byHeader = await get({ headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' } })
+          if (byHeader.status === 200) break
+          await new Promise((r) => setTimeout(r, 100))
+        }
+        const host = sbx.getHost(8000)
+        const byHost = await get({ servername: host, headers: { Host: host } })
+        console.log(JSON.stringify({ host, byHeader, byHost }))
+      } finally { await sbx.kill() }
+    `
+    const out = await new Promise((res, rej) => {
+      const c = spawn(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: join(root, 'tests', 'e2e'),
+        env: { ...process.env, NODE_EXTRA_CA_CERTS: join(dir, 'cert.pem'), E2B_API_URL: url, E2B_SANDBOX_URL: url },
+      })
+      let o = ''
+      c.stdout.on('data', (x) => (o += x))
+      c.stderr.on('data', (x) => (o += x))
+      const t = setTimeout(() => c.kill('SIGKILL'), 90_000)
+      c.on('exit', (code) => { clearTimeout(t); code === 0 ? res(o) : rej(new Error(`child exit ${code}: ${o}`)) })
+    })
+    const r = JSON.parse(out.trim().split('\n').pop())
+    assert.match(r.host, /^8000-[a-z0-9]+\.sbx\.test$/)
+    assert.equal(r.byHeader.status, 200)
+    assert.equal(JSON.parse(r.byHeader.body).headers['x-forwarded-proto'], 'https')
+    assert.equal(r.byHost.status, 200)
+    assert.equal(JSON.parse(r.byHost.body).headers.host, r.host)
+    // plain HTTP to a TLS listener gets nowhere
+    await assert.rejects(request({ path: '/health', port: p4, timeoutMs: 5000 }))
+
+    assert.equal(await peerName(p4, ca1), 'first')
+    const ca2 = makeCert(dir, 'second')
+    process.kill(d4.pid, 'SIGHUP')
+    let name
+    for (let i = 0; i < 50 && name !== 'second'; i++) {
+      await sleep(100)
+      name = await peerName(p4, ca2).catch(() => null)
+    }
+    assert.equal(name, 'second', 'new connections get the reloaded certificate')
+    // a broken pair is refused and the last good one keeps serving
+    writeFileSync(join(dir, 'cert.pem'), 'not a certificate')
+    process.kill(d4.pid, 'SIGHUP')
+    await sleep(500)
+    assert.equal(await peerName(p4, ca2), 'second')
+    assert.match(d4.log(), /SIGHUP: .*old certificate stays/)
+  } finally {
+    const st = await d4?.stop()
+    useDaemon(d)
+    rmSync(dir, { recursive: true, force: true })
+    if (d4) assert.equal(st?.code, 0, `TLS daemon exit ${JSON.stringify(st)}`)
   }
 })
 

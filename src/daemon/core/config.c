@@ -137,6 +137,16 @@ static int set_ingress_per_team(struct hu_config *cfg, const char *v, hu_err *er
 	return set_count(&cfg->ingress_max_per_team, v, err);
 }
 
+static int set_tls_cert(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->tls_cert, sizeof(cfg->tls_cert), v, err);
+}
+
+static int set_tls_key(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->tls_key, sizeof(cfg->tls_key), v, err);
+}
+
 static int set_max_body(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return parse_positive_size(v, &cfg->max_body_bytes, err);
@@ -500,6 +510,8 @@ static const struct {
 	{"sandbox_domain", "--sandbox-domain", set_sandbox_domain},
 	{"ingress.max_per_sandbox", NULL, set_ingress_per_sandbox},
 	{"ingress.max_per_team", NULL, set_ingress_per_team},
+	{"tls_cert", "--tls-cert", set_tls_cert},
+	{"tls_key", "--tls-key", set_tls_key},
 	{"idle_timeout", NULL, set_idle_timeout},
 	{"default_timeout", NULL, set_default_timeout},
 	{"default_memory", NULL, set_default_memory},

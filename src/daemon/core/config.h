@@ -28,6 +28,8 @@ struct hu_config {
 					* and create/connect return it as `domain` (default localhost) */
 	uint32_t ingress_max_per_sandbox; /* ingress.max_per_sandbox: open proxied port connections (256) */
 	uint32_t ingress_max_per_team;    /* ingress.max_per_team (1024) */
+	char tls_cert[PATH_MAX];       /* tls_cert / tls_key: PEM files; both set = the listener is TLS only */
+	char tls_key[PATH_MAX];
 	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */
 	uint64_t default_memory_bytes; /* per sandbox, default 512 MiB */
 	uint32_t default_cpu_millis;   /* default 1000 */

@@ -69,6 +69,8 @@ struct bufferevent;
 struct hu_http_conn *hu_req_take_connection(struct hu_req *r, void (*gone)(void *arg), void *arg, hu_err *err);
 struct bufferevent *hu_http_conn_bev(struct hu_http_conn *c);
 void hu_http_conn_close(struct hu_http_conn *c);
+/* "https" on a TLS listener, else "http". */
+const char *hu_req_scheme(struct hu_req *r);
 /* The client's address (numeric) and port, as evhttp recorded it. */
 void hu_req_peer(struct hu_req *r, const char **addr, uint16_t *port);
 

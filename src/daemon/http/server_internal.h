@@ -36,6 +36,7 @@ struct hu_http {
 	uint64_t next_request_id;
 	struct req_priv *inflight;
 	struct hu_http_conn *taken; /* connections taken over (takeover.c) */
+	int tls;                    /* connections are TLS (tls.c) */
 };
 
 /* Shutdown: tell the owners of taken-over connections, before evhttp_free

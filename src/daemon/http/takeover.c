@@ -90,6 +90,11 @@ void hu_http_takeover_close_all(struct hu_http *h)
 	}
 }
 
+const char *hu_req_scheme(struct hu_req *r)
+{
+	return hu_req_priv(r)->http->tls ? "https" : "http";
+}
+
 void hu_req_peer(struct hu_req *r, const char **addr, uint16_t *port)
 {
 	struct evhttp_connection *evcon = r->ev ? evhttp_request_get_connection(r->ev) : NULL;

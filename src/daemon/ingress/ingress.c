@@ -333,7 +333,7 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		.body_expected = r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_PUT ||
 				 r->method == EVHTTP_REQ_PATCH,
 		.client_addr = addr,
-		.proto = "http",
+		.proto = hu_req_scheme(r),
 		.host = masked_host(s, port, mask, sizeof(mask)),
 	};
 	if (hu_head_build(&in, p->head, &p->two_way, &err) < 0) {

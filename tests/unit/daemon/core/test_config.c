@@ -177,6 +177,7 @@ static void test_bad_values(void **state)
 	assert_file_error(f, "sandbox_domain = ex ample.com\n", "1", "not a domain");
 	assert_file_error(f, "ingress.max_per_sandbox = 0\n", "1", "ingress.max_per_sandbox");
 	assert_file_error(f, "ingress.max_per_team = many\n", "1", "many");
+	assert_file_error(f, "tls_cert = cert.pem\n", "1", "absolute");
 }
 
 /* Port ingress: the sandbox domain and the connection limits. */
@@ -192,6 +193,10 @@ static void test_ingress_settings(void **state)
 	assert_string_equal(cfg.sandbox_domain, "sbx.example.com");
 	assert_int_equal(cfg.ingress_max_per_sandbox, 3);
 	assert_int_equal(cfg.ingress_max_per_team, 7);
+	assert_int_equal(hu_config_set(&cfg, "tls_cert", "/etc/hutch/cert.pem", &err), 0);
+	assert_int_equal(hu_config_set(&cfg, "tls_key", "/etc/hutch/key.pem", &err), 0);
+	assert_string_equal(cfg.tls_cert, "/etc/hutch/cert.pem");
+	assert_string_equal(cfg.tls_key, "/etc/hutch/key.pem");
 	(void)f;
 }
 
