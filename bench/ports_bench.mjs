@@ -2,11 +2,16 @@
 // hutch serve (E2b-Sandbox-Port), and the same server reached directly from
 // inside the sandbox's network namespace (a Python client in the sandbox: the
 // floor, without hutch, with a slower client).
-//   node bench/ports_bench.mjs [--n 500] [--seconds 5] [--mib 128] [--build build]
+//   node bench/ports_bench.mjs [--n 500] [--seconds 5] [--mib 128] [--ws 1000] [--build build]
 // Figures: latency of a small GET on a new connection (median, p99),
 // requests per second with 50 concurrent clients, MB/s for a download and an
-// upload of --mib MiB.
+// upload of --mib MiB; the daemon's RSS growth with --ws idle WebSockets open
+// (to an asyncio server that answers every upgrade with 101 and then waits).
 import http from 'node:http'
+import net from 'node:net'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { arg, now, stats, harness, sdk } from './lib.mjs'
 
 const { Sandbox } = sdk()
@@ -14,6 +19,22 @@ const { startDaemon } = await harness()
 const n = Number(arg('n', 500))
 const seconds = Number(arg('seconds', 5))
 const mib = Number(arg('mib', 128))
+const nws = Number(arg('ws', 1000))
+
+// One thread for all upgrades: the sandbox's pids limit bounds threads.
+const WS_SERVER = String.raw`
+import asyncio
+async def conn(r, w):
+    while (await r.readline()) not in (b'\r\n', b''): pass
+    w.write(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: x\r\n\r\n')
+    await w.drain()
+    await r.read()
+async def main():
+    s = await asyncio.start_server(conn, '127.0.0.1', 8002, backlog=2048)
+    await s.serve_forever()
+asyncio.run(main())
+`
+const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1])
 
 const SERVER = String.raw`
 import http.server, socketserver, sys
@@ -56,7 +77,10 @@ down = mib * 1.048576 / (time.perf_counter() - t)
 print(json.dumps({'median': lat[len(lat) // 2], 'p99': lat[min(len(lat) - 1, int(len(lat) * 0.99))], 'download_MBps': down}))
 `
 
-const d = await startDaemon()
+// the per-sandbox connection limit (256 by default) must not cap --ws
+const confDir = mkdtempSync(join(tmpdir(), 'hutch-ports-bench-'))
+writeFileSync(join(confDir, 'hutch.conf'), `ingress.max_per_sandbox = ${nws + 100}\ningress.max_per_team = ${nws + 100}\n`)
+const d = await startDaemon(['--config', join(confDir, 'hutch.conf')])
 const port = Number(new URL(d.url).port)
 const sbx = await Sandbox.create({ timeoutMs: 600_000 })
 const headers = { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' }
@@ -102,6 +126,27 @@ try {
   }
   for (let i = 0; i < 50; i++) await get('/small') // warm up
 
+  // first, while the heap is small: idle WebSockets, the daemon's RSS before and with them open
+  await sbx.files.write('/tmp/ws.py', WS_SERVER)
+  await sbx.commands.run('python3 /tmp/ws.py', { background: true })
+  await new Promise((r) => setTimeout(r, 500))
+  const rss0 = rssKiB(d.pid)
+  const socks = []
+  for (let i = 0; i < nws; i += 50) {
+    await Promise.all(Array.from({ length: Math.min(50, nws - i) }, () => new Promise((res, rej) => {
+      const s = net.connect(port, '127.0.0.1', () => s.write(`GET /ws HTTP/1.1\r\nHost: ${sbx.getHost(8002)}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\nSec-WebSocket-Version: 13\r\n\r\n`))
+      let b = ''
+      s.on('data', (c) => { b += c; if (b.includes('\r\n\r\n')) { if (/^HTTP\/1\.1 101/.test(b)) res(); else rej(new Error(b)) } })
+      s.on('error', rej)
+      socks.push(s)
+    })))
+  }
+  await new Promise((r) => setTimeout(r, 1000))
+  const rss1 = rssKiB(d.pid)
+  socks.forEach((s) => s.destroy())
+  await new Promise((r) => setTimeout(r, 1000))
+
+
   const lat = []
   for (let i = 0; i < n; i++) {
     const t = now()
@@ -131,11 +176,13 @@ try {
   const direct = JSON.parse((await sbx.commands.run(`python3 /tmp/direct.py ${n} ${mib}`, { timeoutMs: 600_000 })).stdout)
   console.log(JSON.stringify({
     hutch: { new_conn_latency_ms: { median: +l.median.toFixed(3), p99: +l.p99.toFixed(3) }, rps_50_concurrent: Math.round(rps),
-      download_MBps: Math.round(down), upload_MBps: Math.round(up) },
+      download_MBps: Math.round(down), upload_MBps: Math.round(up),
+      idle_websockets: nws, rss_growth_MiB: +((rss1 - rss0) / 1024).toFixed(1) },
     direct_in_sandbox: { new_conn_latency_ms: { median: +direct.median.toFixed(3), p99: +direct.p99.toFixed(3) }, download_MBps: Math.round(direct.download_MBps) },
     n, seconds, mib,
   }, null, 1))
 } finally {
   await sbx.kill().catch(() => {})
   await d.stop()
+  rmSync(confDir, { recursive: true, force: true })
 }
