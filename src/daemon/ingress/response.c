@@ -32,28 +32,49 @@ static int status_of(const char *line, size_t len)
 	return code;
 }
 
+/* Every CR in s is the start of a CRLF. */
+static bool crlf_only(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\r' && (i + 1 == len || s[i + 1] != '\n'))
+			return false;
+	return true;
+}
+
 /* One head of `len` bytes (its blank line included) at head: copied to out,
- * rewritten unless it is a 1xx. */
+ * rewritten unless it is a 1xx. -2 on a bare CR, and then nothing is added to out. */
 static int emit(const char *head, size_t len, int code, struct evbuffer *out)
 {
 	const char *p = head, *end = head + len - 2; /* before the blank line */
+	struct evbuffer *tmp;
 	int rc = 0;
 
 	if (code < 200)
-		return evbuffer_add(out, head, len);
+		return !crlf_only(head, len) ? -2 : evbuffer_add(out, head, len);
+	/* built aside: on a refusal the caller writes a 502 to out instead */
+	if (!(tmp = evbuffer_new()))
+		return -1;
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
 		size_t content = n;
 		while (content > 0 && (p[content - 1] == '\n' || p[content - 1] == '\r'))
 			content--;
+		/* lines may end in a bare LF (normalised to CRLF); a CR anywhere
+		 * else could make the client see a line the server never sent */
+		if (memchr(p, '\r', content)) {
+			evbuffer_free(tmp);
+			return -2;
+		}
 		if (p == head || !is_dropped(p, content)) {
-			rc |= evbuffer_add(out, p, content);
-			rc |= evbuffer_add(out, "\r\n", 2);
+			rc |= evbuffer_add(tmp, p, content);
+			rc |= evbuffer_add(tmp, "\r\n", 2);
 		}
 		p += n;
 	}
-	rc |= evbuffer_add(out, "Connection: close\r\n\r\n", 21);
+	rc |= evbuffer_add(tmp, "Connection: close\r\n\r\n", 21);
+	rc |= evbuffer_add_buffer(out, tmp);
+	evbuffer_free(tmp);
 	return rc ? -1 : 0;
 }
 
@@ -74,6 +95,12 @@ int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_
 		if (!head)
 			return hu_err_set(err, ENOMEM, "response head");
 		evbuffer_remove(in, head, len);
+		/* a NUL has no place in a head (RFC 9110 5.5) and would cut it
+		 * short for any client that reads it as a C string */
+		if (memchr(head, '\0', len)) {
+			free(head);
+			return hu_err_set(err, EPROTO, "the server's response head contains a NUL byte");
+		}
 		size_t first = strcspn(head, "\r\n");
 		int code = status_of(head, first);
 		if (code < 0) {
@@ -82,6 +109,8 @@ int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_
 		}
 		int rc = emit(head, len, code, out);
 		free(head);
+		if (rc == -2)
+			return hu_err_set(err, EPROTO, "the server's response head has a CR inside a line");
 		if (rc < 0)
 			return hu_err_set(err, ENOMEM, "response head");
 		if (code >= 200 || code == 101) {

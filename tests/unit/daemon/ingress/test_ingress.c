@@ -216,6 +216,21 @@ static void test_response_head_bounds_and_garbage(void **state)
 	free(out);
 	assert_int_equal(response("HTTP/1.1 2x0 OK\r\n\r\n", &out, &left, &status), -1);
 	free(out);
+	/* a bare CR or a NUL inside a line is refused, and nothing of it is passed on */
+	assert_int_equal(response("HTTP/1.1 200 OK\r\nX-A: b\rX-Evil: 1\r\n\r\n", &out, &left, &status), -1);
+	assert_string_equal(out, "");
+	free(out);
+	struct evbuffer *in = evbuffer_new(), *o = evbuffer_new();
+	hu_err err;
+	evbuffer_add(in, "HTTP/1.1 200 OK\r\nX-A: \0b\r\n\r\n", 28);
+	assert_int_equal(hu_response_head(in, o, &status, &err), -1);
+	assert_int_equal(evbuffer_get_length(o), 0);
+	evbuffer_free(in);
+	evbuffer_free(o);
+	/* bare LF line ends are normalised */
+	assert_int_equal(response("HTTP/1.1 200 OK\nX-A: b\r\n\r\n", &out, &left, &status), 1);
+	assert_string_equal(out, "HTTP/1.1 200 OK\r\nX-A: b\r\nConnection: close\r\n\r\n");
+	free(out);
 	size_t n = HU_RESPONSE_HEAD_MAX + 100;
 	char *endless = malloc(n + 1);
 	memcpy(endless, "HTTP/1.1 200 OK\r\n", 17);
