@@ -32,7 +32,6 @@ struct proxied {
 	struct bufferevent *server;
 	struct hu_relay *relay;
 	bool streaming;          /* counted in its sandbox's open streams */
-	bool closing;            /* a last answer is being written to the client */
 };
 
 struct hu_ingress {
@@ -171,7 +170,6 @@ static void answer_raw_and_close(struct proxied *p, const char *msg)
 		bufferevent_free(p->server);
 		p->server = NULL;
 	}
-	p->closing = true;
 	evbuffer_add_printf(bufferevent_get_output(client),
 			    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
 			    "Connection: close\r\n\r\n%s",
