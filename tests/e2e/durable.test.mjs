@@ -88,3 +88,29 @@ test('after a host reboot every sandbox comes back paused with memory released, 
     else if (existsSync(`/proc/${d1.pid}`)) await d1.stop()
   }
 })
+
+test('a full disk fails the create that needs space with 507 and a clear message; nothing else breaks', async () => {
+  // a 1 GiB layers image (the smallest hutch makes) filled by one sandbox
+  const d = await startDaemon([], null, { HUTCH_LAYERS_SIZE: '1G', HUTCH_LAYERS: 'image' })
+  const o = opts(d)
+  try {
+    const a = await Sandbox.create({ ...o, timeoutMs: 60000 })
+    await a.files.write('/home/user/keep.txt', 'kept')
+    const fill = await a.commands.run('fallocate -l 900M /home/user/big; dd if=/dev/zero of=/home/user/fill bs=1M count=400; sync', { timeoutMs: 60000 }).catch((e) => e)
+    assert.match(String(fill.stderr ?? fill.message), /No space left on device|Disk quota exceeded/, 'the writer gets ENOSPC inside')
+    const r = await api(d, 'POST', '/sandboxes', { templateID: 'base' })
+    assert.equal(r.status, 507, JSON.stringify(r.json))
+    assert.match(r.json.message, /no disk space for a new sandbox: the writable layers' file system .* is full/)
+    const { NotEnoughSpaceError } = await import('e2b')
+    await assert.rejects(Sandbox.create({ ...o, timeoutMs: 60000 }), (e) => e instanceof NotEnoughSpaceError || /507|disk space/.test(e.message))
+    // the daemon is alive, the full sandbox works and its files are intact
+    assert.equal((await api(d, 'GET', '/health')).status < 500, true)
+    assert.equal(await a.files.read('/home/user/keep.txt'), 'kept')
+    assert.equal((await api(d, 'GET', '/v2/sandboxes')).json.length, 1, 'no half-made sandbox is listed')
+    // the full sandbox stays usable: it reads, and it writes once it frees its own space
+    await a.commands.run('rm -f /home/user/fill; sync')
+    assert.equal((await a.commands.run('echo ok')).stdout, 'ok\n')
+  } finally {
+    await d.stop()
+  }
+})

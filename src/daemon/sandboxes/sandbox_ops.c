@@ -239,6 +239,22 @@ struct template_wait {
 	char id[HU_ID_MAX];
 };
 
+/* The prefix of a failed create. A full disk (ENOSPC from the layer's
+ * subvolume, its setup or the store: 507) says where the space is missing,
+ * so that an operator knows what to free. */
+static void create_failed(const struct hu_daemon *d, hu_err *err)
+{
+	struct hu_storage_info st;
+
+	if (err->code == ENOSPC) {
+		hu_runtime_storage(d->rt, &st);
+		hu_err_prefix(err, "no disk space for a new sandbox: the writable layers' file system (%s) is full; "
+				   "delete sandboxes or snapshots, or give it more space",
+			      st.image[0] ? st.image : st.root);
+	}
+	hu_err_prefix(err, "create sandbox");
+}
+
 static void template_ready(void *arg, const hu_err *why)
 {
 	struct template_wait *w = arg;
@@ -257,7 +273,7 @@ static void template_ready(void *arg, const hu_err *why)
 		hu_err_set(&err, -EIO, "the sandbox ended before it was ready");
 	if (s)
 		hu_sbx_kill(pc->d, s, "template readiness check failed", &ignored);
-	hu_err_prefix(&err, "create sandbox");
+	create_failed(pc->d, &err);
 	pending_done(pc, NULL, &err);
 }
 
@@ -305,7 +321,7 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 		if (err.code) {
 			hu_err ignored_kill;
 			hu_sbx_kill(d, s, "template start failed", &ignored_kill);
-			hu_err_prefix(&err, "create sandbox");
+			create_failed(pc->d, &err);
 			pending_done(pc, NULL, &err);
 		}
 		return;
@@ -317,7 +333,7 @@ fail_rt:
 	s->rt = NULL;
 fail:
 	hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(&err, "create sandbox");
+	create_failed(pc->d, &err);
 	hu_sbx_free(s);
 	pending_done(pc, NULL, &err);
 }
@@ -419,7 +435,7 @@ fail:
 	hu_sandbox_destroy(s->rt, &ignored);
 	s->rt = NULL;
 	hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(err, "create sandbox");
+	create_failed(d, err);
 	hu_sbx_free(s);
 	return -1;
 }
@@ -537,7 +553,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 fail:
 	if (stored)
 		hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(err, "create sandbox");
+	create_failed(d, err);
 	hu_sbx_free(s);
 	free(pc);
 	return -1;
