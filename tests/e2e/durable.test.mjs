@@ -12,6 +12,8 @@ import { startDaemon, api, sleep } from './harness.mjs'
 
 const sh = (cmd) => execFileSync('sh', ['-c', cmd]).toString().trim()
 const opts = (d) => ({ apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url })
+// Does the sandbox run the `sleep 600` a test started in the background?
+const sleeping = async (sbx) => (await sbx.commands.list()).some((p) => [p.cmd, ...(p.args ?? [])].join(' ').includes('sleep 600'))
 
 // What a reboot leaves of a daemon's sandboxes: no process, no cgroup, no
 // mount (the layers image too), an empty run dir. The data dir stays.
@@ -62,7 +64,7 @@ test('after a host reboot every sandbox comes back paused with memory released, 
     const r = await Sandbox.connect(run.sandboxId, o2)
     assert.equal(await r.files.read('/home/user/state.txt'), 'running-state')
     assert.equal((await r.commands.run('echo fresh')).stdout, 'fresh\n')
-    assert.ok(!(await r.commands.list()).some((p) => p.cmd === 'sleep'), 'the old processes are gone')
+    assert.ok(!(await sleeping(r)), 'the old processes are gone')
     const p = await Sandbox.connect(paused.sandboxId, o2)
     assert.equal((await p.commands.run('cat /opt/work/s.txt')).stdout, 'paused-state\n', 'a file outside home too')
     const rl = await Sandbox.connect(released.sandboxId, o2)
@@ -112,5 +114,148 @@ test('a full disk fails the create that needs space with 507 and a clear message
     assert.equal((await a.commands.run('echo ok')).stdout, 'ok\n')
   } finally {
     await d.stop()
+  }
+})
+
+// The files under a daemon's layers: sandboxes' layers and kept snapshots.
+function layerDirs(d) {
+  const root = join(d.env.HUTCH_DATA_DIR, 'layers')
+  const valid = (n) => /^[a-z0-9][a-z0-9-]*$/.test(n)
+  const snaps = join(root, '.snapshots')
+  return {
+    layers: existsSync(root) ? readdirSync(root).filter(valid).sort() : [],
+    snapshots: existsSync(snaps) ? readdirSync(snaps).filter(valid).sort() : [],
+  }
+}
+
+test('snapshots: point-in-time files, usable as a templateID, listed, replaced by name, deleted through /templates', async () => {
+  const d = await startDaemon()
+  const o = opts(d)
+  try {
+    const src = await Sandbox.create({ ...o, timeoutMs: 120000 })
+    await src.files.write('/home/user/a.txt', 'v1')
+    await src.commands.run('mkdir -p /opt/sys && echo root-file > /opt/sys/r.txt && chmod 4755 /opt/sys && cp /bin/true /opt/sys/suid && chmod 4755 /opt/sys/suid', { user: 'root' })
+    await src.commands.run('sleep 600', { background: true, timeoutMs: 0 })
+    const snap = await src.createSnapshot()
+    assert.ok(snap.snapshotId, 'an id')
+    assert.deepEqual(snap.names, [], 'unnamed')
+    // the source runs on, its processes too
+    assert.equal((await api(d, 'GET', `/sandboxes/${src.sandboxId}`)).json.state, 'running')
+    assert.ok(await sleeping(src), 'the source kept its processes')
+    assert.match(d.log(), /snapshot s[a-z0-9]+ of its files taken \(frozen for \d+ ms\)/)
+    await src.files.write('/home/user/a.txt', 'v2')
+
+    // a sandbox from it: the files of that instant, owned as they were
+    const s2 = await Sandbox.create(snap.snapshotId, { ...o, timeoutMs: 60000 })
+    assert.equal(await s2.files.read('/home/user/a.txt'), 'v1', 'the point in time, not the later write')
+    const st = await s2.commands.run('stat -c %U /home/user/a.txt; stat -c %U /opt/sys/r.txt; stat -c %A /opt/sys/suid; id -un')
+    assert.equal(st.stdout, 'user\nroot\n-rwsr-xr-x\nuser\n', 'owners and the set-user-ID bit carried over')
+    assert.ok(!(await sleeping(s2)), 'memory is not part of a snapshot: fresh processes')
+    await s2.files.write('/home/user/a.txt', 'mine')
+    assert.equal(await src.files.read('/home/user/a.txt'), 'v2', 'copy on write: the source does not see it')
+    const info2 = (await api(d, 'GET', `/sandboxes/${s2.sandboxId}`)).json
+    assert.equal(info2.templateID, 'base', 'it stands on the source template')
+
+    // named, then the name moved to a newer snapshot
+    const raw = await api(d, 'POST', `/sandboxes/${src.sandboxId}/snapshots`, { name: 'my-snap' })
+    assert.equal(raw.status, 201)
+    assert.equal(raw.json.snapshotID, 'my-snap')
+    assert.deepEqual(raw.json.names, ['my-snap'])
+    assert.equal(raw.json.memory, 'not included', 'the reply says memory is not in it')
+    await src.files.write('/home/user/a.txt', 'v3')
+    await src.createSnapshot({ name: 'my-snap' })
+    const s3 = await Sandbox.create('my-snap', { ...o, timeoutMs: 60000 })
+    assert.equal(await s3.files.read('/home/user/a.txt'), 'v3', 'the name names the newest')
+    const s3b = await Sandbox.create('my-snap:default', { ...o, timeoutMs: 60000 })
+    assert.equal(await s3b.files.read('/home/user/a.txt'), 'v3', 'with a tag too')
+
+    // listed (the replaced one is gone), filtered by sandbox
+    const listed = await Sandbox.listSnapshots({ ...o }).nextItems()
+    assert.deepEqual(listed.map((x) => x.snapshotId).sort(), [snap.snapshotId, 'my-snap'].sort())
+    assert.equal((await api(d, 'GET', `/snapshots?sandboxID=${s2.sandboxId}`)).json.length, 0)
+    assert.equal(layerDirs(d).snapshots.length, 2, 'the replaced snapshot\'s files are gone')
+    // bad names
+    assert.equal((await api(d, 'POST', `/sandboxes/${src.sandboxId}/snapshots`, { name: '../x' })).status, 400)
+    assert.equal((await api(d, 'POST', `/sandboxes/nope/snapshots`, {})).status, 404)
+
+    // deleted through DELETE /templates/{id}; sandboxes made from it keep their files
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, o), true)
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, o), false, 'a second delete is a 404')
+    await assert.rejects(Sandbox.create(snap.snapshotId, { ...o, timeoutMs: 60000 }))
+    assert.equal(await s2.files.read('/home/user/a.txt'), 'mine')
+    // the source's end does not end its snapshots
+    await src.kill()
+    const s4 = await Sandbox.create('my-snap', { ...o, timeoutMs: 60000 })
+    assert.equal(await s4.files.read('/home/user/a.txt'), 'v3')
+    for (const s of [s2, s3, s3b, s4]) await s.kill()
+    assert.equal(await Sandbox.deleteSnapshot('my-snap', o), true)
+    assert.deepEqual(layerDirs(d), { layers: [], snapshots: [] }, 'nothing left on disk')
+  } finally {
+    await d.stop()
+  }
+})
+
+test('fork: count sandboxes from one point in time, each answered on its own; the source runs on', async () => {
+  const { writeFileSync, mkdtempSync } = await import('node:fs')
+  const { tmpdir } = await import('node:os')
+  const confDir = mkdtempSync(join(tmpdir(), 'hutch-conf-'))
+  writeFileSync(join(confDir, 'hutch.conf'), 'max_sandboxes = 4\n')
+  const d = await startDaemon(['--config', join(confDir, 'hutch.conf')])
+  const o = opts(d)
+  try {
+    const src = await Sandbox.create({ ...o, timeoutMs: 120000, envs: { FROM: 'source' } })
+    await src.files.write('/home/user/f.txt', 'point')
+    await src.commands.run('sleep 600', { background: true, timeoutMs: 0 })
+    const forks = await src.fork({ count: 2, timeoutMs: 60000 })
+    assert.equal(forks.length, 2)
+    for (const f of forks) {
+      assert.ok(f instanceof Sandbox, String(f))
+      assert.notEqual(f.sandboxId, src.sandboxId)
+      assert.equal(await f.files.read('/home/user/f.txt'), 'point')
+      assert.equal((await f.commands.run('echo $FROM')).stdout, 'source\n', 'the source\'s envs')
+      assert.ok(!(await sleeping(f)), 'fresh processes: memory is not forked')
+    }
+    await forks[0].files.write('/home/user/f.txt', 'zero')
+    assert.equal(await forks[1].files.read('/home/user/f.txt'), 'point', 'each fork has its own files')
+    assert.equal(await src.files.read('/home/user/f.txt'), 'point')
+    assert.ok(await sleeping(src), 'the source runs on')
+    // 3 of 4 sandboxes are alive: of 3 forks, one starts and two are refused, each on its own
+    const r = await api(d, 'POST', `/sandboxes/${src.sandboxId}/fork`, { count: 3, timeout: 60 })
+    assert.equal(r.status, 201, JSON.stringify(r.json))
+    assert.equal(r.json.length, 3)
+    assert.equal(r.json.filter((x) => x.sandbox).length, 1, JSON.stringify(r.json))
+    assert.deepEqual(r.json.filter((x) => x.error).map((x) => x.error.code), [429, 429])
+    assert.equal((await api(d, 'POST', `/sandboxes/${src.sandboxId}/fork`, { count: 0 })).status, 400)
+    assert.equal((await api(d, 'POST', `/sandboxes/nope/fork`, {})).status, 404)
+    assert.equal((await api(d, 'GET', '/snapshots')).json.length, 0, 'a fork leaves no snapshot')
+    assert.deepEqual(layerDirs(d).snapshots, [], 'nor its files')
+    for (const id of (await api(d, 'GET', '/v2/sandboxes')).json.map((x) => x.sandboxID)) await Sandbox.kill(id, o)
+    assert.deepEqual(layerDirs(d), { layers: [], snapshots: [] })
+  } finally {
+    await d.stop()
+  }
+})
+
+test('a kill -9 in the middle of a snapshot or a fork leaves no half-made layer', async () => {
+  for (const point of ['snapshot.stored', 'snapshot.made', 'fork.started']) {
+    const d = await startDaemon([], null, { HUTCH_FAULT: point })
+    const o = opts(d)
+    const src = await Sandbox.create({ ...o, timeoutMs: 120000 })
+    await src.files.write('/home/user/x.txt', 'x')
+    const path = point.startsWith('fork') ? 'fork' : 'snapshots'
+    await api(d, 'POST', `/sandboxes/${src.sandboxId}/${path}`, point.startsWith('fork') ? { count: 2 } : {}).catch(() => {})
+    assert.equal((await d.exited).signal, 'SIGKILL', `${point}: the daemon died there`)
+    const d2 = await d.restart([], {})
+    try {
+      assert.equal((await api(d2, 'GET', '/snapshots')).json.length, 0, `${point}: no snapshot is listed`)
+      const ids = (await api(d2, 'GET', '/v2/sandboxes')).json.map((x) => x.sandboxID)
+      assert.deepEqual(ids, [src.sandboxId], `${point}: only the source is left (no half-made fork)`)
+      assert.deepEqual(layerDirs(d2), { layers: [src.sandboxId], snapshots: [] }, `${point}: no layer or snapshot files without an owner`)
+      const s = await Sandbox.connect(src.sandboxId, opts(d2))
+      assert.equal((await s.commands.run('cat /home/user/x.txt')).stdout, 'x', `${point}: the source runs (thawed)`)
+      await s.kill()
+    } finally {
+      await d2.stop()
+    }
   }
 })

@@ -16,6 +16,7 @@
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/sbx_store.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/store/store.h"
 #include "util/clock.h"
 
@@ -176,6 +177,7 @@ int hu_lifecycle_adopt(struct hu_daemon *d, hu_err *err)
 	for (size_t i = 0; i < l.rows.n; i++)
 		adopt_one(d, l.rows.v[i]);
 	free(l.rows.v);
+	hu_snapshots_reconcile(d);
 	if (hu_runtime_layers(d->rt, orphan_layer, d, &e) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "layers: %s", e.msg);
 	return 0;
