@@ -110,18 +110,6 @@ int hu_btrfs_snapshot(int src_fd, int dirfd, const char *name, int read_only, hu
 	return 0;
 }
 
-int hu_btrfs_subvol_set_rw(int fd, hu_err *err)
-{
-	uint64_t flags;
-
-	if (ioctl(fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags) < 0)
-		return hu_err_sys(err, "subvolume flags");
-	flags &= ~(uint64_t)BTRFS_SUBVOL_RDONLY;
-	if (ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags) < 0)
-		return hu_err_sys(err, "make the subvolume writable");
-	return 0;
-}
-
 int hu_btrfs_subvol_delete(int dirfd, const char *name, hu_err *err)
 {
 	struct btrfs_ioctl_vol_args a;

@@ -22,9 +22,6 @@ int hu_btrfs_subvol_create(int dirfd, const char *name, hu_err *err);
 /* A snapshot of the subvolume src_fd as `name` below dirfd (copy-on-write:
  * metadata only, whatever the subvolume holds), read-only or writable. */
 int hu_btrfs_snapshot(int src_fd, int dirfd, const char *name, int read_only, hu_err *err);
-/* Make the read-only subvolume of fd writable (it can then be deleted by a
- * caller without CAP_SYS_ADMIN's subvolume rules getting in the way). */
-int hu_btrfs_subvol_set_rw(int fd, hu_err *err);
 /* Delete subvolume `name` below dirfd with everything in it (the kernel
  * frees its extents in the background). ENOENT is an error here. */
 int hu_btrfs_subvol_delete(int dirfd, const char *name, hu_err *err);

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process'
 import { rmSync, readdirSync, existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, api, sleep } from './harness.mjs'
+import { startDaemon, api, sleep, hutchBin } from './harness.mjs'
 
 const sh = (cmd) => execFileSync('sh', ['-c', cmd]).toString().trim()
 const opts = (d) => ({ apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url })
@@ -257,5 +257,71 @@ test('a kill -9 in the middle of a snapshot or a fork leaves no half-made layer'
     } finally {
       await d2.stop()
     }
+  }
+})
+
+test('ten pause/resume cycles, alternating frozen and released, lose no write', async () => {
+  const d = await startDaemon()
+  const o = opts(d)
+  try {
+    const sbx = await Sandbox.create({ ...o, timeoutMs: 120000 })
+    const want = []
+    for (let i = 1; i <= 10; i++) {
+      // a write through the files API, one through a process (page cache
+      // not yet written back), and an append to one growing file
+      await sbx.files.write(`/home/user/cycle-${i}.txt`, `cycle ${i}`)
+      await sbx.commands.run(`echo ${i} >> /home/user/log.txt; mkdir -p /tmp/c${i}; echo t${i} > /tmp/c${i}/f`)
+      want.push(String(i))
+      const released = i % 2 === 0
+      await sbx.pause(released ? { keepMemory: false } : undefined)
+      assert.equal((await api(d, 'GET', `/sandboxes/${sbx.sandboxId}`)).json.memoryReleased, released, `cycle ${i}: ${released ? 'released' : 'frozen'}`)
+      await Sandbox.connect(sbx.sandboxId, o)
+      for (let j = 1; j <= i; j++) {
+        assert.equal(await sbx.files.read(`/home/user/cycle-${j}.txt`), `cycle ${j}`, `cycle ${i}: write ${j} is there`)
+        assert.equal((await sbx.commands.run(`cat /tmp/c${j}/f`)).stdout, `t${j}\n`, `cycle ${i}: /tmp write ${j}`)
+      }
+      assert.deepEqual((await sbx.files.read('/home/user/log.txt')).trim().split('\n'), want, `cycle ${i}: every append`)
+    }
+    await sbx.kill()
+  } finally {
+    await d.stop()
+  }
+})
+
+test('another team can neither see, use, delete, take nor fork snapshots and sandboxes not its own', async () => {
+  const d = await startDaemon()
+  const o = opts(d)
+  try {
+    const other = execFileSync(hutchBin, ['keys', 'create', '--team', 'other'], { env: d.env }).toString().match(/(hutch_[0-9a-f]+)/)[1]
+    const them = { url: d.url, apiKey: other }
+    const src = await Sandbox.create({ ...o, timeoutMs: 60000 })
+    await src.files.write('/home/user/secret.txt', 'mine')
+    const snap = await src.createSnapshot({ name: 'private' })
+    assert.deepEqual((await api(them, 'GET', '/snapshots')).json, [], 'not listed to them')
+    const c1 = await api(them, 'POST', '/sandboxes', { templateID: snap.snapshotId })
+    assert.equal(c1.status, 404, 'not usable by name')
+    const ids = (await api(d, 'GET', '/snapshots')).json.map((x) => x.snapshotID)
+    assert.deepEqual(ids, ['private'])
+    const row = sh(`python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select id from snapshots').fetchone()[0])" ${join(d.env.HUTCH_DATA_DIR, 'hutch.db')}`)
+    assert.equal((await api(them, 'POST', '/sandboxes', { templateID: row })).status, 404, 'nor by id')
+    assert.equal((await api(them, 'DELETE', `/templates/${row}`)).status, 404, 'nor deletable')
+    assert.equal((await api(them, 'DELETE', '/templates/private')).status, 404)
+    assert.equal((await api(them, 'POST', `/sandboxes/${src.sandboxId}/snapshots`, {})).status, 404, 'no snapshot of another team\'s sandbox')
+    assert.equal((await api(them, 'POST', `/sandboxes/${src.sandboxId}/fork`, { count: 1 })).status, 404, 'no fork of it')
+    // their snapshot of the same name is theirs
+    const mine = await api(them, 'POST', '/sandboxes', { templateID: 'base', timeout: 60 })
+    assert.equal((await api(them, 'POST', `/sandboxes/${mine.json.sandboxID}/snapshots`, { name: 'private' })).status, 201)
+    const theirs = await api(them, 'POST', '/sandboxes', { templateID: 'private', timeout: 60 })
+    assert.equal(theirs.status, 201)
+    const read = await fetch(`${d.url}/files?path=/home/user/secret.txt`, {
+      headers: { 'E2b-Sandbox-Id': theirs.json.sandboxID, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': theirs.json.envdAccessToken },
+    })
+    assert.equal(read.status, 404, 'their "private" is their own files')
+    assert.equal(await Sandbox.deleteSnapshot('private', o), true)
+    assert.equal((await api(them, 'DELETE', '/templates/private')).status, 204)
+    for (const id of [mine.json.sandboxID, theirs.json.sandboxID]) await api(them, 'DELETE', `/sandboxes/${id}`)
+    await src.kill()
+  } finally {
+    await d.stop()
   }
 })
