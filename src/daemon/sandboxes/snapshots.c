@@ -52,18 +52,19 @@ static int copy_files(struct hu_sbx *s, const char *snap_id, hu_err *err)
 	int frozen = 0;
 	hu_err e;
 
+	int64_t t0 = hu_mono_ms();
 	if (s->state == HU_SBX_RUNNING) {
 		if (hu_sandbox_freeze(s->rt, err) < 0)
 			return -1;
 		frozen = 1;
 	}
-	int64_t t0 = hu_mono_ms();
 	int rc = hu_sandbox_snapshot(s->rt, snap_id, err);
 	hu_fault_point("snapshot.made");
 	/* a crash before the thaw leaves it frozen: the next start thaws a
 	 * sandbox stored as running */
 	if (frozen && hu_sandbox_thaw(s->rt, &e) < 0)
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
+	/* the whole window: freeze, copy, thaw */
 	if (rc == 0)
 		hu_log(HU_LOG_INFO, s->id, 0, "snapshot %s of its files taken (%s for %lld ms)", snap_id,
 		       frozen ? "frozen" : "paused", (long long)(hu_mono_ms() - t0));
