@@ -177,6 +177,7 @@ test('snapshots: point-in-time files, usable as a templateID, listed, replaced b
     // bad names
     assert.equal((await api(d, 'POST', `/sandboxes/${src.sandboxId}/snapshots`, { name: '../x' })).status, 400)
     assert.equal((await api(d, 'POST', `/sandboxes/nope/snapshots`, {})).status, 404)
+    assert.equal((await api(d, 'POST', `/sandboxes/${src.sandboxId}/snapshots`, { name: 'base' })).status, 409, 'a name may not hide a template')
 
     // deleted through DELETE /templates/{id}; sandboxes made from it keep their files
     assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId, o), true)

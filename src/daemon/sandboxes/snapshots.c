@@ -8,6 +8,7 @@
 
 #include "daemon/common/fault.h"
 #include "daemon/common/log.h"
+#include "daemon/sandboxes/templates.h"
 #include "daemon/store/store.h"
 #include "util/clock.h"
 
@@ -80,6 +81,13 @@ int hu_snapshot_take(struct hu_daemon *d, struct hu_sbx *s, const char *name, en
 
 	if (name && *name && !hu_snapshot_name_valid(name))
 		return hu_err_set(err, -EINVAL, "snapshot name '%.64s': 1 to 63 of A-Z a-z 0-9 . _ -, starting with a letter or digit", name);
+	struct hu_tpl_meta tpl;
+	if (name && *name && hu_template_lookup(d, s->team, name, &tpl, &ignored) == 0) {
+		/* a snapshot's name is looked up before templates: it must not
+		 * hide one the team uses */
+		hu_tpl_meta_free(&tpl);
+		return hu_err_set(err, -EEXIST, "'%.64s' names a template; choose another name", name);
+	}
 	if (name && *name && hu_store_snapshot_find(d->store, s->team, name, &old, &ignored) == 0) {
 		if (!strcmp(old.id, name))
 			return hu_err_set(err, -EEXIST, "'%.64s' is a snapshot id", name);
