@@ -1,7 +1,7 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
-PKGS      := libevent jansson sqlite3 libseccomp zlib libcrypto libnftables libarchive
+PKGS      := libevent jansson sqlite3 libpq libseccomp zlib libcrypto libnftables libarchive
 CC        ?= cc
 SAN       ?= 0
 PREFIX    ?= /usr/local
@@ -53,7 +53,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -105,6 +105,12 @@ check-integration: all
 check-e2e: all
 	tests/e2e/run.sh $(BUILD)
 
+# The core end-to-end files again with the store in PostgreSQL (a server of
+# the run's own, tests/pg.sh).
+E2E_PG_FILES := ./control.test.mjs ./lifecycle.test.mjs ./store_pg.test.mjs ./cluster.test.mjs
+check-e2e-pg: all
+	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh $(BUILD)
+
 # The include rules of src/ (docs/architecture.md "Layers").
 check-layering:
 	mkdir -p tests/results; python3 tests/lint/layering.py > tests/results/layering.txt; rc=$$?; cat tests/results/layering.txt; exit $$rc
@@ -143,6 +149,7 @@ check:
 	tests/integration/run.sh build-san
 	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
+	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh build-san
 	images/code-interpreter/tests/run.sh
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke

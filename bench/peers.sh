@@ -41,6 +41,8 @@ chmod 755 "$T" # the containers' (unprivileged) root walks through it to the roo
 # found by cgroup and their helpers by command line)
 export HUTCH_PEERS_RUN="$T"
 
+HOST_DEVS="/dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty"
+
 cleanup() {
 	set +e
 	unset HUTCH_PEERS_RUN # what cleanup starts is not the run's
@@ -73,6 +75,15 @@ cleanup() {
 	# reached the host anyway would stop rm at the file system boundary
 	grep -o " $T/[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done 2>/dev/null
 	rm -rf --one-file-system "$T"
+	# A user-namespaced OCI runtime binds the host's device nodes into its containers and has been
+	# seen to chown the host's /dev/null to the container's root (uid 1600000): put the owners back
+	# and say so, so that no run leaves the host's devices to a container uid.
+	for dev in $HOST_DEVS; do
+		if [ "$(stat -c %u:%g "$dev")" != 0:0 ]; then
+			echo "bench/peers.sh: $dev was chowned to $(stat -c %u:%g "$dev") during the run; restored to root" >&2
+			chown 0:0 "$dev"
+		fi
+	done
 	after=$(host_state)
 	if [ "$before" != "$after" ]; then
 		echo "bench/peers.sh: the host changed during the run: $before -> $after" >&2

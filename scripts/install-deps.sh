@@ -3,7 +3,7 @@
 # Safe to run again; it only installs what is missing.
 set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
-      libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
+      libevent-dev libjansson-dev libsqlite3-dev libpq-dev postgresql-15 libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
       libnftables-dev nftables libarchive-dev
       iproute2 util-linux procps python3 bash coreutils bubblewrap crun e2fsprogs btrfs-progs"
 # What bench/peers.sh compares hutch with, its tasks' tools and its chart. Installed without
@@ -31,6 +31,12 @@ missing=$(missing_of $PKGS)
 peers=$(missing_of $PEERS)
 export DEBIAN_FRONTEND=noninteractive
 [ -z "$missing$peers" ] || apt-get -o DPkg::Lock::Timeout=600 update -qq
+# the tests start PostgreSQL servers of their own (tests/pg.sh): the
+# package must not create and start a system cluster of its own
+case " $missing " in *" postgresql-15 "*)
+	mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/hutch-tests.conf ;;
+esac
 [ -z "$missing" ] || apt-get install -o DPkg::Lock::Timeout=600 -y -qq $missing
 
 if [ -n "$peers" ]; then

@@ -105,6 +105,18 @@ static int make_dir(char *dst, size_t n, const char *base, const char *sub, mode
 	return 0;
 }
 
+/* A directory given whole (slots_dir), root's only like the others. */
+static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
+{
+	if ((size_t)snprintf(dst, n, "%s", path) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "path %s", path);
+	if (hu_mkdir_p(dst, 0700, err) < 0)
+		return -1;
+	if (chmod(dst, 0700) < 0)
+		return hu_err_sys(err, "chmod %s", dst);
+	return 0;
+}
+
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
 {
 	struct hu_runtime *rt = calloc(1, sizeof(*rt));
@@ -125,7 +137,8 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	if (hu_mkdir_p(cfg->run_dir, 0700, err) < 0 || chmod(cfg->run_dir, 0700) < 0 ||
 	    make_dir(rt->sandboxes_dir, sizeof(rt->sandboxes_dir), cfg->run_dir, "sandboxes", 0700, err) < 0 ||
 	    make_dir(rt->ctl_dir, sizeof(rt->ctl_dir), cfg->run_dir, "ctl", 0700, err) < 0 ||
-	    make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err) < 0 ||
+	    (cfg->slots_dir[0] ? shared_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->slots_dir, err)
+			       : make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err)) < 0 ||
 	    make_dir(rt->templates_dir, sizeof(rt->templates_dir), cfg->data_dir, "templates", 0700, err) < 0) {
 		if (err->code == 0)
 			hu_err_sys(err, "chmod %s", cfg->run_dir);

@@ -39,6 +39,10 @@ struct hu_runtime_config {
 	char run_dir[PATH_MAX];   /* volatile: sandboxes/, ctl/, slots/ (default /run/hutch) */
 	char init_path[PATH_MAX]; /* the hutch-init binary; "" = next to /proc/self/exe */
 	char cgroup_parent[64];   /* parent cgroup name (default "hutch") */
+	/* the uid slots ("" = <run_dir>/slots): daemons on one host that do
+	 * not share a run dir (nodes of a cluster) must share this, or two
+	 * sandboxes could get the same host uid range */
+	char slots_dir[PATH_MAX];
 	/* the network boundary (net.h; docs/operations.md): HUTCH_NET,
 	 * HUTCH_NET_NAME, HUTCH_NET_POOL, HUTCH_NET_DNS, HUTCH_NET_UPLINK,
 	 * HUTCH_NET_ALLOW, HUTCH_NET_DENY */

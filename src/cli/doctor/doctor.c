@@ -48,6 +48,7 @@ static const struct {
 	{"memory", doctor_check_memory},
 	{"resource floor", doctor_check_floor},
 	{"file descriptors", doctor_check_nofile},
+	{"sandbox capacity", doctor_check_capacity},
 	{"capped volumes", doctor_check_volumes},
 	{"writable layers", doctor_check_storage},
 	{"IPv6", doctor_check_ipv6},

@@ -91,6 +91,7 @@ doctor_check_fn doctor_check_seccomp;        /* confinement.c */
 doctor_check_fn doctor_check_core_pattern;   /* confinement.c */
 doctor_check_fn doctor_check_landlock;       /* confinement.c */
 doctor_check_fn doctor_check_memory;         /* limits.c */
+doctor_check_fn doctor_check_capacity;       /* capacity.c */
 doctor_check_fn doctor_check_floor;          /* floor.c */
 doctor_check_fn doctor_check_nofile;         /* limits.c */
 doctor_check_fn doctor_check_volumes;        /* volumes.c */

@@ -46,6 +46,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
+	cfg->pool_max = 64;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -89,6 +90,62 @@ static int set_data_dir(struct hu_config *cfg, const char *v, hu_err *err)
 static int set_run_dir(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return set_dir(cfg->run_dir, sizeof(cfg->run_dir), v, err);
+}
+
+static int set_slots_dir(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->slots_dir, sizeof(cfg->slots_dir), v, err);
+}
+
+/* "sqlite" (the default: the data dir's hutch.db) or a PostgreSQL URI. */
+static int set_store(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if (!strcmp(v, "sqlite")) {
+		cfg->store[0] = '\0';
+		return 0;
+	}
+	if (strncmp(v, "postgresql://", 13) && strncmp(v, "postgres://", 11))
+		return hu_err_set(err, -EINVAL, "'%.64s' is neither sqlite nor a postgresql:// URI", v);
+	if (strlen(v) >= sizeof(cfg->store))
+		return hu_err_set(err, -ENAMETOOLONG, "the store URI is longer than %zu bytes", sizeof(cfg->store) - 1);
+	snprintf(cfg->store, sizeof(cfg->store), "%s", v);
+	return 0;
+}
+
+/* node.name: 1..63 of [A-Za-z0-9._-], as the other nodes and the logs see it */
+static int set_node_name(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n < 1 || n >= sizeof(cfg->node_name) || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+							      "0123456789._-") != n)
+		return hu_err_set(err, -EINVAL, "'%.64s' is not a node name (1..63 of A-Z a-z 0-9 . _ -)", v);
+	snprintf(cfg->node_name, sizeof(cfg->node_name), "%s", v);
+	return 0;
+}
+
+static int set_node_address(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || strlen(v) >= sizeof(cfg->node_address) ||
+	    strpbrk(v, " \t\r\n"))
+		return hu_err_set(err, -EINVAL, "'%.64s' is not an http:// or https:// URL", v);
+	snprintf(cfg->node_address, sizeof(cfg->node_address), "%s", v);
+	return 0;
+}
+
+static int set_node_labels(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n >= sizeof(cfg->node_labels) ||
+	    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-=,") != n)
+		return hu_err_set(err, -EINVAL, "node.labels: comma-separated key=value of A-Z a-z 0-9 . _ - (%zu at most)",
+				  sizeof(cfg->node_labels) - 1);
+	snprintf(cfg->node_labels, sizeof(cfg->node_labels), "%s", v);
+	return 0;
+}
+
+const char *hu_config_store_location(const struct hu_config *cfg)
+{
+	return cfg->store[0] ? cfg->store : cfg->data_dir;
 }
 
 static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
@@ -444,6 +501,11 @@ static int set_pool_size(struct hu_config *cfg, const char *v, hu_err *err)
 	return parse_pool_size(v, &cfg->pool_size, err);
 }
 
+static int set_pool_max(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_pool_size(v, &cfg->pool_max, err);
+}
+
 /* A template id as the pools key it: 1 to 63 of [a-z0-9_-], so it can be
  * a metrics label as it is. */
 static int pool_template_valid(const char *tpl)
@@ -488,6 +550,11 @@ static const struct {
 	{"port", "--port", set_port},
 	{"data_dir", "--data-dir", set_data_dir},
 	{"run_dir", "--run-dir", set_run_dir},
+	{"slots_dir", "--slots-dir", set_slots_dir},
+	{"store", "--store", set_store},
+	{"node.name", "--node-name", set_node_name},
+	{"node.address", NULL, set_node_address},
+	{"node.labels", NULL, set_node_labels},
 	{"max_body", NULL, set_max_body},
 	{"idle_timeout", NULL, set_idle_timeout},
 	{"default_timeout", NULL, set_default_timeout},
@@ -522,6 +589,7 @@ static const struct {
 	{"io.bps", NULL, set_io_bps},
 	{"io.iops", NULL, set_io_iops},
 	{"pool.size", "--pool-size", set_pool_size},
+	{"pool.max", "--pool-max", set_pool_max},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

@@ -305,6 +305,44 @@ static void test_bad_flags(void **state)
 	assert_int_equal(cfg.port, 3000);
 }
 
+/* The store and node keys: a store is sqlite or a postgresql:// URI (the
+ * flag over the file), node names and addresses are checked. */
+static void test_store_and_node(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+
+	write_conf(f->conf, "store = postgresql:///hutch?host=/tmp/pg\nnode.name = n-1.a_b\n"
+			    "node.address = http://10.0.0.5:3000\nnode.labels = zone=a,gpu=no\nslots_dir = /run/hutch-slots\n");
+	assert_int_equal(from_args(&cfg, &err, NULL), 0);
+	assert_string_equal(cfg.store, "postgresql:///hutch?host=/tmp/pg");
+	assert_string_equal(hu_config_store_location(&cfg), "postgresql:///hutch?host=/tmp/pg");
+	assert_string_equal(cfg.node_name, "n-1.a_b");
+	assert_string_equal(cfg.node_address, "http://10.0.0.5:3000");
+	assert_string_equal(cfg.node_labels, "zone=a,gpu=no");
+	assert_string_equal(cfg.slots_dir, "/run/hutch-slots");
+	assert_int_equal(from_args(&cfg, &err, "--store", "sqlite", NULL), 0);
+	assert_string_equal(cfg.store, "");
+	assert_string_equal(hu_config_store_location(&cfg), f->dir); /* the data dir's hutch.db */
+	assert_int_equal(from_args(&cfg, &err, "--store", "postgres://db/x", "--node-name", "n2", NULL), 0);
+	assert_string_equal(cfg.store, "postgres://db/x");
+	assert_string_equal(cfg.node_name, "n2");
+
+	hu_config_defaults(&cfg);
+	assert_int_equal(hu_config_set(&cfg, "store", "mysql://x", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "store", "/var/lib/other", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "a b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "../x/y", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.address", "10.0.0.5:3000", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.address", "http://a b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.labels", "a;b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "slots_dir", "relative", &err), -1);
+	assert_string_equal(cfg.store, "");
+	assert_string_equal(cfg.node_name, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -316,6 +354,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flags_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volume_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_and_node, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
