@@ -252,6 +252,8 @@ test('a kill -9 in the middle of a snapshot or a fork leaves no half-made layer'
       const ids = (await api(d2, 'GET', '/v2/sandboxes')).json.map((x) => x.sandboxID)
       assert.deepEqual(ids, [src.sandboxId], `${point}: only the source is left (no half-made fork)`)
       assert.deepEqual(layerDirs(d2), { layers: [src.sandboxId], snapshots: [] }, `${point}: no layer or snapshot files without an owner`)
+      const rows = sh(`python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from snapshots').fetchone()[0])" ${join(d2.env.HUTCH_DATA_DIR, 'hutch.db')}`)
+      assert.equal(rows, '0', `${point}: no snapshot row is left either`)
       const s = await Sandbox.connect(src.sandboxId, opts(d2))
       assert.equal((await s.commands.run('cat /home/user/x.txt')).stdout, 'x', `${point}: the source runs (thawed)`)
       await s.kill()

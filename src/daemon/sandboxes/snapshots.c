@@ -235,6 +235,18 @@ static int kept_files(const char *name, void *arg)
 	return 0;
 }
 
+static int here(const char *name, void *arg)
+{
+	const char *id = arg;
+	return !strcmp(name, id);
+}
+
+/* A row not ready: this node's interrupted work when the store is this
+ * host's alone, when its files are here, or when it is too old to be
+ * anyone's work in progress; otherwise it may be another node's snapshot
+ * being made (a store shared by nodes). */
+#define STALE_MS (3600 * 1000)
+
 void hu_snapshots_reconcile(struct hu_daemon *d)
 {
 	struct rows l = {0};
@@ -247,13 +259,19 @@ void hu_snapshots_reconcile(struct hu_daemon *d)
 		free(l.v);
 		return;
 	}
+	/* one host's store (SQLite): every row is this node's */
+	int shared = strcmp(hu_store_backend_name(d->store), "sqlite") != 0;
 	for (size_t i = 0; i < l.n; i++) {
 		if (l.v[i].state == HU_SNAP_READY)
+			continue;
+		int local = !shared || hu_runtime_snapshots(d->rt, here, l.v[i].id, &e) > 0;
+		if (!local && hu_wall_ms() - l.v[i].created_at_ms < STALE_MS)
 			continue;
 		hu_log(HU_LOG_INFO, NULL, 0, "undoing %s %s of sandbox %s, interrupted by the last stop",
 		       l.v[i].state == HU_SNAP_FORK ? "the fork point" : "the snapshot", l.v[i].id, l.v[i].sandbox_id);
 		if (hu_snapshot_remove(d, &l.v[i], &e) < 0)
 			hu_log(HU_LOG_WARN, NULL, 0, "%s", e.msg);
+		l.v[i].state = HU_SNAP_CREATING; /* its files, if any are left, go below */
 	}
 	struct scan sc = {.d = d, .rows = &l};
 	if (hu_runtime_snapshots(d->rt, kept_files, &sc, &e) < 0)
