@@ -29,6 +29,10 @@ const struct hu_route hu_control_routes[] = {
 	{PUT, "/sandboxes/{id}/network", KEY, hu_api_put_network},
 	{GET, "/sandboxes/{id}/logs", KEY, hu_api_get_logs_v1},
 	{GET, "/v2/sandboxes/{id}/logs", KEY, hu_api_get_logs_v2},
+	/* snapshots and forks of a sandbox's files */
+	{POST, "/sandboxes/{id}/snapshots", KEY, hu_api_create_snapshot},
+	{GET, "/snapshots", KEY, hu_api_list_snapshots},
+	{POST, "/sandboxes/{id}/fork", KEY, hu_api_fork_sandbox},
 	/* templates */
 	{GET, "/templates", KEY, hu_api_list_templates},
 	{GET, "/templates/{id}", KEY, hu_api_get_template},

@@ -95,6 +95,21 @@ int hu_btrfs_subvol_create(int dirfd, const char *name, hu_err *err)
 	return 0;
 }
 
+int hu_btrfs_snapshot(int src_fd, int dirfd, const char *name, int read_only, hu_err *err)
+{
+	struct btrfs_ioctl_vol_args_v2 a;
+
+	memset(&a, 0, sizeof(a));
+	if (strlen(name) >= sizeof(a.name))
+		return hu_err_set(err, ENAMETOOLONG, "subvolume name %s", name);
+	snprintf(a.name, sizeof(a.name), "%s", name);
+	a.fd = src_fd;
+	a.flags = read_only ? BTRFS_SUBVOL_RDONLY : 0;
+	if (ioctl(dirfd, BTRFS_IOC_SNAP_CREATE_V2, &a) < 0)
+		return hu_err_sys(err, "snapshot %s", name);
+	return 0;
+}
+
 int hu_btrfs_subvol_delete(int dirfd, const char *name, hu_err *err)
 {
 	struct btrfs_ioctl_vol_args a;

@@ -19,6 +19,9 @@ int hu_btrfs_quota_mode(const char *fsid, char *mode, size_t n);
 int hu_btrfs_quota_enable(int fd, hu_err *err);
 /* Subvolume `name` below the directory dirfd. */
 int hu_btrfs_subvol_create(int dirfd, const char *name, hu_err *err);
+/* A snapshot of the subvolume src_fd as `name` below dirfd (copy-on-write:
+ * metadata only, whatever the subvolume holds), read-only or writable. */
+int hu_btrfs_snapshot(int src_fd, int dirfd, const char *name, int read_only, hu_err *err);
 /* Delete subvolume `name` below dirfd with everything in it (the kernel
  * frees its extents in the background). ENOENT is an error here. */
 int hu_btrfs_subvol_delete(int dirfd, const char *name, hu_err *err);

@@ -61,6 +61,11 @@ int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info 
  * `ephemeral` the marker file of that name. */
 int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
 		    hu_err *err);
+/* A layer whose files start as snapshot `snap`'s (snapshot.c): a writable
+ * snapshot of it, capped at `bytes`, its files moved from the snapshot's
+ * uid range to the one starting at `owner`. Nothing is left on failure. */
+int hu_layer_from_snapshot(const struct hu_layers *ly, const char *snap, const char *id, uint64_t bytes,
+			   uint32_t owner, hu_err *err);
 /* Was the layer made for a sandbox that dies with its creator (hutch run)?
  * Such a layer is debris once its run dir is gone (a reboot). */
 int hu_layer_ephemeral(const struct hu_layers *ly, const char *id);

@@ -101,7 +101,10 @@ static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spe
 	if (mkdir(sb->sbdir, 0700) < 0)
 		return hu_err_sys(err, "mkdir %s", sb->sbdir);
 	sb->have_dir = 1;
-	if (hu_layer_create(&sb->rt->layers, sb->id, spec->disk_bytes, sb->uid_base, spec->die_with_parent, err) < 0)
+	if (spec->from_snapshot[0] ? hu_layer_from_snapshot(&sb->rt->layers, spec->from_snapshot, sb->id,
+							     spec->disk_bytes, sb->uid_base, err) < 0
+				   : hu_layer_create(&sb->rt->layers, sb->id, spec->disk_bytes, sb->uid_base,
+						     spec->die_with_parent, err) < 0)
 		return -1;
 	sb->have_layer = 1;
 	return 0;

@@ -107,6 +107,9 @@ struct hu_sandbox_spec {
 	const struct hu_mount_spec *mounts; /* extra mounts (borrowed), attached in order */
 	size_t n_mounts;                    /* at most HU_MOUNTS_MAX */
 	struct hu_net_spec net;  /* zero: loopback only */
+	char from_snapshot[HU_ID_MAX]; /* "": an empty layer; else its files start as
+					* this snapshot's (hu_sandbox_snapshot), over the
+					* template the snapshot's sandbox had */
 };
 
 /* Is `target` an acceptable mount point inside a sandbox? Absolute, at most
@@ -230,6 +233,20 @@ int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err);
 /* Start a fresh hutch-init over the kept files of a stopped sandbox, as
  * create does (blocking, a few ms). On failure the files are kept. */
 int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err);
+
+/* Snapshots (snapshot.c): a read-only copy-on-write snapshot of the
+ * sandbox's files, its layer, as <data_dir>/layers/.snapshots/<name> (a
+ * valid id). Files only: no memory, no processes. The caller freezes a
+ * running sandbox around it for a point-in-time copy (btrfs writes the
+ * layer's dirty pages out first). All or nothing: a crash leaves the
+ * snapshot whole or absent. EEXIST: the name is taken. */
+int hu_sandbox_snapshot(struct hu_sandbox *sb, const char *name, hu_err *err);
+/* Remove snapshot `name` (absent is fine). Sandboxes made from it keep
+ * their files (theirs are copies on write). */
+int hu_snapshot_delete(struct hu_runtime *rt, const char *name, hu_err *err);
+/* Call fn for every snapshot kept under the data dir; a nonzero return of
+ * fn stops the walk and is returned. */
+int hu_runtime_snapshots(struct hu_runtime *rt, int (*fn)(const char *name, void *arg), void *arg, hu_err *err);
 
 /* Free the handle and leave the sandbox running (a daemon shutting down:
  * the next start adopts it). */

@@ -13,14 +13,26 @@
 #include "daemon/api/handlers.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/sandboxes/templates.h"
 
 /* GET /templates/aliases/{alias} -> 200 {templateID, public} | 404 */
 void hu_api_get_template_alias(struct hu_req *r)
 {
 	struct hu_tpl_meta m;
+	struct hu_snapshot_row snap;
 	hu_err err;
 
+	/* a snapshot is a template to E2B's API: deleted here too */
+	if (hu_snapshot_lookup(hu_req_daemon(r), r->principal, r->param, 0, &snap, &err) == 0) {
+		if (hu_snapshot_remove(hu_req_daemon(r), &snap, &err) < 0) {
+			hu_reply_err(r, &err);
+			return;
+		}
+		hu_log(HU_LOG_INFO, NULL, r->id, "snapshot %s deleted by team %s", snap.id, r->principal);
+		hu_reply_empty(r, 204);
+		return;
+	}
 	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_error(r, 404, "template alias '%.64s' not found", r->param);
 		return;
@@ -62,8 +74,19 @@ void hu_api_list_templates(struct hu_req *r)
 void hu_api_get_template(struct hu_req *r)
 {
 	struct hu_tpl_meta m;
+	struct hu_snapshot_row snap;
 	hu_err err;
 
+	/* a snapshot is a template to E2B's API: deleted here too */
+	if (hu_snapshot_lookup(hu_req_daemon(r), r->principal, r->param, 0, &snap, &err) == 0) {
+		if (hu_snapshot_remove(hu_req_daemon(r), &snap, &err) < 0) {
+			hu_reply_err(r, &err);
+			return;
+		}
+		hu_log(HU_LOG_INFO, NULL, r->id, "snapshot %s deleted by team %s", snap.id, r->principal);
+		hu_reply_empty(r, 204);
+		return;
+	}
 	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
@@ -83,8 +106,19 @@ void hu_api_delete_template(struct hu_req *r)
 {
 	char dir[PATH_MAX];
 	struct hu_tpl_meta m;
+	struct hu_snapshot_row snap;
 	hu_err err;
 
+	/* a snapshot is a template to E2B's API: deleted here too */
+	if (hu_snapshot_lookup(hu_req_daemon(r), r->principal, r->param, 0, &snap, &err) == 0) {
+		if (hu_snapshot_remove(hu_req_daemon(r), &snap, &err) < 0) {
+			hu_reply_err(r, &err);
+			return;
+		}
+		hu_log(HU_LOG_INFO, NULL, r->id, "snapshot %s deleted by team %s", snap.id, r->principal);
+		hu_reply_empty(r, 204);
+		return;
+	}
 	if (hu_template_lookup(hu_req_daemon(r), r->principal, r->param, &m, &err) < 0) {
 		hu_reply_err(r, &err);
 		return;
@@ -98,6 +132,10 @@ void hu_api_delete_template(struct hu_req *r)
 	}
 	if (hu_sbx_any(hu_req_daemon(r), uses_template, (void *)r->param)) {
 		hu_reply_error(r, 409, "template '%.64s' is in use by a sandbox; kill its sandboxes first", r->param);
+		return;
+	}
+	if (hu_snapshot_uses_template(hu_req_daemon(r), r->param)) {
+		hu_reply_error(r, 409, "template '%.64s' is under a snapshot; delete its snapshots first", r->param);
 		return;
 	}
 	if (hu_pool_drop_template(hu_req_daemon(r), r->param)) {

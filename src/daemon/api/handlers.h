@@ -22,6 +22,10 @@ void hu_api_resume_sandbox(struct hu_req *r);
 void hu_api_connect_sandbox(struct hu_req *r);
 void hu_api_get_sandbox_metrics(struct hu_req *r);
 void hu_api_put_network(struct hu_req *r);
+/* snapshots and forks (api_snapshots.c); DELETE /templates/{id} removes a snapshot */
+void hu_api_create_snapshot(struct hu_req *r);
+void hu_api_list_snapshots(struct hu_req *r);
+void hu_api_fork_sandbox(struct hu_req *r);
 /* logs (api_logs.c) */
 void hu_api_get_logs_v1(struct hu_req *r);
 void hu_api_get_logs_v2(struct hu_req *r);

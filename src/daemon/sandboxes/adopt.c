@@ -1,20 +1,25 @@
 /*
  * Start-up reconciliation (lifecycle.h, hu_lifecycle_adopt): the store says
  * what should exist, the host says what does. Every stored sandbox ends in
- * exactly one of: adopted (running or paused, as stored), finished (an
- * interrupted create or kill is completed), or lost (cleaned up, and
- * recorded so that the API can say so). Nothing is left without an owner.
+ * exactly one of: adopted (running or paused, as stored), revived (the
+ * host rebooted: only its files are left, it comes back paused with memory
+ * released), finished (an interrupted create or kill is completed), or lost
+ * (cleaned up, and recorded so that the API can say so). Nothing is left
+ * without an owner.
  */
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/sbx_store.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/store/store.h"
+#include "util/clock.h"
 
 struct loaded {
 	struct hu_sbx_list rows;
@@ -58,10 +63,31 @@ static void lost(struct hu_daemon *d, struct hu_sbx *s, const char *reason)
 	hu_sbx_free(s);
 }
 
+/* After a reboot the run dir, the cgroup and every process are gone and the
+ * layer is all that is left: s comes back as a stopped sandbox over it, paused
+ * with its memory released, and a resume boots a fresh init. Returns 1 when s
+ * was revived, 0 when this boot knows it (adopt it), -1 when its files are
+ * gone too (e says why). */
+static int revive(struct hu_daemon *d, struct hu_sbx *s, hu_err *e)
+{
+	struct hu_sandbox_spec spec;
+
+	hu_sbx_runtime_spec(d, s, &spec);
+	if (hu_sandbox_revive(d->rt, &spec, &s->rt, e) < 0)
+		return e->code == EEXIST ? 0 : -1;
+	hu_log(HU_LOG_WARN, s->id, 0, "brought back after a host restart from its files: was %s, now paused with memory released (its processes were lost)",
+	       s->state == HU_SBX_RUNNING ? "running" : s->released ? "paused, memory released" : "paused");
+	if (s->state == HU_SBX_RUNNING)
+		s->paused_at_ms = hu_wall_ms();
+	s->state = HU_SBX_PAUSED;
+	s->released = 1;
+	return 1;
+}
+
 /* Bring the host in line with the stored state and register s. */
 static void adopt_one(struct hu_daemon *d, struct hu_sbx *s)
 {
-	int alive = 0, changed = 0;
+	int alive = 0, changed = 0, revived;
 	hu_err e;
 
 	if (s->state == HU_SBX_CREATING || s->state == HU_SBX_KILLING) {
@@ -70,11 +96,19 @@ static void adopt_one(struct hu_daemon *d, struct hu_sbx *s)
 		hu_sbx_free(s);
 		return;
 	}
-	if (hu_sandbox_adopt(d->rt, s->id, &s->rt, &alive, &e) < 0) {
-		lost(d, s, "its files were gone (was the host restarted?)");
+	revived = revive(d, s, &e);
+	if (revived < 0) {
+		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
+		lost(d, s, e.code == ENOENT ? "its files were gone" : "its files could not be brought back");
 		return;
 	}
-	if (!alive && s->state == HU_SBX_RUNNING) {
+	if (revived) {
+		changed = 1;
+	} else if (hu_sandbox_adopt(d->rt, s->id, &s->rt, &alive, &e) < 0) {
+		hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
+		lost(d, s, "its run state was unreadable");
+		return;
+	} else if (!alive && s->state == HU_SBX_RUNNING) {
 		lost(d, s, "its hutch-init exited while the server was down");
 		return;
 	}
@@ -110,8 +144,31 @@ static void adopt_one(struct hu_daemon *d, struct hu_sbx *s)
 	       s->released ? ", memory released" : "");
 }
 
+/* A layer that no stored sandbox owns and that this boot does not know (no
+ * run directory): a pool sandbox or an unstored create of a daemon that
+ * crashed before a reboot. Nothing can bring it back; its files go. A layer
+ * this boot knows is the sweep's business (it may be a live `hutch run`). */
+static int orphan_layer(const char *id, void *arg)
+{
+	struct hu_daemon *d = arg;
+	char dir[PATH_MAX + HU_ID_MAX + 16];
+	hu_err e;
+
+	if (hu_registry_get(d->reg, id))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/sandboxes/%s", d->cfg.run_dir, id);
+	if (access(dir, F_OK) == 0)
+		return 0;
+	hu_log(HU_LOG_INFO, id, 0, "removing a layer that no sandbox owns");
+	if (hu_sandbox_cleanup_leftover(d->rt, id, &e) < 0)
+		hu_log(HU_LOG_WARN, id, 0, "%s", e.msg);
+	return 0;
+}
+
 int hu_lifecycle_adopt(struct hu_daemon *d, hu_err *err)
 {
+	hu_err e;
+
 	struct loaded l = {0};
 
 	if (hu_sbx_store_load(d->store, collect, &l, err) < 0 || l.oom) {
@@ -123,5 +180,8 @@ int hu_lifecycle_adopt(struct hu_daemon *d, hu_err *err)
 	for (size_t i = 0; i < l.rows.n; i++)
 		adopt_one(d, l.rows.v[i]);
 	free(l.rows.v);
+	hu_snapshots_reconcile(d);
+	if (hu_runtime_layers(d->rt, orphan_layer, d, &e) < 0)
+		hu_log(HU_LOG_WARN, NULL, 0, "layers: %s", e.msg);
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include "daemon/sandboxes/admission.h"
 #include "daemon/common/fault.h"
 #include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/snapshots.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/sandboxes/sbx_mounts.h"
@@ -243,6 +244,22 @@ struct template_wait {
 	char id[HU_ID_MAX];
 };
 
+/* The prefix of a failed create. A full disk (ENOSPC from the layer's
+ * subvolume, its setup or the store: 507) says where the space is missing,
+ * so that an operator knows what to free. */
+static void create_failed(const struct hu_daemon *d, hu_err *err)
+{
+	struct hu_storage_info st;
+
+	if (err->code == ENOSPC) {
+		hu_runtime_storage(d->rt, &st);
+		hu_err_prefix(err, "no disk space for a new sandbox: the writable layers' file system (%s) is full; "
+				   "delete sandboxes or snapshots, or give it more space",
+			      st.image[0] ? st.image : st.root);
+	}
+	hu_err_prefix(err, "create sandbox");
+}
+
 static void template_ready(void *arg, const hu_err *why)
 {
 	struct template_wait *w = arg;
@@ -261,7 +278,7 @@ static void template_ready(void *arg, const hu_err *why)
 		hu_err_set(&err, -EIO, "the sandbox ended before it was ready");
 	if (s)
 		hu_sbx_kill(pc->d, s, "template readiness check failed", &ignored);
-	hu_err_prefix(&err, "create sandbox");
+	create_failed(pc->d, &err);
 	pending_done(pc, NULL, &err);
 }
 
@@ -309,7 +326,7 @@ static void on_create_ready(evutil_socket_t fd, short what, void *arg)
 		if (err.code) {
 			hu_err ignored_kill;
 			hu_sbx_kill(d, s, "template start failed", &ignored_kill);
-			hu_err_prefix(&err, "create sandbox");
+			create_failed(pc->d, &err);
 			pending_done(pc, NULL, &err);
 		}
 		return;
@@ -321,7 +338,7 @@ fail_rt:
 	s->rt = NULL;
 fail:
 	hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(&err, "create sandbox");
+	create_failed(pc->d, &err);
 	hu_sbx_free(s);
 	pending_done(pc, NULL, &err);
 }
@@ -419,7 +436,7 @@ fail:
 	hu_sandbox_destroy(s->rt, &ignored);
 	s->rt = NULL;
 	hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(err, "create sandbox");
+	create_failed(d, err);
 	hu_sbx_free(s);
 	return -1;
 }
@@ -456,10 +473,19 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	struct hu_tpl_meta tpl;
 	struct hu_sandbox_spec spec;
 	struct hu_pending_create *pc = NULL;
+	struct hu_snapshot_row snap;
+	struct hu_new_sandbox on_snap;
 	struct hu_sbx *s;
 	hu_err ignored;
 	int stored = 0;
 
+	/* a snapshot's id or name: its template below, its files on top */
+	int from_snap = hu_snapshot_lookup(d, team, req->template_id, 1, &snap, &ignored) == 0;
+	if (from_snap) {
+		on_snap = *req;
+		snprintf(on_snap.template_id, sizeof(on_snap.template_id), "%s", snap.template_id);
+		req = &on_snap;
+	}
 	if (hu_template_lookup(d, team, req->template_id, &tpl, err) < 0)
 		return -1;
 	if (idem_key && *idem_key) {
@@ -486,11 +512,18 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	int inited = sbx_init(d, team, req, idem_key, s, err) == 0 && hu_template_apply(&tpl, s, err) == 0;
 	int template_starts = tpl.start_cmd[0] || tpl.ready_cmd[0];
 	hu_tpl_meta_free(&tpl);
+	if (inited && from_snap) {
+		/* the size of the sandbox the files came from: they fit */
+		s->cpu_millis = snap.cpu_millis;
+		s->memory_bytes = snap.memory_bytes;
+		s->disk_bytes = snap.disk_bytes;
+	}
 	if (!inited || hu_sbx_mounts_build(d, s, req->mounts, err) < 0)
 		goto fail;
 	/* a warm pool sandbox when one fits (mounts are made with a sandbox:
 	 * those creates are built cold) */
-	struct hu_sbx *warm = json_array_size(s->mounts) ? NULL : hu_pool_take(d, s);
+	/* a pool sandbox has an empty layer: not for a snapshot's files */
+	struct hu_sbx *warm = json_array_size(s->mounts) || from_snap ? NULL : hu_pool_take(d, s);
 	/* before anything is built: a refused create leaves nothing behind */
 	if (admit(d, s, err) < 0) {
 		if (warm)
@@ -514,6 +547,8 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	hu_sbx_runtime_spec(d, s, &spec);
 	spec.mounts = rm.spec;
 	spec.n_mounts = rm.n;
+	if (from_snap)
+		snprintf(spec.from_snapshot, sizeof(spec.from_snapshot), "%s", snap.id);
 	int started = hu_sandbox_create_start(d->rt, &spec, &s->rt, err);
 	hu_sbx_rt_mounts_close(&rm); /* the sandbox holds its own clones now */
 	if (started < 0)
@@ -537,7 +572,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 fail:
 	if (stored)
 		hu_store_sandbox_delete(d->store, s->id, &ignored);
-	hu_err_prefix(err, "create sandbox");
+	create_failed(d, err);
 	hu_sbx_free(s);
 	free(pc);
 	return -1;

@@ -39,6 +39,12 @@ struct hu_store_ops {
 			   void *arg, hu_err *err);
 	int (*volume_delete)(struct hu_store *st, const char *id, hu_err *err);
 	int (*volume_by_id)(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
+	int (*snapshot_put)(struct hu_store *st, const struct hu_snapshot_row *row, hu_err *err);
+	int (*snapshot_find)(struct hu_store *st, const char *team, const char *key, struct hu_snapshot_row *out,
+			     hu_err *err);
+	int (*snapshot_each)(struct hu_store *st, const char *team, void (*fn)(const struct hu_snapshot_row *row, void *arg),
+			     void *arg, hu_err *err);
+	int (*snapshot_delete)(struct hu_store *st, const char *id, hu_err *err);
 	/* nodes (NULL in a backend for one host: store.c answers ENOSYS) */
 	int (*node_register)(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
 			     hu_err *err);

@@ -82,6 +82,20 @@ static const char *const migrations[] = {
 	"  registered_at timestamptz NOT NULL);"
 	"ALTER TABLE sandboxes ADD COLUMN owner text;"
 	"CREATE INDEX sandboxes_owner ON sandboxes(owner);",
+	/* 2 -> 3: snapshots of sandboxes' files (pg_snapshots.c), as SQLite's
+	 * version 4; state 0 = being made, 1 = ready, 2 = a fork's */
+	"CREATE TABLE snapshots ("
+	"  id text PRIMARY KEY,"
+	"  team text NOT NULL,"
+	"  name text," /* NULL = unnamed */
+	"  sandbox text NOT NULL,"
+	"  template text NOT NULL,"
+	"  state integer NOT NULL CHECK (state IN (0, 1, 2)),"
+	"  created_at bigint NOT NULL,"
+	"  cpu bigint NOT NULL,"
+	"  memory bigint NOT NULL,"
+	"  disk bigint NOT NULL,"
+	"  UNIQUE (team, name));",
 };
 
 int hu_pg_schema_version(void)

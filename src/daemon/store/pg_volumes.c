@@ -13,8 +13,9 @@ int hu_pg_template_users(struct hu_store *st, const char *template_id, int *coun
 	PGresult *res;
 
 	/* every state counts: creating and killing rows are sandboxes whose
-	 * runtime work may still touch the template's files */
-	if (hu_pg_exec(hu_pg(st), "count the sandboxes of a template", "SELECT count(*) FROM sandboxes WHERE template = $1",
+	 * runtime work may still touch the template's files; a snapshot's
+	 * sandboxes-to-be stand on it too */
+	if (hu_pg_exec(hu_pg(st), "count the sandboxes of a template", "SELECT (SELECT count(*) FROM sandboxes WHERE template = $1) + (SELECT count(*) FROM snapshots WHERE template = $1)",
 		       1, p, &res, err) < 0)
 		return -1;
 	*count = atoi(PQgetvalue(res, 0, 0));

@@ -80,4 +80,28 @@ struct hu_node {
 	int64_t lease_left_ms; /* loaded: until the lease expires (negative: since) */
 };
 
+/* A snapshot of a sandbox's files (sandboxes/snapshots.h), usable as a
+ * templateID. Its files are the runtime's snapshot `id`; its lower layers
+ * are template_id, the template its sandbox was made from. */
+#define HU_SNAPSHOT_NAME_MAX 64 /* 1..63 of [A-Za-z0-9._-], starting with a letter or digit */
+
+enum hu_snapshot_state {
+	HU_SNAP_CREATING = 0, /* written before the runtime's work: a start finding it undoes it */
+	HU_SNAP_READY = 1,
+	HU_SNAP_FORK = 2,     /* the point in time of a fork, removed once its sandboxes have their files */
+};
+
+struct hu_snapshot_row {
+	char id[64];
+	char team[64];
+	char name[HU_SNAPSHOT_NAME_MAX]; /* "" = unnamed */
+	char sandbox_id[64];             /* the sandbox it was taken of */
+	char template_id[64];
+	enum hu_snapshot_state state;
+	int64_t created_at_ms;
+	uint32_t cpu_millis;             /* the source's sizes: a sandbox made from it gets them */
+	uint64_t memory_bytes;
+	uint64_t disk_bytes;
+};
+
 #endif

@@ -100,6 +100,20 @@ static const char *const migrations[] = {
 	"  size INTEGER,"                      /* cap in bytes; NULL = no cap */
 	"  created_at INTEGER NOT NULL,"       /* unix ms */
 	"  UNIQUE (team, name));",
+	/* 3 -> 4: snapshots of sandboxes' files (sqlite_snapshots.c), usable
+	 * as templateIDs; state 0 = being made, 1 = ready, 2 = a fork's */
+	"CREATE TABLE snapshots ("
+	"  id TEXT PRIMARY KEY,"
+	"  team TEXT NOT NULL,"
+	"  name TEXT,"                         /* NULL = unnamed */
+	"  sandbox TEXT NOT NULL,"             /* the sandbox it was taken of */
+	"  template TEXT NOT NULL,"            /* that sandbox's template: the lower layers */
+	"  state INTEGER NOT NULL CHECK (state IN (0, 1, 2)),"
+	"  created_at INTEGER NOT NULL,"       /* unix ms */
+	"  cpu INTEGER NOT NULL,"
+	"  memory INTEGER NOT NULL,"
+	"  disk INTEGER NOT NULL,"
+	"  UNIQUE (team, name));",
 };
 
 enum stmt_id {
@@ -614,4 +628,8 @@ static const struct hu_store_ops sqlite_ops = {
 	.volume_each = hu_sqlite_volume_each,
 	.volume_delete = hu_sqlite_volume_delete,
 	.volume_by_id = hu_sqlite_volume_by_id,
+	.snapshot_put = hu_sqlite_snapshot_put,
+	.snapshot_find = hu_sqlite_snapshot_find,
+	.snapshot_each = hu_sqlite_snapshot_each,
+	.snapshot_delete = hu_sqlite_snapshot_delete,
 };

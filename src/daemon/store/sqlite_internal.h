@@ -25,4 +25,12 @@ int hu_sqlite_volume_each(struct hu_store *st, const char *team, void (*fn)(cons
 int hu_sqlite_volume_delete(struct hu_store *st, const char *id, hu_err *err);
 int hu_sqlite_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
 
+/* sqlite_snapshots.c: the snapshot calls of struct hu_store_ops */
+int hu_sqlite_snapshot_put(struct hu_store *st, const struct hu_snapshot_row *row, hu_err *err);
+int hu_sqlite_snapshot_find(struct hu_store *st, const char *team, const char *key, struct hu_snapshot_row *out,
+			    hu_err *err);
+int hu_sqlite_snapshot_each(struct hu_store *st, const char *team,
+			    void (*fn)(const struct hu_snapshot_row *row, void *arg), void *arg, hu_err *err);
+int hu_sqlite_snapshot_delete(struct hu_store *st, const char *id, hu_err *err);
+
 #endif

@@ -12,8 +12,9 @@ int hu_sqlite_template_users(struct hu_store *st, const char *template_id, int *
 	sqlite3_stmt *s;
 
 	/* every state counts: creating and killing rows are sandboxes whose
-	 * runtime work may still touch the template's files */
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sandboxes WHERE template = ?1", -1, &s, NULL) != SQLITE_OK)
+	 * runtime work may still touch the template's files; a snapshot's
+	 * sandboxes-to-be stand on it too */
+	if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM sandboxes WHERE template = ?1) + (SELECT count(*) FROM snapshots WHERE template = ?1)", -1, &s, NULL) != SQLITE_OK)
 		return hu_err_set(err, -EIO, "store: prepare: %s", sqlite3_errmsg(db));
 	sqlite3_bind_text(s, 1, template_id, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(s);

@@ -184,3 +184,25 @@ int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size
 		return hu_err_set(err, -ENOENT, "sandbox %s: one host, no other node", id);
 	return st->ops->sandbox_owner(st, id, team, n, owner, err);
 }
+
+int hu_store_snapshot_put(struct hu_store *st, const struct hu_snapshot_row *row, hu_err *err)
+{
+	return st->ops->snapshot_put(st, row, err);
+}
+
+int hu_store_snapshot_find(struct hu_store *st, const char *team, const char *key, struct hu_snapshot_row *out,
+			   hu_err *err)
+{
+	return st->ops->snapshot_find(st, team, key, out, err);
+}
+
+int hu_store_snapshot_each(struct hu_store *st, const char *team,
+			   void (*fn)(const struct hu_snapshot_row *row, void *arg), void *arg, hu_err *err)
+{
+	return st->ops->snapshot_each(st, team, fn, arg, err);
+}
+
+int hu_store_snapshot_delete(struct hu_store *st, const char *id, hu_err *err)
+{
+	return st->ops->snapshot_delete(st, id, err);
+}

@@ -107,4 +107,17 @@ int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size
 /* Every registered node, by name. */
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 
+/* ---- snapshots (sandboxes/snapshots.h has their files) ---------------------------- */
+/* Insert or update by id; EEXIST when the team has another snapshot of
+ * that name. */
+int hu_store_snapshot_put(struct hu_store *st, const struct hu_snapshot_row *row, hu_err *err);
+/* The team's snapshot whose id or name is `key` (any state); ENOENT
+ * otherwise. */
+int hu_store_snapshot_find(struct hu_store *st, const char *team, const char *key, struct hu_snapshot_row *out,
+			   hu_err *err);
+/* Every snapshot of the team (NULL: of every team), oldest first. */
+int hu_store_snapshot_each(struct hu_store *st, const char *team,
+			   void (*fn)(const struct hu_snapshot_row *row, void *arg), void *arg, hu_err *err);
+int hu_store_snapshot_delete(struct hu_store *st, const char *id, hu_err *err);
+
 #endif

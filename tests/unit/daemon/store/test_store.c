@@ -341,12 +341,12 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 3);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
 	assert_string_equal(hu_store_backend_name(f->st), "sqlite");
-	assert_int_equal(sql_int(f, "PRAGMA user_version", NULL), 3);
+	assert_int_equal(sql_int(f, "PRAGMA user_version", NULL), 4);
 	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 }
@@ -473,7 +473,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 3);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }
@@ -584,6 +584,62 @@ static void test_volumes(void **state)
 	assert_int_equal(hu_store_volume_delete(f->st, "vaaa", &err), 0);
 	assert_int_equal(hu_store_volume_find(f->st, "t1", "ws", &got, &err), -1);
 	assert_int_equal(hu_store_volume_find(f->st, "t2", "ws", &got, &err), 0);
+}
+
+static void count_snapshot(const struct hu_snapshot_row *row, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Snapshots: a name is unique per team, found by id or name within the
+ * team only; a row written ahead (creating) turns ready by id; a snapshot
+ * stands on its template. */
+static void test_snapshots(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_snapshot_row a = {.id = "saaa", .team = "t1", .sandbox_id = "ix", .template_id = "tools",
+				    .state = HU_SNAP_CREATING, .created_at_ms = 1, .cpu_millis = 2000,
+				    .memory_bytes = 1 << 30, .disk_bytes = 2ull << 30},
+			       b = {.id = "sbbb", .team = "t2", .name = "snap", .sandbox_id = "iy", .template_id = "base",
+				    .state = HU_SNAP_READY, .created_at_ms = 2},
+			       got;
+	hu_err err;
+	int n = 0;
+
+	assert_int_equal(hu_store_snapshot_put(f->st, &a, &err), 0);
+	assert_int_equal(hu_store_snapshot_put(f->st, &b, &err), 0);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "saaa", &got, &err), 0);
+	assert_int_equal(got.state, HU_SNAP_CREATING);
+	assert_string_equal(got.name, "");
+	a.state = HU_SNAP_READY;
+	snprintf(a.name, sizeof(a.name), "snap"); /* t2 has one of that name: other team, fine */
+	assert_int_equal(hu_store_snapshot_put(f->st, &a, &err), 0);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "snap", &got, &err), 0);
+	assert_string_equal(got.id, "saaa");
+	assert_int_equal(got.state, HU_SNAP_READY);
+	assert_int_equal(got.cpu_millis, 2000);
+	assert_int_equal(got.memory_bytes, 1 << 30);
+	assert_int_equal(got.disk_bytes, 2ull << 30);
+	assert_string_equal(got.template_id, "tools");
+	struct hu_snapshot_row dup = a;
+	snprintf(dup.id, sizeof(dup.id), "sccc");
+	assert_int_equal(hu_store_snapshot_put(f->st, &dup, &err), -1);
+	assert_int_equal(err.code, EEXIST);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t2", "saaa", &got, &err), -1); /* another team's id */
+	assert_int_equal(err.code, ENOENT);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "x' OR '1'='1", &got, &err), -1);
+	assert_int_equal(hu_store_snapshot_each(f->st, "t1", count_snapshot, &n, &err), 0);
+	assert_int_equal(n, 1);
+	n = 0;
+	assert_int_equal(hu_store_snapshot_each(f->st, NULL, count_snapshot, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(hu_store_snapshot_delete(f->st, "saaa", &err), 0);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "snap", &got, &err), -1);
+	assert_int_equal(hu_store_template_users(f->st, "tools", &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t2", "snap", &got, &err), 0);
 }
 
 /* ---- nodes ----------------------------------------------------------------- */
@@ -788,6 +844,7 @@ int main(void)
 		TESTS(test_template_users),
 		TESTS(test_schema_and_mode),
 		TESTS(test_volumes),
+		TESTS(test_snapshots),
 		TESTS(test_reopen_and_newer_schema),
 		TESTS(test_group_with_a_refused_row),
 		TESTS(test_pg_idem_across_nodes),
