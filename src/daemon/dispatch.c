@@ -135,6 +135,26 @@ static int parse_user(struct hu_req *r)
 	return 0;
 }
 
+/* A signed URL acts as the user it was signed for: the `username` parameter
+ * (inside the signature; absent or "" is the default user), never a header.
+ * An Authorization header naming anyone else is refused rather than ignored,
+ * so that a client relying on it learns why. */
+static int signed_user(struct hu_req *r)
+{
+	const char *u = hu_req_query(r, "username");
+	const char *link = u && *u ? u : "user";
+
+	if (parse_user(r) < 0)
+		return -1;
+	if (r->user && strcmp(r->user, link)) {
+		plane_error(r, 403, "permission_denied",
+			    "a signed URL acts as the user it was signed for; Authorization cannot change it");
+		return -1;
+	}
+	r->user = u && *u ? u : NULL;
+	return 0;
+}
+
 static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const struct hu_sbx *s)
 {
 	char msg[HU_ERR_MSG_MAX];
@@ -180,7 +200,7 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 		plane_error(r, 401, "unauthenticated", "missing or wrong X-Access-Token");
 		return;
 	}
-	if (parse_user(r) < 0)
+	if (signature_ok ? signed_user(r) < 0 : parse_user(r) < 0)
 		return;
 	/* autoResume: the request goes on as if the sandbox had never slept */
 	if (s->state == HU_SBX_PAUSED) {

@@ -75,6 +75,33 @@ test('user permissions apply: user cannot write into /root', async () => {
   assert.equal(await sbx.files.read('/root/x', { user: 'root' }), 'yes')
 })
 
+test('a signed URL acts as the user it was signed for, whatever Authorization says', async () => {
+  await sbx.files.write('/root/only-root.txt', 'root secret', { user: 'root' })
+  await sbx.commands.run('chmod 600 /root/only-root.txt', { user: 'root' })
+  const asRoot = { Authorization: 'Basic ' + Buffer.from('root:').toString('base64') }
+  // signed for the default user: the header must not turn it into root
+  const url = await sbx.downloadUrl('/root/only-root.txt')
+  let res = await fetch(url, { headers: asRoot })
+  assert.ok([401, 403].includes(res.status), `download as root through a user link: ${res.status}`)
+  assert.doesNotMatch(await res.text(), /root secret/)
+  res = await fetch(url)
+  assert.ok([401, 403].includes(res.status), `download through a user link: ${res.status}`)
+  const up = await sbx.uploadUrl('/root/planted.txt')
+  const form = new FormData()
+  form.append('file', 'planted')
+  res = await fetch(up, { method: 'POST', body: form, headers: asRoot })
+  assert.ok([401, 403].includes(res.status), `upload as root through a user link: ${res.status}`)
+  assert.equal(await sbx.files.exists('/root/planted.txt', { user: 'root' }), false)
+  // a link signed for root works as root, and the matching header is accepted
+  const rootUrl = await sbx.downloadUrl('/root/only-root.txt', { user: 'root' })
+  res = await fetch(rootUrl, { headers: asRoot })
+  assert.equal(res.status, 200)
+  assert.equal(await res.text(), 'root secret')
+  // ... but a root link cannot be narrowed or changed by a header either
+  res = await fetch(rootUrl, { headers: { Authorization: 'Basic ' + Buffer.from('user:').toString('base64') } })
+  assert.equal(res.status, 403)
+})
+
 test('paths with .. and symlinks stay inside the sandbox', async () => {
   const passwd = await sbx.files.read('/home/user/../../../../etc/passwd')
   assert.match(passwd, /^user:x:1000:1000/m)
