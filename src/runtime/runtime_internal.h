@@ -31,6 +31,10 @@ struct hu_runtime {
 	int host_netns;           /* the runtime's own network namespace */
 };
 
+/* A sealed (read-only, fixed-size) memfd copy of the binary at path, named
+ * `name` (runtime.c); the caller owns the fd. */
+int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err);
+
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
