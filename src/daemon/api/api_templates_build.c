@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "daemon/api/handlers.h"
+#include "daemon/sandboxes/quota.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/templates.h"
 #include "runtime/helper.h"
@@ -37,6 +38,7 @@
 #define BUILD_TIMEOUT_S 900 /* then the builder is killed */
 
 struct tpl_job {
+	struct tpl_job *next; /* builds in progress (quota.builds counts them per team) */
 	struct hu_req *r;
 	struct event *ev;
 	struct hu_helper builder;
@@ -47,9 +49,26 @@ struct tpl_job {
 	char upload[PATH_MAX];
 };
 
+/* one event loop per daemon: the list needs no lock */
+static struct tpl_job *jobs;
+
+static unsigned team_builds(const char *team)
+{
+	unsigned n = 0;
+	for (const struct tpl_job *j = jobs; j; j = j->next)
+		n += !strcmp(j->b.meta.team, team);
+	return n;
+}
+
 static void job_free(struct tpl_job *j)
 {
 	hu_err ignore;
+
+	for (struct tpl_job **p = &jobs; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
 
 	if (j->ev)
 		event_free(j->ev);
@@ -269,6 +288,13 @@ void hu_api_build_template(struct hu_req *r)
 		job_free(j);
 		return;
 	}
+	if (hu_quota_check_build(hu_req_daemon(r), j->b.meta.team, team_builds(j->b.meta.team), &err) < 0) {
+		hu_reply_err(r, &err);
+		job_free(j);
+		return;
+	}
+	j->next = jobs;
+	jobs = j;
 	hu_templates_dir(hu_req_daemon(r), j->dir, sizeof(j->dir));
 	j->b.templates_dir = j->dir;
 	if (!(j->b.meta.envs = json_object())) {

@@ -449,6 +449,33 @@ static int set_pool_size_for(struct hu_config *cfg, const char *tpl, const char 
 	return 0;
 }
 
+/* Quotas: 0 is "no quota". */
+static int parse_quota_count(const char *v, uint32_t *out, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n > UINT32_MAX)
+		return hu_err_set(err, -ERANGE, "%s is out of range (0 for none)", v);
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int set_quota_sandboxes(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_quota_count(v, &cfg->quota_sandboxes, err);
+}
+
+static int set_quota_builds(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_quota_count(v, &cfg->quota_builds, err);
+}
+
+static int set_quota_memory(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return hu_parse_size(v, &cfg->quota_memory_bytes, err);
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -476,6 +503,9 @@ static const struct {
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
 	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
+	{"quota.sandboxes", NULL, set_quota_sandboxes},
+	{"quota.memory", NULL, set_quota_memory},
+	{"quota.builds", NULL, set_quota_builds},
 	{"volume_root", "--volume-root", set_volume_root},
 	{"volume_max_size", "--volume-max-size", set_volume_max_size},
 	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},
