@@ -131,6 +131,10 @@ uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Memory PSI "some avg10" (%) of the sandbox's cgroup, and of the parent
+ * group of all sandboxes; -1 where there is none (cgroup v1, PSI off). */
+double hu_sandbox_memory_psi(struct hu_sandbox *sb);
+double hu_runtime_sandboxes_memory_psi(struct hu_runtime *rt);
 /* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
  * `hutch run` that was SIGKILLed): those whose directory is older than
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones
