@@ -280,7 +280,7 @@ static int has_dotdot(const char *path)
  * opened when a host mount asks for them, not here. */
 static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *err)
 {
-	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX], teams[HU_HOST_MOUNT_ROOTS_MAX][64];
 	unsigned n = 0;
 
 	for (const char *p = v; *p;) {
@@ -294,6 +294,21 @@ static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *er
 			return hu_err_set(err, -EINVAL, "empty directory in the list");
 		if (n == HU_HOST_MOUNT_ROOTS_MAX)
 			return hu_err_set(err, -E2BIG, "more than %d directories", HU_HOST_MOUNT_ROOTS_MAX);
+		/* TEAM:/dir or *:/dir; a bare /dir is per-team */
+		teams[n][0] = '\0';
+		const char *colon = p[0] != '/' ? memchr(p, ':', len) : NULL;
+		if (p[0] != '/' && !colon)
+			return hu_err_set(err, -EINVAL, "'%.*s' is neither /dir, TEAM:/dir nor *:/dir", (int)(len < 64 ? len : 64), p);
+		if (colon) {
+			size_t tlen = (size_t)(colon - p);
+			if (tlen == 0 || tlen >= sizeof(teams[n]) || memchr(p, '/', tlen))
+				return hu_err_set(err, -EINVAL, "'%.*s': a team is 1 to 63 characters without '/'",
+						  (int)(len < 64 ? len : 64), p);
+			memcpy(teams[n], p, tlen);
+			teams[n][tlen] = '\0';
+			len -= tlen + 1;
+			p = colon + 1;
+		}
 		if (len >= PATH_MAX)
 			return hu_err_set(err, -ENAMETOOLONG, "a directory is too long");
 		memcpy(dirs[n], p, len);
@@ -304,6 +319,7 @@ static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *er
 		p = end ? end + 1 : p + len;
 	}
 	memcpy(cfg->host_mount_roots, dirs, sizeof(dirs[0]) * n);
+	memcpy(cfg->host_mount_teams, teams, sizeof(teams[0]) * n);
 	cfg->n_host_mount_roots = n;
 	return 0;
 }
