@@ -160,7 +160,12 @@ static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const st
 	char msg[HU_ERR_MSG_MAX];
 	json_t *body = json_object();
 
-	snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
+	/* a holder of its token learns why it is gone (init_death.h) */
+	const char *died = s ? NULL : hu_registry_death(hu_req_daemon(r)->reg, id, NULL, hu_req_header(r, "X-Access-Token"));
+	if (died)
+		snprintf(msg, sizeof(msg), "sandbox '%.64s' was not found: %s", id, died);
+	else
+		snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
 	if (body) {
 		json_object_set_new(body, "sandboxId", hu_json_text(id));
 		json_object_set_new(body, "message", hu_json_text(msg));
