@@ -15,6 +15,12 @@
 
 static void check(const struct hu_config *cfg)
 {
+	/* host mount roots: absolute, each owner a team without '/', "*" or "" */
+	assert(cfg->n_host_mount_roots <= HU_HOST_MOUNT_ROOTS_MAX);
+	for (unsigned i = 0; i < cfg->n_host_mount_roots; i++) {
+		assert(cfg->host_mount_roots[i][0] == '/');
+		assert(!strchr(cfg->host_mount_teams[i], '/'));
+	}
 	assert(cfg->pool_size <= 256);
 	assert(cfg->n_pool_sizes <= HU_POOL_TEMPLATES_MAX);
 	for (unsigned i = 0; i < cfg->n_pool_sizes; i++) {
