@@ -1,5 +1,6 @@
 /* The daemon's DNS proxy (dns_proxy.h). */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 
 #include "daemon/dns/dns_msg.h"
 #include "daemon/dns/dns_proxy.h"
+#include "daemon/dns/dns_learned.h"
 #include "daemon/dns/dns_slots.h"
 #include "daemon/sandboxes/registry.h"
 #include "runtime/net.h"
@@ -34,6 +36,7 @@ struct hu_dns_proxy {
 	int up;              /* connected to the resolver */
 	struct event *ev_fd, *ev_up;
 	struct hu_dns_slots slots;
+	struct hu_dns_learned *learned; /* per-sandbox account of dallow/dallow6 elements */
 	struct pending pend[HU_DNS_SLOTS];
 	uint8_t buf[65536];
 };
@@ -55,8 +58,13 @@ int hu_dns_proxy_bind(struct hu_dns_proxy **out, unsigned *port, hu_err *err)
 	if (!p)
 		return hu_err_set(err, ENOMEM, "dns proxy");
 	p->up = -1;
+	if (!(p->learned = hu_dns_learned_new())) {
+		free(p);
+		return hu_err_set(err, ENOMEM, "dns proxy");
+	}
 	p->fd = udp_socket(err);
 	if (p->fd < 0) {
+		hu_dns_learned_free(p->learned);
 		free(p);
 		return -1;
 	}
@@ -144,6 +152,27 @@ static unsigned clamp_ttl(uint32_t ttl)
 	return ttl < TTL_MIN_S ? TTL_MIN_S : ttl > TTL_MAX_S ? TTL_MAX_S : (unsigned)ttl;
 }
 
+/* Does the answer fit in the sandbox's account of learned addresses
+ * (dns_learned.h)? Records it when it does. */
+static bool within_budget(struct hu_dns_proxy *p, uint32_t sbx, const struct hu_dns_answer *a)
+{
+	uint8_t all[2 * HU_DNS_A_MAX][16];
+	unsigned n = 0;
+	unsigned ttl = clamp_ttl(a->ttl_min);
+
+	for (unsigned i = 0; i < a->n_a; i++, n++) {
+		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		uint32_t be = htonl(a->a[i]);
+		memcpy(all[n], mapped, 12);
+		memcpy(all[n] + 12, &be, 4);
+	}
+	for (unsigned i = 0; i < a->n_aaaa; i++, n++)
+		memcpy(all[n], a->aaaa[i], 16);
+	if (a->n_aaaa && clamp_ttl(a->ttl_min6) > ttl)
+		ttl = clamp_ttl(a->ttl_min6);
+	return hu_dns_learned_admit(p->learned, sbx, (const uint8_t (*)[16])all, n, ttl, (int64_t)time(NULL)) == 0;
+}
+
 static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 {
 	struct hu_dns_answer a;
@@ -171,6 +200,11 @@ static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 		 * not handed over when they cannot be added. AAAA records are
 		 * learned only where sandboxes have IPv6 (hu_net_learn6 does
 		 * nothing otherwise); the answer goes over unchanged either way */
+		if (!within_budget(p, e->sbx_addr, &a)) {
+			hu_log(HU_LOG_DEBUG, s->id, 0, "dns proxy: %s: more than %d learned addresses live", e->name,
+			       HU_DNS_LEARNED_MAX);
+			return;
+		}
 		if ((a.n_a && hu_net_learn(p->d->rt, e->sbx_addr, a.a, a.n_a, clamp_ttl(a.ttl_min), &err) < 0) ||
 		    (a.n_aaaa &&
 		     hu_net_learn6(p->d->rt, e->sbx_addr, a.aaaa, a.n_aaaa, clamp_ttl(a.ttl_min6), &err) < 0)) {
@@ -233,5 +267,6 @@ void hu_dns_proxy_free(struct hu_dns_proxy *p)
 		close(p->fd);
 	if (p->up >= 0)
 		close(p->up);
+	hu_dns_learned_free(p->learned);
 	free(p);
 }
