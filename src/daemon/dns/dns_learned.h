@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#define HU_DNS_LEARNED_MAX 128
+#define HU_DNS_LEARNED_MAX 256
 
 struct hu_dns_learned;
 
