@@ -8,10 +8,11 @@ import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, mkdtempSync, writeFileSync, rmSync, mkdirSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon } from './harness.mjs'
+import { startDaemon, sleep } from './harness.mjs'
 
 let d, sbx, work
 const tplDir = () => join(d.base, 'data', 'templates')
@@ -65,4 +66,35 @@ test('the confined builder holds only its own descriptors and reaches nothing of
   // ... and no builder cgroup
   const groups = execFileSync('sh', ['-c', `ls -d /sys/fs/cgroup/${d.env.HUTCH_CGROUP_PARENT}/build-* /sys/fs/cgroup/*/${d.env.HUTCH_CGROUP_PARENT}/build-* 2>/dev/null || true`], { encoding: 'utf8' })
   assert.equal(groups.trim(), '')
+})
+
+test('a daemon stopped during a build answers 503, kills the builder and leaves nothing', async () => {
+  const d2 = await startDaemon()
+  let stopped = false
+  try {
+    const root = join(work, 'big')
+    mkdirSync(join(root, 'etc'), { recursive: true })
+    for (let i = 0; i < 4; i++) writeFileSync(join(root, 'etc', `blob${i}`), randomBytes(16 << 20))
+    execFileSync('tar', ['-C', root, '-cf', join(work, 'big.tar'), '.'])
+    const res = fetch(`${d2.url}/templates?name=interrupted`, {
+      method: 'POST', headers: { 'X-API-KEY': d2.apiKey, 'Content-Type': 'application/octet-stream' },
+      body: readFileSync(join(work, 'big.tar')),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }), (e) => ({ error: String(e) }))
+    for (let i = 0; i < 200 && !/template interrupted: building/.test(d2.log()); i++) await sleep(25)
+    assert.match(d2.log(), /template interrupted: building for team \S+ \(hutch-build pid \d+\)/)
+    process.kill(d2.pid, 'SIGTERM')
+    const st = await d2.exited
+    assert.equal(st.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d2.log().slice(-2000)}`)
+    const r = await res
+    assert.ok(r.error || r.status === 503, JSON.stringify(r))
+    // before the harness cleans up: no builder, cgroup, build dir or upload left
+    const tpl = join(d2.base, 'data', 'templates')
+    assert.deepEqual(readdirSync(tpl).filter((n) => n.startsWith('.build-') || n.startsWith('.upload-') || n === 'interrupted'), [])
+    const groups = execFileSync('sh', ['-c', `ls -d /sys/fs/cgroup/${d2.env.HUTCH_CGROUP_PARENT}/build-* /sys/fs/cgroup/*/${d2.env.HUTCH_CGROUP_PARENT}/build-* 2>/dev/null || true`], { encoding: 'utf8' })
+    assert.equal(groups.trim(), '')
+    await d2.stop()
+    stopped = true
+  } finally {
+    if (!stopped) await d2.stop()
+  }
 })

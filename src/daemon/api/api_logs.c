@@ -30,6 +30,7 @@
 #define MAX_SCANS 2
 
 static unsigned scans_running; /* one event loop per daemon: no lock */
+static struct logs_job *scans;  /* the running ones, for a shutdown */
 
 struct logs_query {
 	int64_t from_ms;     /* entries at or after (forward) / before (backward) */
@@ -63,6 +64,7 @@ static json_t *entry_json(const struct hu_log_entry *e)
 }
 
 struct logs_job {
+	struct logs_job *next;
 	struct hu_req *r;
 	struct logs_query q;
 	char needle[HU_ID_MAX + 16];
@@ -79,6 +81,11 @@ static void reply_entries(struct hu_req *r, int v2, json_t *entries);
 
 static void job_free(struct logs_job *j)
 {
+	for (struct logs_job **p = &scans; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
+			break;
+		}
 	if (j->tick)
 		event_free(j->tick);
 	if (j->f)
@@ -243,7 +250,8 @@ static void get_logs(struct hu_req *r, int v2)
 		return;
 	}
 	scans_running++;
-	*j = (struct logs_job){.r = r, .q = q, .file = LOG_FILES - 1, .out = json_array()};
+	*j = (struct logs_job){.next = scans, .r = r, .q = q, .file = LOG_FILES - 1, .out = json_array()};
+	scans = j;
 	snprintf(j->needle, sizeof(j->needle), " sandbox=%s ", s->id);
 	j->tick = evtimer_new(hu_req_daemon(r)->base, on_tick, j);
 	if (!j->out || !j->tick || evtimer_add(j->tick, &now) < 0) {
@@ -260,4 +268,14 @@ void hu_api_get_logs_v1(struct hu_req *r)
 void hu_api_get_logs_v2(struct hu_req *r)
 {
 	get_logs(r, 1);
+}
+
+void hu_api_abort_log_scans(struct hu_daemon *d)
+{
+	(void)d;
+	while (scans) {
+		struct logs_job *j = scans;
+		hu_reply_error(j->r, 503, "the server is shutting down");
+		job_free(j);
+	}
 }

@@ -318,6 +318,8 @@ void hu_api_build_template(struct hu_req *r)
 		job_free(j);
 		return;
 	}
+	hu_log(HU_LOG_INFO, NULL, r->id, "template %s: building for team %s (hutch-build pid %d)", j->b.meta.id,
+	       j->b.meta.team, (int)j->builder.pid);
 	/* the answer comes when the builder has exited, not when it has written:
 	 * reaping it then never kills one that is still on its way out */
 	struct timeval limit = {.tv_sec = BUILD_TIMEOUT_S};
@@ -325,5 +327,15 @@ void hu_api_build_template(struct hu_req *r)
 	if (!j->ev || event_add(j->ev, &limit) < 0) {
 		hu_reply_error(r, 500, "watch the template build");
 		job_free(j);
+	}
+}
+
+void hu_api_abort_builds(struct hu_daemon *d)
+{
+	(void)d;
+	while (jobs) {
+		struct tpl_job *j = jobs;
+		hu_reply_error(j->r, 503, "the server is shutting down; build template %s again", j->b.meta.id);
+		job_free(j); /* kills the builder, removes its cgroup, build directory and upload */
 	}
 }
