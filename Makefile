@@ -10,6 +10,8 @@ ifeq ($(SAN),1)
 BUILD     := build-san
 SANFLAGS  := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT       := -O1 -g
+# the sanitizer tree is the test build: test-only hooks (HUTCH_TEST_BUILD_PROBE)
+TESTDEFS  := -DHU_TEST_HOOKS
 else
 BUILD     := build
 SANFLAGS  :=
@@ -17,7 +19,7 @@ OPT       := -O2 -g
 endif
 
 WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wno-format-truncation
-CPPFLAGS  += -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS))
+CPPFLAGS  += -D_GNU_SOURCE -Isrc $(TESTDEFS) $(shell pkg-config --cflags $(PKGS))
 CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed
 # libarchive and libnftables are loaded on first use (src/util/dynlib.h), by the soname the linker
@@ -46,6 +48,8 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 LIB       := $(BUILD)/libhutch.a
 HUTCH     := $(BUILD)/hutch
 INIT      := $(BUILD)/hutch-init
+BUILDER   := $(BUILD)/hutch-build
+BUILDER_SRC := $(wildcard src/template/builder/*.c)
 UNIT_SRC  := $(wildcard tests/unit/*/test_*.c tests/unit/*/*/test_*.c)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRC))
 HELPER_SRC:= $(wildcard tests/helpers/*.c)
@@ -54,7 +58,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
-all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
+all: $(HUTCH) $(INIT) $(BUILDER) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -74,6 +78,11 @@ $(HUTCH): $(call obj,$(CLI_SRC)) $(LIB)
 INIT_LDFLAGS := $(if $(SANFLAGS),,-static-pie)
 $(INIT): $(call obj,$(INIT_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) $(INIT_LDFLAGS) -o $@ $^
+
+# hutch-build unpacks uploaded template archives for the daemon, confined
+# (src/template/builder.h); the daemon executes a sealed copy of it.
+$(BUILDER): $(call obj,$(BUILDER_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB)
 	@mkdir -p $(dir $@)
@@ -159,6 +168,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/hutch
 	install -m 0755 $(HUTCH) $(DESTDIR)$(PREFIX)/bin/hutch
 	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init
+	install -m 0755 $(BUILDER) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-build
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -26,6 +26,7 @@
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/registry.h"
+#include "daemon/api/handlers.h"
 #include "daemon/dispatch.h"
 #include "daemon/envd/handlers.h"
 #include "daemon/http/server.h"
@@ -303,6 +304,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
+	hu_api_abort_builds(d);
+	hu_api_abort_log_scans(d);
 	hu_sbx_abort_creates(d);
 	/* creates waiting for their template's readiness check fail and are
 	 * undone; restarted sandboxes keep running without the wait */

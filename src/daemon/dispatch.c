@@ -141,12 +141,37 @@ static int parse_user(struct hu_req *r)
 	return 0;
 }
 
+/* A signed URL acts as the user it was signed for: the `username` parameter
+ * (inside the signature; absent or "" is the default user), never a header.
+ * An Authorization header naming anyone else is refused rather than ignored,
+ * so that a client relying on it learns why. */
+static int signed_user(struct hu_req *r)
+{
+	const char *u = hu_req_query(r, "username");
+	const char *link = u && *u ? u : "user";
+
+	if (parse_user(r) < 0)
+		return -1;
+	if (r->user && strcmp(r->user, link)) {
+		plane_error(r, 403, "permission_denied",
+			    "a signed URL acts as the user it was signed for; Authorization cannot change it");
+		return -1;
+	}
+	r->user = u && *u ? u : NULL;
+	return 0;
+}
+
 static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const struct hu_sbx *s)
 {
 	char msg[HU_ERR_MSG_MAX];
 	json_t *body = json_object();
 
-	snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
+	/* a holder of its token learns why it is gone (init_death.h) */
+	const char *died = s ? NULL : hu_registry_death(hu_req_daemon(r)->reg, id, NULL, hu_req_header(r, "X-Access-Token"));
+	if (died)
+		snprintf(msg, sizeof(msg), "sandbox '%.64s' was not found: %s", id, died);
+	else
+		snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
 	if (body) {
 		json_object_set_new(body, "sandboxId", hu_json_text(id));
 		json_object_set_new(body, "message", hu_json_text(msg));
@@ -188,7 +213,7 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 		plane_error(r, 401, "unauthenticated", "missing or wrong X-Access-Token");
 		return;
 	}
-	if (parse_user(r) < 0)
+	if (signature_ok ? signed_user(r) < 0 : parse_user(r) < 0)
 		return;
 	/* autoResume: the request goes on as if the sandbox had never slept */
 	if (s->state == HU_SBX_PAUSED) {

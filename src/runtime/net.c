@@ -47,22 +47,6 @@ static int enable_uplinks(const struct hu_net_config *cfg, hu_err *err)
 	return rc;
 }
 
-/* Below 16 a sandbox could hardly resolve a name and open a connection
- * at the same time: such a limit is a typo, not a policy. */
-#define FLOWS_MIN 16
-
-int hu_net_flows_parse(const char *v, unsigned *out, hu_err *err)
-{
-	uint64_t n;
-
-	if (hu_parse_u64(v, &n, err) < 0)
-		return -1;
-	if (n != 0 && (n < FLOWS_MIN || n > HU_NET_FLOWS_MAX))
-		return hu_err_set(err, -EINVAL, "%llu flows per sandbox: 0 (no limit) or %d .. %u",
-				  (unsigned long long)n, FLOWS_MIN, HU_NET_FLOWS_MAX);
-	*out = (unsigned)n;
-	return 0;
-}
 
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 {

@@ -10,6 +10,7 @@
 #include "runtime/net.h"
 #include "runtime/runtime_internal.h"
 #include "util/cleanup.h"
+#include "util/parse.h"
 
 static uint32_t mask_of(uint8_t len)
 {
@@ -268,4 +269,21 @@ int hu_net_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint32_t *
 void hu_net_ifname(const struct hu_net_config *cfg, uint32_t slot, char buf[IF_NAMESIZE])
 {
 	snprintf(buf, IF_NAMESIZE, "%s-%u", cfg->name, slot);
+}
+
+/* Below 16 a sandbox could hardly resolve a name and open a connection
+ * at the same time: such a limit is a typo, not a policy. */
+#define FLOWS_MIN 16
+
+int hu_net_flows_parse(const char *v, unsigned *out, hu_err *err)
+{
+	uint64_t n;
+
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n != 0 && (n < FLOWS_MIN || n > HU_NET_FLOWS_MAX))
+		return hu_err_set(err, -EINVAL, "%llu flows per sandbox: 0 (no limit) or %d .. %u",
+				  (unsigned long long)n, FLOWS_MIN, HU_NET_FLOWS_MAX);
+	*out = (unsigned)n;
+	return 0;
 }

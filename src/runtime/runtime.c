@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <time.h>
 
+#include "runtime/helper.h"
 #include "runtime/net_internal.h"
 #include "runtime/seccomp_cache.h"
 #include "util/cleanup.h"
@@ -46,29 +47,10 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->layers_size, sizeof(cfg->layers_size), "HUTCH_LAYERS_SIZE", "");
 }
 
-/* hutch-init is looked for next to the running binary (build tree), then in
- * ../libexec/hutch/ (installed layout). */
-static int find_init(char *buf, size_t n, hu_err *err)
-{
-	char self[PATH_MAX];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (len < 0)
-		return hu_err_sys(err, "readlink /proc/self/exe");
-	self[len] = '\0';
-	char *dir = dirname(self);
-	const char *candidates[] = {"hutch-init", "../libexec/hutch/hutch-init", "../hutch-init"};
-	for (size_t i = 0; i < HU_ARRAY_LEN(candidates); i++) {
-		snprintf(buf, n, "%s/%s", dir, candidates[i]);
-		if (access(buf, X_OK) == 0)
-			return 0;
-	}
-	return hu_err_set(err, ENOENT, "hutch-init not found next to %s (set HUTCH_INIT)", dir);
-}
-
-/* A sealed memfd copy of hutch-init: every sandbox executes it from this fd,
- * so no host path is reachable through /proc/1/exe and the bytes cannot be
+/* A sealed memfd copy of a binary (hutch-init, hutch-build): every sandbox
+ * executes hutch-init from such an fd, so no host path is reachable through /proc/1/exe and the bytes cannot be
  * changed by anyone (the runc /proc/self/exe overwrite class of attacks). */
-static int seal_init(const char *path, hu_err *err)
+int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err)
 {
 	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -77,7 +59,7 @@ static int seal_init(const char *path, hu_err *err)
 		return hu_err_sys(err, "open %s", path);
 	if (fstat(src, &st) < 0)
 		return hu_err_sys(err, "stat %s", path);
-	_cleanup_close_ int mfd = memfd_create("hutch-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	_cleanup_close_ int mfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0)
 		return hu_err_sys(err, "memfd_create");
 	off_t off = 0;
@@ -149,9 +131,9 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	rt->have_layers = 1;
 	if (cfg->init_path[0])
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
-	else if (find_init(init_path, sizeof(init_path), err) < 0)
+	else if (hu_helper_find("hutch-init", NULL, init_path, sizeof(init_path), err) < 0)
 		goto fail;
-	rt->init_memfd = seal_init(init_path, err);
+	rt->init_memfd = hu_runtime_seal_binary(init_path, "hutch-init", err);
 	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;

@@ -35,6 +35,10 @@ struct hu_runtime {
 	int have_layers;
 };
 
+/* A sealed (read-only, fixed-size) memfd copy of the binary at path, named
+ * `name` (runtime.c); the caller owns the fd. */
+int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err);
+
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
 /* Take exactly `slot` for `id` (a sandbox whose files already carry its

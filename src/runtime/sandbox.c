@@ -32,6 +32,7 @@
 #include "runtime/sandbox_internal.h"
 #include "runtime/sandbox_priv.h"
 #include "util/cleanup.h"
+#include "util/psi.h"
 #include "util/fdpass.h"
 #include "util/fileutil.h"
 
@@ -587,6 +588,22 @@ int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err)
 	if (syncfs(fd) < 0)
 		return hu_err_sys(err, "sync %s", sb->layer);
 	return 0;
+}
+
+double hu_sandbox_memory_psi(struct hu_sandbox *sb)
+{
+	int dir = sb->cg ? hu_cgroup_clone_fd(sb->cg) : -1;
+	return dir < 0 ? -1 : hu_psi_read_some_avg10(dir, "memory.pressure");
+}
+
+double hu_runtime_sandboxes_memory_psi(struct hu_runtime *rt)
+{
+	char p[PATH_MAX];
+
+	if (!rt->cg.v2_root[0])
+		return -1;
+	snprintf(p, sizeof(p), "%s/%s/memory.pressure", rt->cg.v2_root, rt->cg.parent);
+	return hu_psi_read_some_avg10(AT_FDCWD, p);
 }
 
 int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err)

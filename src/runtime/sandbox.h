@@ -192,6 +192,10 @@ int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t
 /* Commit the layer's pending writes, so that the next disk_used is exact
  * (a few ms; for a caller about to report a full disk, not for metrics). */
 int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err);
+/* Memory PSI "some avg10" (%) of the sandbox's cgroup, and of the parent
+ * group of all sandboxes; -1 where there is none (cgroup v1, PSI off). */
+double hu_sandbox_memory_psi(struct hu_sandbox *sb);
+double hu_runtime_sandboxes_memory_psi(struct hu_runtime *rt);
 /* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
  * `hutch run` that was SIGKILLed): those whose directory is older than
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones

@@ -188,15 +188,23 @@ struct hu_tpl_build {
  * place. EEXIST if the id is taken (delete first); on any failure nothing is
  * left behind. */
 int hu_tpl_build(struct hu_tpl_build *b, hu_err *err);
+/* The two ends of a build done by someone else (hutch-build): make
+ * <templates_dir>/.build-<id>-<tag>/rootfs/ (its path into tmp; EEXIST if
+ * the id is taken), and, once the rootfs is filled, write the description
+ * of b (size_bytes and files set by the caller) beside it and rename the
+ * directory into place. On failure the caller removes tmp. */
+int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err);
+int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err);
 /* Remove a built template (its name first, then its files). The caller
  * checks that no sandbox uses it. `base` cannot be deleted. */
 int hu_tpl_delete(const char *templates_dir, const char *id, hu_err *err);
 
 /* ---- the builder's confinement (tpl_confine.c) ---- */
 
-/* Irreversibly confine the calling process (a forked builder) to what a
- * build beneath templates_dir needs: no network, a few file capabilities,
- * Landlock and the sandboxes' seccomp filter. */
-int hu_tpl_confine_builder(const char *templates_dir, hu_err *err);
+/* Irreversibly confine the calling process (hutch-build) to what a build
+ * into the directory root_fd needs: no network and no sockets, a few file
+ * capabilities, Landlock (root_fd and /usr only) and the sandboxes' seccomp
+ * filter. */
+int hu_tpl_confine_builder(int root_fd, hu_err *err);
 
 #endif

@@ -6,6 +6,7 @@
  * win (rename onto a non-empty directory fails).
  */
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -82,27 +83,72 @@ static const char *source_name(enum hu_tpl_source s)
 	return s == HU_TPL_FROM_DIR ? "dir" : s == HU_TPL_FROM_TAR ? "tar" : "oci";
 }
 
-int hu_tpl_build(struct hu_tpl_build *b, hu_err *err)
+int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err)
 {
-	char tmp[PATH_MAX], final[PATH_MAX], path[PATH_MAX + 32];
+	char final[PATH_MAX], path[PATH_MAX + 32];
 	struct stat st;
-	hu_err ignore;
 
-	if (!hu_sandbox_id_valid(b->meta.id) || !strcmp(b->meta.id, "base"))
-		return hu_err_set(err, -EINVAL, "template name '%.64s': 1 to 63 of [a-z0-9-], not 'base'", b->meta.id);
-	if (!b->meta.envs && !(b->meta.envs = json_object()))
-		return hu_err_set(err, -ENOMEM, "envs");
-	if (hu_mkdir_p(b->templates_dir, 0700, err) < 0)
+	if (!hu_sandbox_id_valid(id) || !strcmp(id, "base"))
+		return hu_err_set(err, -EINVAL, "template name '%.64s': 1 to 63 of [a-z0-9-], not 'base'", id);
+	if (hu_mkdir_p(templates_dir, 0700, err) < 0)
 		return -1;
-	snprintf(final, sizeof(final), "%s/%s", b->templates_dir, b->meta.id);
+	snprintf(final, sizeof(final), "%s/%s", templates_dir, id);
 	if (lstat(final, &st) == 0)
-		return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", b->meta.id);
-	snprintf(tmp, sizeof(tmp), "%s/.build-%s-%d", b->templates_dir, b->meta.id, (int)getpid());
+		return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", id);
+	if ((size_t)snprintf(tmp, n, "%s/.build-%s-%s", templates_dir, id, tag) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "build directory of %s", id);
 	if (hu_rm_rf(tmp, err) < 0)
 		return -1;
 	snprintf(path, sizeof(path), "%s/rootfs", tmp);
-	if (mkdir(tmp, 0700) < 0 || mkdir(path, 0755) < 0)
-		return hu_err_sys(err, "mkdir %s", path);
+	if (mkdir(tmp, 0700) < 0 || mkdir(path, 0755) < 0) {
+		hu_err_sys(err, "mkdir %s", path);
+		hu_rm_rf(tmp, &(hu_err){0});
+		return -1;
+	}
+	return 0;
+}
+
+int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err)
+{
+	char final[PATH_MAX], path[PATH_MAX + 32];
+
+	if (!b->meta.envs && !(b->meta.envs = json_object()))
+		return hu_err_set(err, -ENOMEM, "envs");
+	snprintf(final, sizeof(final), "%s/%s", b->templates_dir, b->meta.id);
+	b->meta.created_ms = hu_wall_ms();
+	snprintf(b->meta.source, sizeof(b->meta.source), "%s", source_name(b->source));
+	json_t *stored = hu_tpl_meta_stored(&b->meta);
+	char *text = stored ? json_dumps(stored, JSON_COMPACT) : NULL;
+	json_decref(stored);
+	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_META_FILE);
+	int rc = text ? hu_write_file(path, text, strlen(text), O_CREAT | O_TRUNC, 0644, err)
+		      : hu_err_set(err, -ENOMEM, "describe the template");
+	free(text);
+	if (rc < 0)
+		return -1;
+	/* every built template brings its own /usr: the host's is never bound */
+	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_OWN_USR_FILE);
+	if (hu_write_file(path, "", 0, O_CREAT | O_TRUNC, 0644, err) < 0)
+		return -1;
+	if (chmod(tmp, 0755) < 0)
+		return hu_err_sys(err, "chmod %s", tmp);
+	if (rename(tmp, final) < 0) {
+		if (errno == EEXIST || errno == ENOTEMPTY)
+			return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", b->meta.id);
+		return hu_err_sys(err, "rename %s", tmp);
+	}
+	return 0;
+}
+
+int hu_tpl_build(struct hu_tpl_build *b, hu_err *err)
+{
+	char tmp[PATH_MAX], path[PATH_MAX + 32], tag[24];
+	hu_err ignore;
+
+	snprintf(tag, sizeof(tag), "%d", (int)getpid());
+	if (hu_tpl_stage(b->templates_dir, b->meta.id, tag, tmp, sizeof(tmp), err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/rootfs", tmp);
 	struct hu_tpl_writer w = {.caps = b->caps};
 	if (!w.caps.max_bytes)
 		w.caps.max_bytes = HU_TPL_DEFAULT_MAX_BYTES;
@@ -117,34 +163,10 @@ int hu_tpl_build(struct hu_tpl_build *b, hu_err *err)
 		goto fail;
 	close(w.root);
 	w.root = -1;
-	b->meta.created_ms = hu_wall_ms();
 	b->meta.size_bytes = w.bytes;
 	b->meta.files = w.files;
-	snprintf(b->meta.source, sizeof(b->meta.source), "%s", source_name(b->source));
-	json_t *stored = hu_tpl_meta_stored(&b->meta);
-	char *text = stored ? json_dumps(stored, JSON_COMPACT) : NULL;
-	json_decref(stored);
-	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_META_FILE);
-	int rc = text ? hu_write_file(path, text, strlen(text), O_CREAT | O_TRUNC, 0644, err)
-		      : hu_err_set(err, -ENOMEM, "describe the template");
-	free(text);
-	if (rc < 0)
+	if (hu_tpl_commit(b, tmp, err) < 0)
 		goto fail;
-	/* every built template brings its own /usr: the host's is never bound */
-	snprintf(path, sizeof(path), "%s/%s", tmp, HU_TPL_OWN_USR_FILE);
-	if (hu_write_file(path, "", 0, O_CREAT | O_TRUNC, 0644, err) < 0)
-		goto fail;
-	if (chmod(tmp, 0755) < 0) {
-		hu_err_sys(err, "chmod %s", tmp);
-		goto fail;
-	}
-	if (rename(tmp, final) < 0) {
-		if (errno == EEXIST || errno == ENOTEMPTY)
-			hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", b->meta.id);
-		else
-			hu_err_sys(err, "rename %s", tmp);
-		goto fail;
-	}
 	return 0;
 fail:
 	if (w.root >= 0)

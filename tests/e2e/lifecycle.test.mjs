@@ -4,7 +4,8 @@
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, execFileSync } from 'node:child_process'
-import { rmSync } from 'node:fs'
+import { rmSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Sandbox } from 'e2b'
 import { startDaemon, api, sleep, hutchBin, useDaemon } from './harness.mjs'
 
@@ -308,6 +309,41 @@ test('logs: the daemon\'s persisted lines about a sandbox, E2B shapes', async ()
   assert.equal((await api(d, 'GET', `/sandboxes/${sbx.sandboxId}/logs?start=soon`)).status, 400)
   assert.equal((await api(d, 'GET', '/sandboxes/inosuchsandbox/logs')).status, 404)
   await sbx.kill()
+})
+
+test('logs: a 50 MiB scan does not hold the event loop, and at most two run at once', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 60000 })
+  const logs = join(d.base, 'data', 'logs')
+  // five full rotated files of this sandbox's lines: every one is parsed
+  const line = `2026-11-29T10:00:00.123Z level=info sandbox=${sbx.sandboxId} req=- msg="${'filler '.repeat(12)}"\n`
+  const chunk = line.repeat(Math.ceil((10 << 20) / line.length))
+  try {
+    for (let i = 1; i <= 5; i++) writeFileSync(join(logs, `hutch.log.${i}`), chunk)
+    let done = false, healthy = 0, worst = 0
+    const t0 = Date.now()
+    const scan = api(d, 'GET', `/v2/sandboxes/${sbx.sandboxId}/logs?level=error`).finally(() => { done = true })
+    while (!done) {
+      const h0 = Date.now()
+      const res = await fetch(`${d.url}/health`)
+      await res.arrayBuffer()
+      if (!done) {
+        healthy++
+        worst = Math.max(worst, Date.now() - h0)
+      }
+    }
+    const r = await scan
+    const took = Date.now() - t0
+    assert.equal(r.status, 200)
+    assert.equal(r.json.logs.length, 0)
+    // a scan on the loop would answer no /health until it had finished
+    assert.ok(healthy >= 3, `${healthy} /health answers during a ${took} ms scan (slowest ${worst} ms)`)
+    const four = await Promise.all([1, 2, 3, 4].map(() => api(d, 'GET', `/v2/sandboxes/${sbx.sandboxId}/logs?level=error`)))
+    const st = four.map((x) => x.status).sort()
+    assert.deepEqual(st, [200, 200, 429, 429], JSON.stringify(four.map((x) => x.json?.message)))
+  } finally {
+    for (let i = 1; i <= 5; i++) rmSync(join(logs, `hutch.log.${i}`), { force: true })
+    await sbx.kill()
+  }
 })
 
 test('GET /metrics: Prometheus text with states, lifecycle counters, latency histograms and capacity', async () => {

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import { Sandbox, Volume, VolumeNotFoundError } from 'e2b'
 import { startDaemon, api, hutchBin, sleep, runResult as sh } from './harness.mjs'
 
-let d, hostRoot, outside
+let d, hostRoot, outside, tenants
 before(async () => {
   // the operator's host mount root, and a directory outside it with a canary
   hostRoot = mkdtempSync(join(tmpdir(), 'hutch-e2e-hostroot-'))
@@ -29,13 +29,22 @@ before(async () => {
   chownSync(join(hostRoot, 'ro', 'data'), 1000, 1000)
   symlinkSync(outside, join(hostRoot, 'evil-abs'))            // leads outside: refused
   symlinkSync('../' + outside.split('/').pop(), join(hostRoot, 'evil-rel'))
-  symlinkSync('ws', join(hostRoot, 'inside'))                 // stays beneath: fine
-  d = await startDaemon(['--host-mount-roots', hostRoot])
+  symlinkSync('ws', join(hostRoot, 'inside'))                 // stays beneath: refused too (no symlinks)
+  // a per-team root: team T may mount only beneath tenants/T
+  tenants = mkdtempSync(join(tmpdir(), 'hutch-e2e-tenants-'))
+  for (const t of ['default', 'team-x']) {
+    mkdirSync(join(tenants, t, 'ws', 'sub'), { recursive: true })
+    chownSync(join(tenants, t, 'ws'), 1000, 1000)
+    chownSync(join(tenants, t, 'ws', 'sub'), 1000, 1000)
+    writeFileSync(join(tenants, t, 'ws', 'sub', 'owner'), t + '\n')
+  }
+  d = await startDaemon(['--host-mount-roots', `*:${hostRoot},${tenants}`])
 })
 after(async () => {
   const st = await d?.stop()
   rmSync(hostRoot, { recursive: true, force: true })
   rmSync(outside, { recursive: true, force: true })
+  if (tenants) rmSync(tenants, { recursive: true, force: true })
   assert.equal(st?.code, 0, `daemon exit ${JSON.stringify(st)}; log tail: ${d?.log().slice(-3000)}`)
 })
 
@@ -263,12 +272,11 @@ test('a symlink planted in a volume cannot reach host files, inside or at deleti
 
 const hostMount = (entries) => ({ metadata: { 'host-mount': typeof entries === 'string' ? entries : JSON.stringify(entries) } })
 
-test('host mounts under host_mount_roots: ownership, readOnly is EROFS, symlinks inside the root are fine', async () => {
+test('host mounts under host_mount_roots: ownership, readOnly is EROFS', async () => {
   const sbx = await Sandbox.create({
     ...hostMount([
       { hostPath: join(hostRoot, 'ws'), mountPath: '/workspace', readOnly: false },
       { hostPath: join(hostRoot, 'ro'), mountPath: '/home/user/ro', readOnly: true },
-      { hostPath: join(hostRoot, 'inside'), mountPath: '/via-link' },
     ]),
   })
   try {
@@ -287,11 +295,49 @@ except OSError as e: print(errno.errorcode[e.errno])'`, { user: u })
       assert.equal(py.stdout.trim(), 'EROFS')
     }
     assert.ok(!existsSync(join(hostRoot, 'ro', 'new')))
-    assert.equal((await sh(sbx, 'cat /via-link/from-host')).stdout, 'hello from the host\n')
   } finally {
     await sbx.kill()
   }
   assert.ok(existsSync(join(hostRoot, 'ws', 'result')), 'killing the sandbox leaves host files alone')
+})
+
+test('host mounts are scoped to teams: another team\'s directory is 403, a planted link is refused at resume', async () => {
+  const other = { url: d.url, apiKey: otherTeamKey('team-x') }
+  // team-x's tree, from the default team: 403, nothing made
+  const before = await sandboxCount()
+  let r = await api(d, 'POST', '/v2/sandboxes', hostMount([{ hostPath: join(tenants, 'team-x', 'ws'), mountPath: '/w' }]))
+  assert.equal(r.status, 403, r.text)
+  assert.match(r.json.message, /another team's host mount root/)
+  r = await api(d, 'POST', '/v2/sandboxes', hostMount([{ hostPath: tenants, mountPath: '/w' }]))
+  assert.equal(r.status, 403, r.text)
+  assert.equal(await sandboxCount(), before)
+  // team-x mounts its own
+  r = await api(other, 'POST', '/v2/sandboxes', { timeout: 60, ...hostMount([{ hostPath: join(tenants, 'team-x', 'ws'), mountPath: '/w' }]) })
+  assert.equal(r.status, 201, r.text)
+  await api(other, 'DELETE', `/sandboxes/${r.json.sandboxID}`)
+  // the default team mounts its ws and ws/sub, then swaps sub for a link
+  // into team-x's tree (a relative one: it stays beneath the root)
+  const sbx = await Sandbox.create({
+    timeoutMs: 120_000,
+    ...hostMount([
+      { hostPath: join(tenants, 'default', 'ws'), mountPath: '/workspace' },
+      { hostPath: join(tenants, 'default', 'ws', 'sub'), mountPath: '/sub' },
+    ]),
+  })
+  try {
+    assert.equal((await sh(sbx, 'cat /sub/owner')).stdout, 'default\n')
+    const plant = await sh(sbx, 'mv /workspace/sub /workspace/sub.old && ln -s ../../team-x/ws/sub /workspace/sub')
+    assert.equal(plant.exitCode, 0, plant.stderr)
+    // release its memory: the resume mounts everything again, from the paths
+    assert.equal((await api(d, 'POST', `/sandboxes/${sbx.sandboxId}/pause`, { memory: false })).status, 204)
+    r = await api(d, 'POST', `/sandboxes/${sbx.sandboxId}/resume`, {})
+    assert.notEqual(r.status, 200, r.text)
+    assert.notEqual(r.status, 201, r.text)
+    assert.match(r.text, /symlinks are not followed/)
+  } finally {
+    await sbx.kill().catch(() => {})
+  }
+  assert.equal(readFileSync(join(tenants, 'team-x', 'ws', 'sub', 'owner'), 'utf8'), 'team-x\n')
 })
 
 test('host mount rejections: 400, nothing mounted, no sandbox', async () => {
@@ -304,8 +350,9 @@ test('host mount rejections: 400, nothing mounted, no sandbox', async () => {
     [[{ hostPath: '/etc', mountPath: '/w' }], /not under an allowed/],
     [[{ hostPath: hostRoot + '/../' + outside.split('/').pop(), mountPath: '/w' }], /'\.\.'/],
     [[{ hostPath: join(hostRoot, 'ws') + '/../../etc', mountPath: '/w' }], /'\.\.'/],
-    [[{ hostPath: join(hostRoot, 'evil-abs'), mountPath: '/w' }], /leads outside/],
-    [[{ hostPath: join(hostRoot, 'evil-rel'), mountPath: '/w' }], /leads outside/],
+    [[{ hostPath: join(hostRoot, 'evil-abs'), mountPath: '/w' }], /symlinks are not followed/],
+    [[{ hostPath: join(hostRoot, 'evil-rel'), mountPath: '/w' }], /symlinks are not followed/],
+    [[{ hostPath: join(hostRoot, 'inside'), mountPath: '/w' }], /symlinks are not followed/],
     [[{ hostPath: join(hostRoot, 'missing'), mountPath: '/w' }], /does not exist/],
     [[{ hostPath: join(hostRoot, 'ro', 'data'), mountPath: '/w' }], /not a directory/],
     [[{ hostPath: 'relative/ws', mountPath: '/w' }], /not absolute/],

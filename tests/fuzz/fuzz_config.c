@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/core/config.c src/daemon/common/log.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c
+// fuzz-sources: src/daemon/core/config.c src/daemon/common/log.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/runtime/cgroup_io_parse.c
 /* hutch serve's settings: every input is a config file body ("key = value"
  * lines, through the real file reader) and then the same lines as single
  * hu_config_set calls. Whatever is accepted must leave a config within its
@@ -15,6 +15,12 @@
 
 static void check(const struct hu_config *cfg)
 {
+	/* host mount roots: absolute, each owner a team without '/', "*" or "" */
+	assert(cfg->n_host_mount_roots <= HU_HOST_MOUNT_ROOTS_MAX);
+	for (unsigned i = 0; i < cfg->n_host_mount_roots; i++) {
+		assert(cfg->host_mount_roots[i][0] == '/');
+		assert(!strchr(cfg->host_mount_teams[i], '/'));
+	}
 	assert(cfg->pool_size <= 256);
 	assert(cfg->n_pool_sizes <= HU_POOL_TEMPLATES_MAX);
 	for (unsigned i = 0; i < cfg->n_pool_sizes; i++) {

@@ -5,7 +5,13 @@
  * hutch.log and its rotated predecessors, oldest first. A scan of at most
  * six 10 MiB files, done only when asked; lines are matched on
  * "sandbox=<id> " before they are parsed.
+ *
+ * The scan never holds the event loop: it reads SLICE_BYTES at a time and
+ * yields to the loop between slices (a zero timer, which runs after the
+ * loop has polled for I/O again), and at most MAX_SCANS run at once (429
+ * above), so other requests are answered while one reads 60 MiB.
  */
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +26,11 @@
 #define LOGS_DEFAULT_LIMIT 1000
 #define LOGS_MAX_LIMIT 10000
 #define LOG_FILES 6 /* hutch.log.5 .. hutch.log.1, hutch.log */
+#define SLICE_BYTES (256u << 10)
+#define MAX_SCANS 2
+
+static unsigned scans_running; /* one event loop per daemon: no lock */
+static struct logs_job *scans;  /* the running ones, for a shutdown */
 
 struct logs_query {
 	int64_t from_ms;     /* entries at or after (forward) / before (backward) */
@@ -52,59 +63,107 @@ static json_t *entry_json(const struct hu_log_entry *e)
 	return v;
 }
 
-/* Append the matching entries of one file to out (keeping at most limit:
- * the first ones going forward, the last ones going backward). */
-static void scan_file(const char *path, const char *needle, const struct logs_query *q, json_t *out,
-		      struct hu_log_entry *e)
-{
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
+struct logs_job {
+	struct logs_job *next;
+	struct hu_req *r;
+	struct logs_query q;
+	char needle[HU_ID_MAX + 16];
+	int file;            /* the next file to open: LOG_FILES-1 (oldest) .. 0 */
+	FILE *f;             /* the file being read, or NULL */
+	char *line;
+	size_t cap;
+	json_t *out;
+	struct hu_log_entry e;
+	struct event *tick;
+};
 
-	if (!f)
-		return; /* not rotated that far yet */
-	while ((n = getline(&line, &cap, f)) > 0) {
-		if (!q->backward && json_array_size(out) >= q->limit)
+static void reply_entries(struct hu_req *r, int v2, json_t *entries);
+
+static void job_free(struct logs_job *j)
+{
+	for (struct logs_job **p = &scans; *p; p = &(*p)->next)
+		if (*p == j) {
+			*p = j->next;
 			break;
-		if (!memmem(line, (size_t)n, needle, strlen(needle)) || hu_log_parse_line(line, (size_t)n, e) < 0)
-			continue;
-		if (level_rank(e->level) < q->min_level || (q->search && !strstr(e->msg, q->search)))
-			continue;
-		if (q->backward ? e->time_ms >= q->from_ms : e->time_ms < q->from_ms)
-			continue;
-		json_t *v = entry_json(e);
-		if (!v)
-			continue;
-		json_array_append_new(out, v);
-		if (q->backward && json_array_size(out) > q->limit)
-			json_array_remove(out, 0);
-	}
-	free(line);
-	fclose(f);
+		}
+	if (j->tick)
+		event_free(j->tick);
+	if (j->f)
+		fclose(j->f);
+	free(j->line);
+	json_decref(j->out);
+	free(j);
+	scans_running--;
 }
 
-static json_t *collect(struct hu_req *r, const char *id, const struct logs_query *q)
+/* Take one line; false once the limit is reached going forward. */
+static bool take_line(struct logs_job *j, const char *line, size_t n)
 {
-	char path[PATH_MAX + 32], needle[HU_ID_MAX + 16];
-	struct hu_log_entry *e = malloc(sizeof(*e));
-	json_t *out = json_array();
+	const struct logs_query *q = &j->q;
+	struct hu_log_entry *e = &j->e;
 
-	if (!e || !out) {
-		free(e);
-		json_decref(out);
-		return NULL;
+	if (!q->backward && json_array_size(j->out) >= q->limit)
+		return false;
+	if (!memmem(line, n, j->needle, strlen(j->needle)) || hu_log_parse_line(line, n, e) < 0)
+		return true;
+	if (level_rank(e->level) < q->min_level || (q->search && !strstr(e->msg, q->search)))
+		return true;
+	if (q->backward ? e->time_ms >= q->from_ms : e->time_ms < q->from_ms)
+		return true;
+	json_t *v = entry_json(e);
+	if (!v)
+		return true;
+	json_array_append_new(j->out, v);
+	if (q->backward && json_array_size(j->out) > q->limit)
+		json_array_remove(j->out, 0);
+	return true;
+}
+
+/* Read one slice; true when the scan is complete. */
+static bool scan_slice(struct logs_job *j)
+{
+	char path[PATH_MAX + 32];
+	size_t done = 0;
+	ssize_t n;
+
+	while (done < SLICE_BYTES) {
+		if (!j->f) {
+			if (j->file < 0)
+				return true;
+			const char *dir = hu_req_daemon(j->r)->cfg.data_dir;
+			if (j->file)
+				snprintf(path, sizeof(path), "%s/logs/hutch.log.%d", dir, j->file);
+			else
+				snprintf(path, sizeof(path), "%s/logs/hutch.log", dir);
+			j->file--;
+			j->f = fopen(path, "re"); /* NULL: not rotated that far yet */
+			continue;
+		}
+		if ((n = getline(&j->line, &j->cap, j->f)) <= 0) {
+			fclose(j->f);
+			j->f = NULL;
+			continue;
+		}
+		done += (size_t)n;
+		if (!take_line(j, j->line, (size_t)n))
+			return true;
 	}
-	snprintf(needle, sizeof(needle), " sandbox=%s ", id);
-	for (int i = LOG_FILES - 1; i >= 0; i--) {
-		if (i)
-			snprintf(path, sizeof(path), "%s/logs/hutch.log.%d", hu_req_daemon(r)->cfg.data_dir, i);
-		else
-			snprintf(path, sizeof(path), "%s/logs/hutch.log", hu_req_daemon(r)->cfg.data_dir);
-		scan_file(path, needle, q, out, e);
+	return false;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct logs_job *j = arg;
+	static const struct timeval now = {0, 0};
+
+	if (!scan_slice(j)) {
+		evtimer_add(j->tick, &now);
+		return;
 	}
-	free(e);
-	return out;
+	json_t *entries = j->out;
+	j->out = NULL;
+	reply_entries(j->r, j->q.v2, entries);
+	job_free(j);
 }
 
 /* limit= (1..10000), a unix-ms timestamp, level=, direction=. */
@@ -146,15 +205,11 @@ static int parse_query(struct hu_req *r, struct logs_query *q)
 	return 0;
 }
 
-static void get_logs(struct hu_req *r, int v2)
+/* Answer r with entries (stolen) in the v1 or v2 shape. */
+static void reply_entries(struct hu_req *r, int v2, json_t *entries)
 {
-	struct hu_sbx *s = hu_api_own_sandbox(r);
-	struct logs_query q = {.v2 = v2};
-	json_t *entries, *body;
+	json_t *body;
 
-	if (!s || parse_query(r, &q) < 0)
-		return;
-	entries = collect(r, s->id, &q);
 	if (!entries) {
 		hu_reply_error(r, 500, "out of memory");
 		return;
@@ -177,6 +232,34 @@ static void get_logs(struct hu_req *r, int v2)
 	hu_reply_json(r, 200, body);
 }
 
+static void get_logs(struct hu_req *r, int v2)
+{
+	struct hu_sbx *s = hu_api_own_sandbox(r);
+	static const struct timeval now = {0, 0};
+	struct logs_query q = {.v2 = v2};
+
+	if (!s || parse_query(r, &q) < 0)
+		return;
+	if (scans_running >= MAX_SCANS) {
+		hu_reply_error(r, 429, "%u log reads are in progress; retry in a moment", scans_running);
+		return;
+	}
+	struct logs_job *j = calloc(1, sizeof(*j));
+	if (!j) {
+		hu_reply_error(r, 500, "out of memory");
+		return;
+	}
+	scans_running++;
+	*j = (struct logs_job){.next = scans, .r = r, .q = q, .file = LOG_FILES - 1, .out = json_array()};
+	scans = j;
+	snprintf(j->needle, sizeof(j->needle), " sandbox=%s ", s->id);
+	j->tick = evtimer_new(hu_req_daemon(r)->base, on_tick, j);
+	if (!j->out || !j->tick || evtimer_add(j->tick, &now) < 0) {
+		hu_reply_error(r, 500, "out of memory");
+		job_free(j);
+	}
+}
+
 void hu_api_get_logs_v1(struct hu_req *r)
 {
 	get_logs(r, 0);
@@ -185,4 +268,14 @@ void hu_api_get_logs_v1(struct hu_req *r)
 void hu_api_get_logs_v2(struct hu_req *r)
 {
 	get_logs(r, 1);
+}
+
+void hu_api_abort_log_scans(struct hu_daemon *d)
+{
+	(void)d;
+	while (scans) {
+		struct logs_job *j = scans;
+		hu_reply_error(j->r, 503, "the server is shutting down");
+		job_free(j);
+	}
 }

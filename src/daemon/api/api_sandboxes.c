@@ -24,6 +24,11 @@ struct hu_sbx *hu_api_own_sandbox(struct hu_req *r)
 	char reason[256];
 
 	if (!s || strcmp(s->team, r->principal)) {
+		const char *died = hu_registry_death(hu_req_daemon(r)->reg, r->param, r->principal, NULL);
+		if (died) {
+			hu_reply_error(r, 404, "sandbox %s not found: %s", r->param, died);
+			return NULL;
+		}
 		if (!s && hu_sbx_answer_elsewhere(r, r->param, r->principal))
 			return NULL;
 		/* one the daemon found dead at its start says so, for a week */

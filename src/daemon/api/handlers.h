@@ -35,6 +35,11 @@ void hu_api_get_template(struct hu_req *r);
 void hu_api_delete_template(struct hu_req *r);
 void hu_api_get_template_alias(struct hu_req *r);
 void hu_api_build_template(struct hu_req *r);
+struct hu_daemon;
+/* At shutdown: answer 503 to template builds and log scans still running,
+ * and undo them (builder killed, its cgroup and files removed). */
+void hu_api_abort_builds(struct hu_daemon *d);
+void hu_api_abort_log_scans(struct hu_daemon *d);
 /* volumes (api_volumes.c) */
 void hu_api_create_volume(struct hu_req *r);
 void hu_api_list_volumes(struct hu_req *r);

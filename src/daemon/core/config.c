@@ -386,7 +386,7 @@ static int has_dotdot(const char *path)
  * opened when a host mount asks for them, not here. */
 static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *err)
 {
-	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	char dirs[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX], teams[HU_HOST_MOUNT_ROOTS_MAX][64];
 	unsigned n = 0;
 
 	for (const char *p = v; *p;) {
@@ -400,6 +400,21 @@ static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *er
 			return hu_err_set(err, -EINVAL, "empty directory in the list");
 		if (n == HU_HOST_MOUNT_ROOTS_MAX)
 			return hu_err_set(err, -E2BIG, "more than %d directories", HU_HOST_MOUNT_ROOTS_MAX);
+		/* TEAM:/dir or *:/dir; a bare /dir is per-team */
+		teams[n][0] = '\0';
+		const char *colon = p[0] != '/' ? memchr(p, ':', len) : NULL;
+		if (p[0] != '/' && !colon)
+			return hu_err_set(err, -EINVAL, "'%.*s' is neither /dir, TEAM:/dir nor *:/dir", (int)(len < 64 ? len : 64), p);
+		if (colon) {
+			size_t tlen = (size_t)(colon - p);
+			if (tlen == 0 || tlen >= sizeof(teams[n]) || memchr(p, '/', tlen))
+				return hu_err_set(err, -EINVAL, "'%.*s': a team is 1 to 63 characters without '/'",
+						  (int)(len < 64 ? len : 64), p);
+			memcpy(teams[n], p, tlen);
+			teams[n][tlen] = '\0';
+			len -= tlen + 1;
+			p = colon + 1;
+		}
 		if (len >= PATH_MAX)
 			return hu_err_set(err, -ENAMETOOLONG, "a directory is too long");
 		memcpy(dirs[n], p, len);
@@ -410,6 +425,7 @@ static int set_host_mount_roots(struct hu_config *cfg, const char *v, hu_err *er
 		p = end ? end + 1 : p + len;
 	}
 	memcpy(cfg->host_mount_roots, dirs, sizeof(dirs[0]) * n);
+	memcpy(cfg->host_mount_teams, teams, sizeof(teams[0]) * n);
 	cfg->n_host_mount_roots = n;
 	return 0;
 }
@@ -589,6 +605,33 @@ static int set_pool_size_for(struct hu_config *cfg, const char *tpl, const char 
 	return 0;
 }
 
+/* Quotas: 0 is "no quota". */
+static int parse_quota_count(const char *v, uint32_t *out, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n > UINT32_MAX)
+		return hu_err_set(err, -ERANGE, "%s is out of range (0 for none)", v);
+	*out = (uint32_t)n;
+	return 0;
+}
+
+static int set_quota_sandboxes(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_quota_count(v, &cfg->quota_sandboxes, err);
+}
+
+static int set_quota_builds(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_quota_count(v, &cfg->quota_builds, err);
+}
+
+static int set_quota_memory(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return hu_parse_size(v, &cfg->quota_memory_bytes, err);
+}
+
 static const struct {
 	const char *key;
 	const char *flag; /* the command-line flag that sets it, or NULL */
@@ -626,6 +669,9 @@ static const struct {
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
 	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
+	{"quota.sandboxes", NULL, set_quota_sandboxes},
+	{"quota.memory", NULL, set_quota_memory},
+	{"quota.builds", NULL, set_quota_builds},
 	{"volume_root", "--volume-root", set_volume_root},
 	{"volume_max_size", "--volume-max-size", set_volume_max_size},
 	{"host_mount_roots", "--host-mount-roots", set_host_mount_roots},

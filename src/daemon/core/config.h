@@ -62,10 +62,19 @@ struct hu_config {
 					   * times pid_max less a reserve (default 1: a fork bomb in every
 					   * sandbox at once still leaves the host its pids) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
+	/* per-team quotas, the same for every team (0 = none): quota.sandboxes
+	 * (sandboxes running or being created), quota.memory (memory limits of a
+	 * team's sandboxes that hold memory), quota.builds (template builds at once) */
+	uint32_t quota_sandboxes;
+	uint64_t quota_memory_bytes;
+	uint32_t quota_builds;
 	char volume_root[PATH_MAX];    /* named volumes live here; "" = <data_dir>/volumes */
 	uint64_t volume_max_bytes;     /* every volume capped at most this (default for no size); 0 = no limit */
-	/* host directories that metadata["host-mount"] may mount (empty: none) */
+	/* host directories that metadata["host-mount"] may mount (empty: none),
+	 * each with its owner: "TEAM:/dir" is TEAM's only, "*:/dir" every team's,
+	 * and a bare "/dir" gives each team T the subdirectory /dir/T */
 	char host_mount_roots[HU_HOST_MOUNT_ROOTS_MAX][PATH_MAX];
+	char host_mount_teams[HU_HOST_MOUNT_ROOTS_MAX][64]; /* TEAM, "*", or "" (per-team subdirectory) */
 	unsigned n_host_mount_roots;
 	/* the network boundary ("" = the runtime's default or its HUTCH_NET*
 	 * variable; checked when the runtime opens): network, network_name,

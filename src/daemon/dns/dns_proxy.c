@@ -1,5 +1,6 @@
 /* The daemon's DNS proxy (dns_proxy.h). */
 #include <arpa/inet.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,20 +11,19 @@
 
 #include "daemon/dns/dns_msg.h"
 #include "daemon/dns/dns_proxy.h"
+#include "daemon/dns/dns_learned.h"
+#include "daemon/dns/dns_slots.h"
 #include "daemon/sandboxes/registry.h"
 #include "runtime/net.h"
 
-#define PENDING 1024        /* queries in flight to the resolver */
-#define PENDING_TTL_S 5     /* a query unanswered this long is forgotten */
 #define TTL_MIN_S 5         /* learned addresses live at least this long */
 #define TTL_MAX_S 3600      /* and at most this long */
 #define BATCH 64            /* datagrams read per wakeup */
 
+/* What a query in flight needs besides its slot (dns_slots.h). */
 struct pending {
-	int used;
-	uint16_t up_id, client_id;
+	uint16_t client_id;
 	uint16_t qtype;
-	time_t at;
 	uint32_t sbx_addr; /* the sandbox's address (host order) */
 	struct sockaddr_in client;
 	char sbx_id[HU_ID_MAX + 1];
@@ -35,8 +35,9 @@ struct hu_dns_proxy {
 	int fd;              /* sandboxes' queries, on every host address */
 	int up;              /* connected to the resolver */
 	struct event *ev_fd, *ev_up;
-	unsigned cursor;
-	struct pending pend[PENDING];
+	struct hu_dns_slots slots;
+	struct hu_dns_learned *learned; /* per-sandbox account of dallow/dallow6 elements */
+	struct pending pend[HU_DNS_SLOTS];
 	uint8_t buf[65536];
 };
 
@@ -57,8 +58,13 @@ int hu_dns_proxy_bind(struct hu_dns_proxy **out, unsigned *port, hu_err *err)
 	if (!p)
 		return hu_err_set(err, ENOMEM, "dns proxy");
 	p->up = -1;
+	if (!(p->learned = hu_dns_learned_new())) {
+		free(p);
+		return hu_err_set(err, ENOMEM, "dns proxy");
+	}
 	p->fd = udp_socket(err);
 	if (p->fd < 0) {
+		hu_dns_learned_free(p->learned);
 		free(p);
 		return -1;
 	}
@@ -97,16 +103,10 @@ static struct hu_sbx *sandbox_of(struct hu_dns_proxy *p, uint32_t addr, char *id
 	return s && s->internet ? s : NULL;
 }
 
-static struct pending *take_slot(struct hu_dns_proxy *p, time_t now)
+static int random_id(uint16_t *out, void *arg)
 {
-	for (unsigned i = 0; i < PENDING; i++) {
-		struct pending *e = &p->pend[(p->cursor + i) % PENDING];
-		if (!e->used || now - e->at > PENDING_TTL_S) {
-			p->cursor = (p->cursor + i + 1) % PENDING;
-			return e;
-		}
-	}
-	return NULL;
+	(void)arg;
+	return getrandom(out, sizeof(*out), 0) == sizeof(*out) ? 0 : -1;
 }
 
 static void on_query(struct hu_dns_proxy *p, const uint8_t *msg, size_t len, const struct sockaddr_in *from)
@@ -127,31 +127,50 @@ static void on_query(struct hu_dns_proxy *p, const uint8_t *msg, size_t len, con
 		refuse(p, msg, &q, from);
 		return;
 	}
-	time_t now = time(NULL);
-	struct pending *e = take_slot(p, now);
-	uint16_t rnd;
-	if (!e || getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return; /* too many in flight: the client retries */
-	/* a fresh id whose low bits name the slot: an answer finds its query
-	 * without a search, and a guessed answer must match 16 random bits
-	 * plus the question */
-	unsigned idx = (unsigned)(e - p->pend);
-	*e = (struct pending){.used = 1, .up_id = (uint16_t)((rnd & ~(PENDING - 1)) | idx), .client_id = q.id,
-			      .qtype = q.qtype, .at = now, .sbx_addr = addr, .client = *from};
+	uint16_t up_id;
+	int slot = hu_dns_slots_take(&p->slots, addr, (int64_t)time(NULL), random_id, NULL, &up_id);
+	if (slot < 0) {
+		/* its share in flight, or the proxy full: the client retries */
+		hu_log(HU_LOG_DEBUG, s->id, 0, "dns proxy: too many queries in flight");
+		return;
+	}
+	struct pending *e = &p->pend[slot];
+	*e = (struct pending){.client_id = q.id, .qtype = q.qtype, .sbx_addr = addr, .client = *from};
 	snprintf(e->sbx_id, sizeof(e->sbx_id), "%s", id);
 	snprintf(e->name, sizeof(e->name), "%s", q.name);
 	uint8_t *fwd = p->buf + 32768; /* the query is at most 32 KiB (read size) */
 	memcpy(fwd, msg, len);
-	fwd[0] = (uint8_t)(e->up_id >> 8);
-	fwd[1] = (uint8_t)e->up_id;
+	fwd[0] = (uint8_t)(up_id >> 8);
+	fwd[1] = (uint8_t)up_id;
 	if (send(p->up, fwd, len, 0) < 0)
-		e->used = 0;
+		hu_dns_slots_release(&p->slots, slot);
 }
 
 /* A learned address lives as long as its record, within TTL_MIN_S..TTL_MAX_S. */
 static unsigned clamp_ttl(uint32_t ttl)
 {
 	return ttl < TTL_MIN_S ? TTL_MIN_S : ttl > TTL_MAX_S ? TTL_MAX_S : (unsigned)ttl;
+}
+
+/* Does the answer fit in the sandbox's account of learned addresses
+ * (dns_learned.h)? Records it when it does. */
+static bool within_budget(struct hu_dns_proxy *p, uint32_t sbx, const struct hu_dns_answer *a)
+{
+	uint8_t all[2 * HU_DNS_A_MAX][16];
+	unsigned n = 0;
+	unsigned ttl = clamp_ttl(a->ttl_min);
+
+	for (unsigned i = 0; i < a->n_a; i++, n++) {
+		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+		uint32_t be = htonl(a->a[i]);
+		memcpy(all[n], mapped, 12);
+		memcpy(all[n] + 12, &be, 4);
+	}
+	for (unsigned i = 0; i < a->n_aaaa; i++, n++)
+		memcpy(all[n], a->aaaa[i], 16);
+	if (a->n_aaaa && clamp_ttl(a->ttl_min6) > ttl)
+		ttl = clamp_ttl(a->ttl_min6);
+	return hu_dns_learned_admit(p->learned, sbx, (const uint8_t (*)[16])all, n, ttl, (int64_t)time(NULL)) == 0;
 }
 
 static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
@@ -162,10 +181,13 @@ static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 
 	if (hu_dns_parse_answer(msg, len, &a, &err) < 0)
 		return;
-	struct pending *e = &p->pend[a.q.id % PENDING];
-	if (!e->used || e->up_id != a.q.id || e->qtype != a.q.qtype || strcmp(e->name, a.q.name))
+	int slot = hu_dns_slots_find(&p->slots, a.q.id, (int64_t)time(NULL));
+	if (slot < 0)
 		return;
-	e->used = 0;
+	struct pending *e = &p->pend[slot];
+	if (e->qtype != a.q.qtype || strcmp(e->name, a.q.name))
+		return;
+	hu_dns_slots_release(&p->slots, slot);
 	/* the sandbox may be gone, its slot reused, or its rules changed since
 	 * the query: judge the answer by what is true now */
 	struct hu_sbx *s = sandbox_of(p, e->sbx_addr, id);
@@ -178,6 +200,11 @@ static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 		 * not handed over when they cannot be added. AAAA records are
 		 * learned only where sandboxes have IPv6 (hu_net_learn6 does
 		 * nothing otherwise); the answer goes over unchanged either way */
+		if (!within_budget(p, e->sbx_addr, &a)) {
+			hu_log(HU_LOG_DEBUG, s->id, 0, "dns proxy: %s: more than %d learned addresses live", e->name,
+			       HU_DNS_LEARNED_MAX);
+			return;
+		}
 		if ((a.n_a && hu_net_learn(p->d->rt, e->sbx_addr, a.a, a.n_a, clamp_ttl(a.ttl_min), &err) < 0) ||
 		    (a.n_aaaa &&
 		     hu_net_learn6(p->d->rt, e->sbx_addr, a.aaaa, a.n_aaaa, clamp_ttl(a.ttl_min6), &err) < 0)) {
@@ -240,5 +267,6 @@ void hu_dns_proxy_free(struct hu_dns_proxy *p)
 		close(p->fd);
 	if (p->up >= 0)
 		close(p->up);
+	hu_dns_learned_free(p->learned);
 	free(p);
 }

@@ -21,8 +21,13 @@
  *     costs one or two SHA-256 blocks, about a microsecond). This cannot be
  *     avoided: the request holds no data that depends on the sandbox except
  *     the keyed hash itself, so any index would have to be keyed by a value
- *     that only a token can compute. docs/security.md discusses the cost
- *     (bounded by max_sandboxes) and how to avoid it (step 2).
+ *     that only a token can compute. The scan is what an unauthenticated
+ *     client with random signatures can make the daemon do, so it is rate
+ *     limited for the whole daemon (SCAN_RATE a second, bursts of
+ *     SCAN_BURST): above it such a request is a 429 at the cost of a table
+ *     lookup, and steps 1-3 keep working for every link seen before.
+ *     docs/security.md discusses the cost (bounded by max_sandboxes) and how
+ *     to avoid it (step 2).
  *
  * An expired signature is refused before any of this, so a flood of stale
  * links costs nothing per sandbox. Every comparison is constant-time.
@@ -37,6 +42,16 @@
 #include <time.h>
 
 #include "daemon/sandboxes/registry.h"
+#include "util/clock.h"
+#include "util/ratelimit.h"
+
+/* At most 1000 sandboxes at about a microsecond each: a full-rate flood of
+ * unseen signatures costs at most about a tenth of a core. */
+#define SCAN_RATE 100
+#define SCAN_BURST 200
+
+/* One budget for the process: scans are the daemon's work, whoever asks. */
+static struct hu_ratelimit scan_budget = HU_RATELIMIT_INIT(SCAN_RATE, SCAN_BURST);
 
 bool hu_signed_present(struct hu_req *r)
 {
@@ -165,6 +180,11 @@ struct hu_sbx *hu_signed_resolve(struct hu_req *r)
 		how = "signature index";
 		if (hint && (s = hu_registry_get(reg, hint)) && !verify_one(&c, s))
 			s = NULL;
+		if (!s && !hu_ratelimit_take(&scan_budget, hu_mono_ms())) {
+			hu_reply_error(r, 429, "too many signed URLs not seen before: retry later, or send "
+					       "E2b-Sandbox-Id (or use per-sandbox host names)");
+			return NULL;
+		}
 		if (!s && (s = scan_tokens(reg, &c))) {
 			how = "token scan";
 			hu_registry_sig_remember(reg, c.sig.digest, s->id);

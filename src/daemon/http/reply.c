@@ -4,11 +4,14 @@
 #include <event2/http.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "daemon/common/json.h"
 #include "daemon/common/log.h"
 #include "daemon/common/stats.h"
 #include "daemon/http/server_internal.h"
+#include "util/clock.h"
+#include "util/ratelimit.h"
 
 const char *hu_http_method_name(enum evhttp_cmd_type m)
 {
@@ -82,6 +85,24 @@ static int can_answer(struct hu_req *r)
 	return 1;
 }
 
+/* Failures of requests that proved nothing (no API key, no token, no sandbox
+ * of theirs) are what anyone on the network can produce at will: each one
+ * logs a short line (path and message cut), and at most UNAUTH_LOG_RATE of
+ * them a second (bursts of UNAUTH_LOG_BURST) reach the log at all, so that
+ * a flood of 404s cannot fill the disk or rotate the history away. The next
+ * line that is logged says how many were left out. */
+#define UNAUTH_LOG_RATE 20
+#define UNAUTH_LOG_BURST 100
+#define UNAUTH_PATH_MAX 64
+#define UNAUTH_MSG_MAX 80
+
+static struct hu_ratelimit unauth_log = HU_RATELIMIT_INIT(UNAUTH_LOG_RATE, UNAUTH_LOG_BURST);
+
+static bool unauthenticated_failure(const struct hu_req *r, int status)
+{
+	return status >= 400 && !r->principal[0] && (!r->target_id[0] || status == 401);
+}
+
 static void log_reply(struct hu_req *r, int status, const char *message)
 {
 	struct req_priv *p = hu_req_priv(r);
@@ -90,7 +111,17 @@ static void log_reply(struct hu_req *r, int status, const char *message)
 	double ms = (double)(now.tv_sec - p->t0.tv_sec) * 1e3 + (double)(now.tv_nsec - p->t0.tv_nsec) / 1e6;
 	const char *target = r->target_id[0] ? r->target_id : NULL;
 
-	if (status >= 400)
+	if (unauthenticated_failure(r, status)) {
+		if (!hu_ratelimit_take(&unauth_log, hu_mono_ms()))
+			return;
+		uint64_t left_out = unauth_log.refused;
+		unauth_log.refused = 0;
+		size_t plen = strlen(r->path);
+		hu_log(HU_LOG_WARN, target, r->id, "unauthenticated %s %.*s%s -> %d (%.2f ms): %.*s%s%.0llu%s",
+		       hu_http_method_name(r->method), UNAUTH_PATH_MAX, r->path, plen > UNAUTH_PATH_MAX ? "..." : "",
+		       status, ms, UNAUTH_MSG_MAX, message ? message : "", left_out ? " [" : "",
+		       (unsigned long long)left_out, left_out ? " similar lines left out]" : "");
+	} else if (status >= 400)
 		hu_log(HU_LOG_WARN, target, r->id, "%s %s -> %d (%.2f ms): %s", hu_http_method_name(r->method), r->path,
 		       status, ms, message ? message : "");
 	else

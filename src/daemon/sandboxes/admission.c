@@ -129,7 +129,7 @@ int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint
 	/* real pressure: the lifecycle tick releases paused sandboxes first;
 	 * with none left to release, new sandboxes would only make it worse */
 	if (d->cfg.admission_refuse_under_pressure && cap.holding_paused == 0 &&
-	    hu_lifecycle_under_pressure(&d->cfg, why, sizeof(why)))
+	    hu_lifecycle_under_pressure(d, why, sizeof(why)))
 		return hu_err_set(err, -ENOMEM, "the host is under memory pressure (%s); try again later", why);
 	return 0;
 }

@@ -1,6 +1,7 @@
 /* The host's memory, CPUs, pid_max and memory pressure, cached (host_readings.h). */
 #include "daemon/sandboxes/host_readings.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include "util/fileutil.h"
 #include "util/meminfo.h"
 #include "util/parse.h"
+#include "util/psi.h"
 
 static uint64_t read_pid_max(void)
 {
@@ -20,22 +22,6 @@ static uint64_t read_pid_max(void)
 		return 32768;
 	buf[strcspn(buf, "\n")] = '\0';
 	return hu_parse_u64(buf, &v, &ignored) == 0 ? v : 32768;
-}
-
-/* "some avg10=…" of the memory PSI (the share of time some task stalled on
- * memory over 10 s), or -1 where PSI is off. */
-static double read_psi_some_avg10(void)
-{
-	char line[256];
-	double v = -1;
-	FILE *f = fopen("/proc/pressure/memory", "re");
-
-	if (!f)
-		return -1;
-	if (fgets(line, sizeof(line), f) && sscanf(line, "some avg10=%lf", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
 }
 
 int hu_host_readings(struct hu_host_readings *out, hu_err *err)
@@ -53,7 +39,7 @@ int hu_host_readings(struct hu_host_readings *out, hu_err *err)
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		r.cpus = ncpu > 0 ? (uint32_t)ncpu : 1;
 		r.pid_max = read_pid_max();
-		r.psi_some_avg10 = read_psi_some_avg10();
+		r.psi_some_avg10 = hu_psi_read_some_avg10(AT_FDCWD, "/proc/pressure/memory");
 		cached = r;
 		read_at = now;
 		valid = 1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/sandboxes/host_pressure.h"
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/sandbox_ops.h"
@@ -60,8 +61,32 @@ int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s)
 
 /* ---- memory pressure ------------------------------------------------------ */
 
-int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n)
+struct psi_gather {
+	struct hu_sbx_psi *v;
+	size_t n, cap;
+};
+
+static int gather_psi(struct hu_sbx *s, void *arg)
 {
+	struct psi_gather *g = arg;
+	struct hu_cgroup_stats st;
+	uint64_t disk;
+	hu_err ignored;
+
+	if (s->state != HU_SBX_RUNNING || !s->rt || g->n == g->cap)
+		return 0;
+	double psi = hu_sandbox_memory_psi(s->rt);
+	if (psi <= HU_PSI_STALL_MIN)
+		return 0;
+	int at_limit = hu_sandbox_stats(s->rt, &st, &disk, &ignored) == 0 && st.memory_limit &&
+		       (double)st.memory_bytes >= HU_AT_LIMIT_SHARE * (double)st.memory_limit;
+	g->v[g->n++] = (struct hu_sbx_psi){.some_avg10 = psi, .at_own_limit = at_limit};
+	return 0;
+}
+
+int hu_lifecycle_under_pressure(struct hu_daemon *d, char *why, size_t n)
+{
+	const struct hu_config *cfg = &d->cfg;
 	struct hu_host_readings host;
 	hu_err ignored;
 
@@ -74,11 +99,26 @@ int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n
 		return 1;
 	}
 	double psi = host.psi_some_avg10;
-	if (psi > (double)cfg->pressure_psi_avg10) {
+	if (psi <= (double)cfg->pressure_psi_avg10)
+		return 0;
+	/* over the threshold host-wide: is it the host's, or sandboxes
+	 * stalling at their own limits? (read only in this case) */
+	struct psi_gather g = {.cap = d->reg ? hu_registry_count(d->reg) : 0};
+	if (g.cap && (g.v = calloc(g.cap, sizeof(*g.v))))
+		hu_registry_each(d->reg, gather_psi, &g);
+	double own = hu_host_own_psi(psi, d->rt ? hu_runtime_sandboxes_memory_psi(d->rt) : -1, g.v, g.n);
+	size_t self = 0;
+	for (size_t i = 0; i < g.n; i++)
+		self += g.v[i].at_own_limit;
+	free(g.v);
+	if (own <= (double)cfg->pressure_psi_avg10)
+		return 0;
+	if (self)
+		snprintf(why, n, "memory PSI some avg10 %.1f%% host-wide, %.1f%% without the %zu sandbox(es) stalling at "
+			 "their own memory limit, is above %u%%", psi, own, self, cfg->pressure_psi_avg10);
+	else
 		snprintf(why, n, "memory PSI some avg10 %.1f%% is above %u%%", psi, cfg->pressure_psi_avg10);
-		return 1;
-	}
-	return 0;
+	return 1;
 }
 
 /* ---- the tick ------------------------------------------------------------- */
@@ -174,7 +214,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		if (hu_sbx_release(d, w.release.v[i], HU_RELEASE_IDLE, "paused longer than pause.release_after", &err) < 0)
 			hu_log(HU_LOG_WARN, w.release.v[i]->id, 0, "%s", err.msg);
 	}
-	if (w.holding.n && hu_lifecycle_under_pressure(&d->cfg, why, sizeof(why))) {
+	if (w.holding.n && hu_lifecycle_under_pressure(d, why, sizeof(why))) {
 		qsort(w.holding.v, w.holding.n, sizeof(*w.holding.v), by_last_active);
 		for (size_t i = 0; i < w.holding.n && i < PRESSURE_RELEASES_PER_TICK; i++) {
 			char reason[200];

@@ -36,7 +36,8 @@ struct hu_sbx_list {
 /* Append s; -1 (and s not added) when the list cannot grow. */
 int hu_sbx_list_add(struct hu_sbx_list *l, struct hu_sbx *s);
 
-/* Host memory pressure, as the settings define it: 1 and why, or 0. */
-int hu_lifecycle_under_pressure(const struct hu_config *cfg, char *why, size_t n);
+/* Host memory pressure, as the settings define it: 1 and why, or 0. PSI
+ * counts the host's own stalls only (host_pressure.h). */
+int hu_lifecycle_under_pressure(struct hu_daemon *d, char *why, size_t n);
 
 #endif

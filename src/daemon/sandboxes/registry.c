@@ -5,11 +5,14 @@
  * and the timer that samples every sandbox's usage for the metrics API.
  */
 #include "daemon/sandboxes/registry.h"
+#include "daemon/sandboxes/init_death.h"
+#include "util/clock.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_metrics.h"
@@ -35,6 +38,7 @@ struct hu_registry {
 	struct event *sampler;
 	size_t sample_next; /* the slot the sampler's next slice starts at */
 	struct sig_hint *sig_hints; /* SIG_HINTS entries */
+	struct hu_deaths *deaths;   /* why recent sandboxes' inits died (init_death.h) */
 };
 
 /* FNV-1a: ids are random already; this only spreads them over the slots. */
@@ -152,6 +156,7 @@ int hu_registry_new(struct hu_daemon *d, struct hu_registry **out, hu_err *err)
 	reg->slots = calloc(reg->nslots, sizeof(*reg->slots));
 	reg->tslots = calloc(reg->nslots, sizeof(*reg->tslots));
 	reg->sig_hints = calloc(SIG_HINTS, sizeof(*reg->sig_hints));
+	reg->deaths = calloc(1, sizeof(*reg->deaths));
 	reg->sampler = event_new(d->base, -1, EV_PERSIST, sample_all, reg);
 	if (!reg->slots || !reg->tslots || !reg->sig_hints || !reg->sampler || event_add(reg->sampler, &every) < 0) {
 		hu_registry_free(reg);
@@ -192,6 +197,7 @@ void hu_registry_free(struct hu_registry *reg)
 	free(reg->slots);
 	free(reg->tslots);
 	free(reg->sig_hints);
+	free(reg->deaths);
 	free(reg);
 }
 
@@ -263,13 +269,31 @@ void hu_registry_each(struct hu_registry *reg, int (*fn)(struct hu_sbx *s, void 
 
 /* hutch-init exited without being asked: everything inside is gone with
  * it (PID 1 of the namespace), so the sandbox is dead; clean up after it. */
+/* hutch-init died without being asked: say why (its wait status, peeked
+ * without reaping it, and the cgroup's OOM kills), remember it, clean up. */
 static void on_init_exit(evutil_socket_t fd, short what, void *arg)
 {
 	struct hu_sbx *s = arg;
+	struct hu_cgroup_stats st = {0};
+	char reason[HU_DEATH_REASON_MAX];
+	siginfo_t si = {0};
+	uint64_t disk;
 	hu_err err;
 
-	if (hu_sbx_kill(s->reg->d, s, "hutch-init exited on its own", &err) < 0)
+	int known = waitid((idtype_t)P_PIDFD, (id_t)fd, &si, WEXITED | WNOWAIT | WNOHANG) == 0 && si.si_pid;
+	if (s->rt)
+		hu_sandbox_stats(s->rt, &st, &disk, &err);
+	hu_init_death_describe(known ? &si : NULL, st.oom_kills, reason, sizeof(reason));
+	hu_log(HU_LOG_WARN, s->id, 0, "%s", reason);
+	if (s->reg->deaths)
+		hu_deaths_note(s->reg->deaths, s->id, s->team, s->access_token, reason, hu_mono_ms());
+	if (hu_sbx_kill(s->reg->d, s, reason, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "cleanup after init exit: %s", err.msg);
+}
+
+const char *hu_registry_death(struct hu_registry *reg, const char *id, const char *team, const char *token)
+{
+	return reg && reg->deaths ? hu_deaths_find(reg->deaths, id, team, token, hu_mono_ms()) : NULL;
 }
 
 int hu_registry_watch(struct hu_registry *reg, struct hu_sbx *s, hu_err *err)

@@ -78,6 +78,10 @@ size_t hu_registry_count(struct hu_registry *reg);
  * the caller verifies it again. */
 #define HU_SIG_DIGEST_LEN 32 /* sha256 */
 const char *hu_registry_sig_hint(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN]);
+/* Why sandbox id's hutch-init died, if it did within the last minutes and
+ * team matches (control plane), or, with team NULL, token is its access
+ * token (data plane); NULL otherwise (init_death.h). */
+const char *hu_registry_death(struct hu_registry *reg, const char *id, const char *team, const char *token);
 void hu_registry_sig_remember(struct hu_registry *reg, const uint8_t digest[HU_SIG_DIGEST_LEN], const char *id);
 /* Index s (its id must be new) and watch its hutch-init: if init exits on
  * its own, the sandbox is killed (hu_sbx_kill) and removed. */

@@ -13,6 +13,7 @@
 #include "daemon/common/fault.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/snapshots.h"
+#include "daemon/sandboxes/quota.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/sandboxes/sbx_mounts.h"
@@ -525,7 +526,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	/* a pool sandbox has an empty layer: not for a snapshot's files */
 	struct hu_sbx *warm = json_array_size(s->mounts) || from_snap ? NULL : hu_pool_take(d, s);
 	/* before anything is built: a refused create leaves nothing behind */
-	if (admit(d, s, err) < 0) {
+	if (hu_quota_check_sandbox(d, team, s->memory_bytes, err) < 0 || admit(d, s, err) < 0) {
 		if (warm)
 			hu_pool_put_back(d, warm);
 		hu_sbx_free(s);
@@ -584,6 +585,12 @@ void hu_sbx_pending_commitments(const struct hu_daemon *d, uint64_t *memory_byte
 		*memory_bytes += pc->s->memory_bytes;
 		*cpu_millis += pc->s->cpu_millis;
 	}
+}
+
+void hu_sbx_each_pending(const struct hu_daemon *d, void (*fn)(const struct hu_sbx *s, void *arg), void *arg)
+{
+	for (const struct hu_pending_create *pc = d->creating; pc; pc = pc->next)
+		fn(pc->s, arg);
 }
 
 void hu_sbx_abort_creates(struct hu_daemon *d)
@@ -736,6 +743,8 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 
 	if (s->state == HU_SBX_RUNNING)
 		return hu_err_set(err, -EALREADY, "sandbox %s is already running", s->id);
+	if (hu_quota_check_resume(d, s, err) < 0)
+		return -1;
 	/* a resume is admitted like a create: its full limits back, frozen
 	 * sandboxes released for it if need be; refused whole, before
 	 * anything changed, with 503 and Retry-After */

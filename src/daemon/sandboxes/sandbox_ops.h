@@ -33,6 +33,8 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 int hu_sbx_new_pooled(struct hu_daemon *d, const char *template_id, struct hu_sbx **out, hu_err *err);
 /* Memory and CPU (thousandths) that creates in progress will commit. */
 void hu_sbx_pending_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *cpu_millis);
+/* Call fn for the sandbox of every create in progress. */
+void hu_sbx_each_pending(const struct hu_daemon *d, void (*fn)(const struct hu_sbx *s, void *arg), void *arg);
 /* Daemon shutdown: creates still in progress are finished and destroyed;
  * their callbacks get ECANCELED. */
 void hu_sbx_abort_creates(struct hu_daemon *d);

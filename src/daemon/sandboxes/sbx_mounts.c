@@ -40,7 +40,7 @@ int hu_sbx_mounts_build(struct hu_daemon *d, struct hu_sbx *s, const struct hu_m
 			e = entry_volume(m, &v, path);
 		} else {
 			/* resolve once now, so a bad path is a 400 before anything runs */
-			int fd = hu_host_mount_open(&d->cfg, m->host_path, err);
+			int fd = hu_host_mount_open(&d->cfg, s->team, m->host_path, err);
 			if (fd < 0)
 				goto fail;
 			close(fd);
@@ -81,7 +81,7 @@ int hu_sbx_runtime_mounts(struct hu_daemon *d, const struct hu_sbx *s, struct hu
 			    (fd = hu_volume_open(&d->cfg, &v, err)) < 0)
 				goto fail;
 		} else if (!strcmp(str(e, "kind"), "host")) {
-			if ((fd = hu_host_mount_open(&d->cfg, str(e, "hostPath"), err)) < 0)
+			if ((fd = hu_host_mount_open(&d->cfg, s->team, str(e, "hostPath"), err)) < 0)
 				goto fail;
 		} else {
 			hu_err_set(err, -EINVAL, "mount %zu: unknown kind '%s'", i, str(e, "kind"));

@@ -41,9 +41,10 @@ int hu_sbx_mounts_volume(const struct hu_sbx *s, const char *volume_id);
 /* volumeMounts for the SandboxDetail view: [{name, path}] (new reference). */
 json_t *hu_sbx_volume_mounts_json(const struct hu_sbx *s);
 
-/* host_mounts.c: an O_PATH fd of host_path, resolved beneath the configured
- * root that contains it (openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS:
- * no '..', symlink or magic link can lead out of the root). */
-int hu_host_mount_open(const struct hu_config *cfg, const char *host_path, hu_err *err);
+/* host_mounts.c: an O_PATH fd of host_path, resolved beneath the directory
+ * of a configured root that team may use (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: no '..' and no symlink of
+ * any kind is followed). EPERM when only another team's root holds it. */
+int hu_host_mount_open(const struct hu_config *cfg, const char *team, const char *host_path, hu_err *err);
 
 #endif
