@@ -134,7 +134,7 @@ HUTCH_DATA_DIR="$work/data" HUTCH_RUN_DIR="$work/run" HUTCH_CGROUP_PARENT="$cgpa
 daemon_pid=$!
 key=
 for _ in $(seq 200); do
-	key=$(grep -o 'hutch_[0-9a-f]\{16,\}' "$work/daemon.log" | head -1)
+	key=$(grep -oE '(e2b|hutch)_[0-9a-f]{16,}' "$work/daemon.log" | head -1)
 	[ -n "$key" ] && grep -q 'listening on' "$work/daemon.log" && break
 	kill -0 "$daemon_pid" 2>/dev/null || break
 	sleep 0.1
