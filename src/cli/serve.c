@@ -231,6 +231,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */
 	hu_envd_process_shutdown(d);
+	hu_envd_watchers_shutdown(d);
 	hu_sbx_abort_creates(d);
 	/* creates waiting for their template's readiness check fail and are
 	 * undone; restarted sandboxes keep running without the wait */
