@@ -44,7 +44,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -80,6 +80,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 deps:
 	scripts/install-deps.sh
+	tests/e2e-py/setup-venv.sh
 
 run: all
 	$(HUTCH) run -- python3 -c 'print(1)'
@@ -95,6 +96,9 @@ check-integration: all
 
 check-e2e: all
 	tests/e2e/run.sh $(BUILD)
+
+check-e2e-py: all
+	tests/e2e-py/run.sh $(BUILD)
 
 # The include rules of src/ (docs/architecture.md "Layers").
 check-layering:
@@ -125,6 +129,7 @@ check:
 	tests/integration/run.sh build-san
 	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
+	tests/e2e-py/run.sh build-san
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh

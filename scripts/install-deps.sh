@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
       libevent-dev libjansson-dev libsqlite3-dev libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
       libnftables-dev nftables libarchive-dev
-      iproute2 util-linux procps python3 bash coreutils bubblewrap crun e2fsprogs"
+      iproute2 util-linux procps python3 python3-venv bash coreutils bubblewrap crun e2fsprogs"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
