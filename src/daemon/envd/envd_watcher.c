@@ -8,7 +8,10 @@
  * connection running one WATCH_START, whose events the daemon buffers until
  * someone asks for them. GetWatcherEvents hands over what is buffered and
  * empties the buffer, as envd does. What envd leaves unbounded is bounded
- * here:
+ * here (and a poll hands over everything the changes it follows caused:
+ * before answering, the daemon PINGs the watch's init connection, and init
+ * answers PONG only after forwarding every event the kernel had queued, so
+ * a write whose answer the client saw is in the next poll):
  *   - events: at most WATCHER_MAX_EVENTS or WATCHER_MAX_BYTES of init
  *     payload buffered; past that the watcher stops and every poll answers
  *     data_loss (envd's answer when its watch loses events), so a client
@@ -50,6 +53,9 @@
 #define WATCHER_ID_HEX 20 /* "w" + 20 hex: 80 random bits */
 #define WATCHER_START_TIMEOUT_S 30
 #define WATCHER_SWEEP_S 1
+/* a poll waits this long at most for init's PONG, then answers with what
+ * it has (init stuck or frozen) */
+#define WATCHER_FLUSH_TIMEOUT_MS 2000
 /* init's limit for a recursive watch's depth (HU_REQ_MAX_DEPTH), as WatchDir */
 #define WATCHER_RECURSIVE_DEPTH 64
 
@@ -67,7 +73,12 @@ struct watcher {
 	const char *stop_code; /* set once stopped on its own: what polls answer */
 	char stop_msg[160];
 	time_t last_poll; /* CLOCK_MONOTONIC seconds */
+	struct hu_req *poll;     /* GetWatcherEvents waiting for init's PONG */
+	uint32_t ping_id;
+	struct event *poll_timer;
 };
+
+static void answer_poll(struct watcher *w);
 
 static struct watcher *watchers;
 static unsigned n_watchers;
@@ -106,10 +117,19 @@ static void watcher_stop(struct watcher *w, const char *code, const char *msg)
 	}
 	json_array_clear(w->events);
 	w->bytes = 0;
+	if (w->poll)
+		answer_poll(w);
 }
 
 static void watcher_free(struct watcher *w)
 {
+	if (w->poll) {
+		struct hu_req *r = w->poll;
+		w->poll = NULL;
+		hu_connect_error(r, "not_found", "watcher with id %s not found", w->id);
+	}
+	if (w->poll_timer)
+		event_free(w->poll_timer);
 	unlist(w);
 	hu_initconn_free(w->conn);
 	if (w->start_timer)
@@ -172,12 +192,16 @@ static void on_frame(struct hu_initconn *conn, const struct hu_frame_hdr *hdr, c
 	struct watcher *w = arg;
 	hu_err err;
 
-	if (hdr->id != w->watch_id)
+	if (hdr->id != w->watch_id && !(hdr->type == HU_MSG_PONG && w->poll && hdr->id == w->ping_id))
 		return;
 	switch (hdr->type) {
 	case HU_MSG_OK:
 		if (w->pending)
 			answer_create(w, NULL, NULL);
+		break;
+	case HU_MSG_PONG:
+		if (w->poll && hdr->id == w->ping_id)
+			answer_poll(w);
 		break;
 	case HU_MSG_WATCH_EVENT:
 		if (!w->pending)
@@ -199,6 +223,8 @@ static void on_close(struct hu_initconn *conn, const hu_err *why, void *arg)
 {
 	struct watcher *w = arg;
 
+	if (w->poll)
+		w->poll->target = NULL; /* the sandbox may be freed already */
 	if (w->pending) {
 		w->pending->target = NULL; /* the sandbox may be freed already */
 		answer_create(w, "unavailable", "the sandbox is not running any more");
@@ -224,7 +250,7 @@ static void on_sweep(evutil_socket_t fd, short what, void *arg)
 
 	for (; w; w = next) {
 		next = w->next;
-		if (!w->pending && now - w->last_poll >= (time_t)w->d->cfg.watcher_idle_s) {
+		if (!w->pending && !w->poll && now - w->last_poll >= (time_t)w->d->cfg.watcher_idle_s) {
 			hu_log(HU_LOG_INFO, w->sbx_id, 0, "watcher %s: not polled for %us, removed", w->id,
 			       w->d->cfg.watcher_idle_s);
 			watcher_free(w); /* may free sweep when it was the last: nothing follows */
@@ -376,33 +402,70 @@ static struct watcher *named_watcher(struct hu_req *r)
 	return w;
 }
 
-void hu_envd_fs_get_watcher_events(struct hu_req *r)
+/* Answer the poll in w->poll with the buffered events (or the error the
+ * watcher stopped with) and empty the buffer. */
+static void answer_poll(struct watcher *w)
 {
-	struct watcher *w = named_watcher(r);
-	json_t *events, *fresh;
+	struct hu_req *r = w->poll;
+	json_t *fresh, *reply;
 
-	if (!w)
-		return;
+	w->poll = NULL;
+	if (w->poll_timer)
+		evtimer_del(w->poll_timer);
 	w->last_poll = now_s();
 	if (w->stop_code) {
 		hu_connect_error(r, w->stop_code, "%s", w->stop_msg);
 		return;
 	}
-	if (!(fresh = json_array())) {
-		hu_connect_error(r, "resource_exhausted", "out of memory");
-		return;
-	}
-	json_t *reply = json_pack("{s:O}", "events", w->events);
+	fresh = json_array();
+	reply = fresh ? json_pack("{s:O}", "events", w->events) : NULL;
 	if (!reply) {
 		json_decref(fresh);
 		hu_connect_error(r, "resource_exhausted", "out of memory");
 		return;
 	}
-	events = w->events;
+	json_decref(w->events); /* the reply holds it */
 	w->events = fresh;
 	w->bytes = 0;
-	json_decref(events); /* the reply holds it */
 	hu_connect_reply(r, reply);
+}
+
+static void on_poll_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	answer_poll(arg);
+}
+
+void hu_envd_fs_get_watcher_events(struct hu_req *r)
+{
+	struct timeval tv = {WATCHER_FLUSH_TIMEOUT_MS / 1000, (WATCHER_FLUSH_TIMEOUT_MS % 1000) * 1000};
+	struct watcher *w = named_watcher(r);
+	struct hu_buf b = {0};
+	hu_err err;
+
+	if (!w)
+		return;
+	if (w->poll) { /* one flush at a time: the earlier poll gets the events */
+		w->last_poll = now_s();
+		hu_connect_reply(r, json_pack("{s:[]}", "events"));
+		return;
+	}
+	w->poll = r;
+	if (!w->conn || w->stop_code) {
+		answer_poll(w);
+		return;
+	}
+	if (!w->poll_timer && !(w->poll_timer = evtimer_new(w->d->base, on_poll_timeout, w))) {
+		answer_poll(w); /* without the flush: what is buffered */
+		return;
+	}
+	w->ping_id = hu_initconn_next_id(w->conn);
+	if (hu_init_build_simple(&b, HU_MSG_PING, w->ping_id, &err) < 0 || hu_initconn_send(w->conn, &b, &err) < 0) {
+		hu_buf_free(&b);
+		answer_poll(w);
+		return;
+	}
+	hu_buf_free(&b);
+	evtimer_add(w->poll_timer, &tv);
 }
 
 void hu_envd_fs_remove_watcher(struct hu_req *r)
