@@ -111,6 +111,7 @@ check-fuzz:
 # (skipped with a message without one; docs/e2b-compat.md).
 check-conformance: all
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" $(BUILD)
+	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" $(BUILD)
 
 fuzz:
 	tests/fuzz/run.sh build
@@ -131,6 +132,7 @@ check:
 	tests/e2e/run.sh build-san
 	tests/e2e-py/run.sh build-san
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
+	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh
 
