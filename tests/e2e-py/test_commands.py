@@ -87,3 +87,15 @@ def test_pty_create_input_resize_kill(sandbox):
 def test_large_output_intact(sandbox):
     r = sandbox.commands.run("head -c 5000000 /dev/zero | tr '\\0' a")
     assert len(r.stdout) == 5_000_000 and set(r.stdout) == {"a"}
+
+
+def test_relative_cwd_is_taken_from_home(sandbox):
+    sandbox.files.make_dir("rel/dir")
+    h = sandbox.commands.run("sleep 30", background=True, cwd="rel/dir")
+    assert sandbox.commands.run("pwd", cwd="rel/dir").stdout == "/home/user/rel/dir\n"
+    assert sandbox.commands.run("pwd", cwd="/tmp").stdout == "/tmp\n"
+    listed = next(p for p in sandbox.commands.list() if p.pid == h.pid)
+    assert listed.cwd == "/home/user/rel/dir"
+    h.kill()
+    with pytest.raises(Exception):
+        sandbox.commands.run("pwd", cwd="no/such/dir")

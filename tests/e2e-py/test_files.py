@@ -223,3 +223,16 @@ async def test_watch_async_stream():
         await h.stop()
     finally:
         await sbx.kill()
+
+
+def test_watch_poll_right_after_a_write_has_all_its_events(sandbox):
+    # no waiting: the poll hands over everything the write caused, in
+    # envd's order for an upload (it chowns the file: CHMOD)
+    sandbox.files.make_dir("/tmp/now")
+    h = sandbox.files.watch_dir("/tmp/now")
+    for i in range(5):
+        sandbox.files.write(f"/tmp/now/f{i}", "data")
+        got = [(e.name, e.type) for e in h.get_new_events()]
+        assert got == [(f"f{i}", FilesystemEventType.CREATE), (f"f{i}", FilesystemEventType.CHMOD),
+                       (f"f{i}", FilesystemEventType.WRITE)], got
+    h.stop()

@@ -91,6 +91,21 @@ def test_on_timeout_pause_and_auto_resume(daemon):
         sbx.kill()
 
 
+def test_set_timeout_zero_times_out_now(daemon):
+    sbx = Sandbox.create(timeout=60, lifecycle={"on_timeout": "pause", "auto_resume": False})
+    try:
+        sbx.commands.run("echo 1 > /tmp/mark")
+        sbx.set_timeout(0)
+        deadline = time.monotonic() + 5
+        while Sandbox.get_info(sbx.sandbox_id).state != SandboxState.PAUSED:
+            assert time.monotonic() < deadline, "paused at once"
+            time.sleep(0.2)
+        again = Sandbox.connect(sbx.sandbox_id, timeout=60)
+        assert again.files.read("/tmp/mark") == "1\n"
+    finally:
+        sbx.kill()
+
+
 def test_metrics_are_real_samples(daemon):
     sbx = Sandbox.create(timeout=60)
     try:
