@@ -1,7 +1,7 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
-PKGS      := libevent jansson sqlite3 libseccomp zlib libcrypto libnftables libarchive
+PKGS      := libevent jansson sqlite3 libpq libseccomp zlib libcrypto libnftables libarchive
 CC        ?= cc
 SAN       ?= 0
 PREFIX    ?= /usr/local
@@ -20,8 +20,17 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wn
 CPPFLAGS  += -D_GNU_SOURCE -Isrc $(shell pkg-config --cflags $(PKGS))
 CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed
-LIBS      := $(shell pkg-config --libs $(PKGS))
-TEST_LIBS := $(shell pkg-config --libs cmocka)
+# libarchive and libnftables are loaded on first use (src/util/dynlib.h), by the soname the linker
+# would record; programs that call them directly (tests) link them as usual.
+LAZY_PKGS := libarchive libnftables
+soname     = $(shell objdump -p $(shell pkg-config --variable=libdir $(1))/$(2).so 2>/dev/null | awk '/SONAME/ {print $$2}')
+CPPFLAGS  += -DHU_LIBARCHIVE_SONAME='"$(call soname,libarchive,libarchive)"' \
+             -DHU_LIBNFTABLES_SONAME='"$(call soname,libnftables,libnftables)"'
+ifeq ($(findstring .so.,$(call soname,libarchive,libarchive)$(call soname,libnftables,libnftables)),)
+$(error cannot read the sonames of libarchive and libnftables (objdump, the -dev packages))
+endif
+LIBS      := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS)))
+TEST_LIBS := $(shell pkg-config --libs cmocka $(LAZY_PKGS))
 
 UTIL_SRC    := $(wildcard src/util/*.c)
 PROTO_SRC   := $(wildcard src/proto/*.c)
@@ -44,7 +53,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -100,12 +109,27 @@ check-e2e: all
 check-e2e-py: all
 	tests/e2e-py/run.sh $(BUILD)
 
+# The core end-to-end files again with the store in PostgreSQL (a server of
+# the run's own, tests/pg.sh).
+E2E_PG_FILES := ./control.test.mjs ./lifecycle.test.mjs ./store_pg.test.mjs ./cluster.test.mjs
+check-e2e-pg: all
+	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh $(BUILD)
+
 # The include rules of src/ (docs/architecture.md "Layers").
 check-layering:
 	mkdir -p tests/results; python3 tests/lint/layering.py > tests/results/layering.txt; rc=$$?; cat tests/results/layering.txt; exit $$rc
 
 check-fuzz:
 	tests/fuzz/run.sh smoke
+
+# The code interpreter's server against real kernels on the host (~40 s).
+check-interpreter:
+	images/code-interpreter/tests/run.sh
+
+# The code-interpreter-v1 template built and its server driven inside a sandbox; the first run downloads
+# ~300 MB of Debian packages into HUTCH_INTERP_CACHE (docs/operations.md, "The code interpreter").
+check-interpreter-sandbox: all
+	images/code-interpreter/tests/sandbox.sh $(BUILD)
 
 # E2B's own JS SDK tests against hutch: E2B_REPO=<checkout of e2b-dev/E2B>
 # (skipped with a message without one; docs/e2b-compat.md).
@@ -131,6 +155,8 @@ check:
 	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
 	tests/e2e-py/run.sh build-san
+	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh build-san
+	images/code-interpreter/tests/run.sh
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke

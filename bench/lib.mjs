@@ -58,3 +58,19 @@ export async function harness() {
 
 // The unmodified e2b SDK, the version the e2e tests pin
 export const sdk = () => createRequire(resolve(e2e, 'package.json'))('e2b')
+
+// envd's process.Start of argv in sandbox `id` of daemon d, resolving when the process ends
+// (what the SDK's commands.run does, without its login shell)
+export async function envdRun(d, id, token, argv) {
+  const msg = Buffer.from(JSON.stringify({ process: { cmd: argv[0], args: argv.slice(1) } }))
+  const env = Buffer.alloc(5 + msg.length)
+  env.writeUInt32BE(msg.length, 1)
+  msg.copy(env, 5)
+  const r = await fetch(`${d.url}/process.Process/Start`, {
+    method: 'POST', body: env,
+    headers: { 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1', 'E2b-Sandbox-Id': id,
+      'X-Access-Token': token, Authorization: 'Basic ' + Buffer.from('user:').toString('base64') },
+  })
+  const body = Buffer.from(await r.arrayBuffer())
+  if (r.status !== 200 || !body.includes('"end"')) throw new Error(`exec ${argv}: ${r.status} ${body}`)
+}

@@ -20,7 +20,7 @@ import { spawn } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, rmdirSync, existsSync, rmSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { arg, now, sleep, stats, recorder, harness } from './lib.mjs'
+import { arg, now, sleep, stats, recorder, harness, envdRun } from './lib.mjs'
 
 const here = dirname(fileURLToPath(import.meta.url))
 const { startDaemon, api } = await harness()
@@ -66,19 +66,7 @@ async function must(method, path, body, status) {
   return r.json
 }
 // envd process.Start of `argv`, waiting for its end (what commands.run does)
-async function exec(id, token, argv) {
-  const msg = Buffer.from(JSON.stringify({ process: { cmd: argv[0], args: argv.slice(1) } }))
-  const env = Buffer.alloc(5 + msg.length)
-  env.writeUInt32BE(msg.length, 1)
-  msg.copy(env, 5)
-  const r = await fetch(`${d.url}/process.Process/Start`, {
-    method: 'POST', body: env,
-    headers: { 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1', 'E2b-Sandbox-Id': id,
-      'X-Access-Token': token, Authorization: 'Basic ' + Buffer.from('user:').toString('base64') },
-  })
-  const body = Buffer.from(await r.arrayBuffer())
-  if (r.status !== 200 || !body.includes('"end"')) throw new Error(`exec ${argv}: ${r.status} ${body}`)
-}
+const exec = (id, token, argv) => envdRun(d, id, token, argv)
 async function createWithWorkload() {
   const s = await must('POST', '/v2/sandboxes', { templateID: 'base', timeout: 3600 }, 201)
   // background: the stream is cut after the start event, the process stays

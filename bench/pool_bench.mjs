@@ -1,5 +1,5 @@
 // Create speed of hutch serve, with and without a warm pool (docs/benchmarks.md "Create speed and warm pools").
-//   node bench/pool_bench.mjs [--rounds 3] [--n 100] [--seconds 10] [--workers 8] [--build build] [--only warm,cold,c50,tput]
+//   node bench/pool_bench.mjs [--rounds 3] [--n 100] [--seconds 10] [--workers 8] [--build build] [--only warm,cold,c50,c50d,tput]
 //                             [--rundir shm|disk]
 // The daemon's run dir is on tmpfs (/dev/shm) by default, as /run is on most hosts; --rundir disk puts it in the
 // system temp dir (ext4 here), where the e2e tests run.
@@ -7,7 +7,7 @@
 //   warm_http      POST /v2/sandboxes answered from the pool (the pool is full before each create)
 //   cold_http      POST /v2/sandboxes with pool.size = 0 (the sandbox is built for the request)
 //   c50_sdk_pool   each of 50 Sandbox.create() issued at once, pool.size = 50 (sized for the burst)
-//   c50_sdk_pool2  the same with the default pool.size = 2
+//   c50_sdk_pool2  the same with the default configuration (pool.size = 2, which grows with demand up to pool.max 64)
 //   c50_sdk_cold   the same with pool.size = 0
 //   c50_http_pool  50 POST /v2/sandboxes at once through raw HTTP (keep-alive), pool.size = 50;
 //                  baseline c50_http_health: 50 GET /health at once, same round
@@ -68,12 +68,16 @@ async function kill(d, id) {
   const r = await request(d, 'DELETE', `/sandboxes/${id}`)
   if (r.status !== 204) throw new Error(`kill: ${r.status} ${r.body}`)
 }
+// The pool is full: as many ready as configured, or as its demand target
+// (pools follow the recent peak of creates, docs/operations.md "Warm pools"),
+// nothing being built; a refill admission holds back is waited for 30 s at most.
 async function poolReady(d, want) {
+  const end = now() + 30000
   for (;;) {
     const m = (await request(d, 'GET', '/metrics')).body
-    const ready = Number(m.match(/hutch_pool_sandboxes\{template="base",state="ready"\} (\d+)/)?.[1] ?? 0)
-    const building = Number(m.match(/hutch_pool_sandboxes\{template="base",state="building"\} (\d+)/)?.[1] ?? 0)
-    if (ready >= want && building === 0) return
+    const get = (st) => Number(m.match(new RegExp(`hutch_pool_sandboxes\\{template="base",state="${st}"\\} (\\d+)`))?.[1] ?? 0)
+    const ready = get('ready'), building = get('building'), target = get('target')
+    if ((ready >= Math.max(want, target) && building === 0) || now() > end) return
     await sleep(5)
   }
 }
@@ -130,6 +134,20 @@ async function burst50(d, o) {
   return lat
 }
 
+// What the full pool costs while it waits: its size, what admission counts
+// for it and what it holds (memory charged to its cgroups, tasks).
+function poolCost(name, m) {
+  const get = (re) => Number(m.match(re)?.[1] ?? NaN)
+  const ready = get(/hutch_pool_sandboxes\{template="base",state="ready"\} (\d+)/)
+  const mc = get(/hutch_memory_by_state_bytes\{state="pool",kind="committed"\} (\d+)/)
+  const mh = get(/hutch_memory_by_state_bytes\{state="pool",kind="held"\} (\d+)/)
+  const pc = get(/hutch_pids_by_state\{state="pool",kind="committed"\} (\d+)/)
+  const budget = get(/hutch_memory_bytes\{kind="budget"\} (\d+)/)
+  const peak = get(/hutch_pool_demand_peak\{template="base"\} (\d+)/)
+  process.stderr.write(`${name}: pool at its peak: ${ready} ready (demand peak ${peak}), committing ${(mc / 2 ** 20).toFixed(1)} MiB ` +
+    `(${(100 * mc / budget).toFixed(3)}% of the memory budget) and ${pc} pids, holding ${(mh / 2 ** 20).toFixed(1)} MiB\n`)
+}
+
 // `firstName` records the first warm-up burst: the SDK's code not yet
 // compiled by V8, as in a client process that has just started.
 async function concurrent50(name, poolSize, firstName) {
@@ -142,6 +160,8 @@ async function concurrent50(name, poolSize, firstName) {
       const lat = await burst50(d, o)
       if (w === 0 && firstName) for (const l of lat) add(firstName, l, 0)
     }
+    await poolReady(d, poolSize)
+    poolCost(name, (await request(d, 'GET', '/metrics')).body)
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
       for (const l of await burst50(d, o)) add(name, l, r)
@@ -234,6 +254,8 @@ if (only.includes('c50')) {
   await concurrent50('c50_sdk_pool2', 2)
   await concurrent50('c50_sdk_cold', 0)
 }
+// the default configuration alone (docs/benchmarks.md: the demand-following pool's target)
+if (only.includes('c50d')) await concurrent50('c50_sdk_pool2', 2)
 if (only.includes('tput')) {
   await sustained('tput_pool2', 2)
   await sustained('tput_pool16', 16)

@@ -1,9 +1,9 @@
 /*
- * hutch keys create --team NAME [--data-dir DIR]
+ * hutch keys create --team NAME [--data-dir DIR] [--config FILE] [--store URI]
  *
  * Creates an API key for a team and prints it (the store keeps only its
- * hash). The store is SQLite in WAL mode, so this works while the daemon
- * runs.
+ * hash). The store is SQLite in WAL mode or PostgreSQL, so this works
+ * while daemons run.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,9 +17,11 @@
 
 static void keys_usage(FILE *f)
 {
-	fprintf(f, "usage: hutch keys create --team NAME [--data-dir DIR]\n\n"
+	fprintf(f, "usage: hutch keys create --team NAME [--data-dir DIR] [--config FILE] [--store URI]\n\n"
 		   "Creates an API key for team NAME ([a-z0-9_-], 1..63 characters) and prints it once.\n\n"
-		   "  --data-dir DIR    the daemon's data dir (default /var/lib/hutch, or $HUTCH_DATA_DIR)\n");
+		   "  --data-dir DIR    the daemon's data dir (default /var/lib/hutch, or $HUTCH_DATA_DIR)\n"
+		   "  --config FILE     the daemon's config file: its store and data_dir\n"
+		   "  --store URI       the store: sqlite (the data dir's) or a postgresql:// URI\n");
 }
 
 static int team_valid(const char *t)
@@ -63,6 +65,16 @@ static int keys_create(int argc, char **argv)
 				cli_error("--data-dir: %s", err.msg);
 				return EXIT_USAGE;
 			}
+		} else if ((v = flag_value(argc, argv, &i, "--config"))) {
+			if (hu_config_load_file(&cfg, v, &err) < 0) {
+				cli_error("--config: %s", err.msg);
+				return EXIT_USAGE;
+			}
+		} else if ((v = flag_value(argc, argv, &i, "--store"))) {
+			if (hu_config_set(&cfg, "store", v, &err) < 0) {
+				cli_error("--store: %s", err.msg);
+				return EXIT_USAGE;
+			}
 		} else {
 			cli_error("unexpected argument '%s'", argv[i]);
 			keys_usage(stderr);
@@ -77,7 +89,7 @@ static int keys_create(int argc, char **argv)
 		cli_error("team '%s' is not valid: use 1..%d characters of a-z, 0-9, '_' and '-'", team, TEAM_MAX);
 		return EXIT_USAGE;
 	}
-	if (hu_store_open(cfg.data_dir, &st, &err) < 0 ||
+	if (hu_store_open(hu_config_store_location(&cfg), &st, &err) < 0 ||
 	    hu_store_key_create(st, team, key, sizeof(key), &err) < 0) {
 		cli_error("%s", err.msg);
 		if (st)

@@ -49,6 +49,11 @@ static void run_usage(FILE *f)
 		   "  --pids N          process limit (default 256)\n"
 		   "  --cpus N          CPU limit, fractions allowed (default 1)\n"
 		   "  --disk SIZE       size of the writable layer (default 1G)\n"
+		   "  --io-weight N     share of a disk's time against other sandboxes, 1..10000\n"
+		   "                    (default HUTCH_IO_WEIGHT, else 100)\n"
+		   "  --io-bps SIZE     read and write cap each, per disk, a second (50M; default\n"
+		   "                    HUTCH_IO_BPS, else none; only tighter than it)\n"
+		   "  --io-iops N       read and write operations a second each, per disk (as --io-bps)\n"
 		   "  --timeout DUR     kill after DUR, exit 124 (examples: 30s, 5m; default none)\n"
 		   "  --user root|user  who runs CMD (default user)\n"
 		   "  --env KEY=VALUE   set an environment variable (repeatable)\n"
@@ -102,6 +107,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"volume", required_argument, NULL, 'v'},
 		{"internet", no_argument, NULL, 'I'},     {"allow-out", required_argument, NULL, 'A'},
 		{"deny-out", required_argument, NULL, 'D'},
+		{"io-weight", required_argument, NULL, 'W'}, {"io-bps", required_argument, NULL, 'B'},
+		{"io-iops", required_argument, NULL, 'O'},
 		{NULL, 0, NULL, 0},
 	};
 	hu_err err;
@@ -119,6 +126,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		case 'p': rc = hu_parse_u64(optarg, &o->spec.limits.pids, &err); break;
 		case 'c': rc = hu_parse_cpus(optarg, &o->spec.limits.cpu_millis, &err); break;
 		case 'd': rc = hu_parse_size(optarg, &o->spec.disk_bytes, &err); break;
+		case 'W': rc = hu_cgroup_io_parse(optarg, NULL, NULL, &o->spec.limits.io, &err); break;
+		case 'B': rc = hu_cgroup_io_parse(NULL, optarg, NULL, &o->spec.limits.io, &err); break;
+		case 'O': rc = hu_cgroup_io_parse(NULL, NULL, optarg, &o->spec.limits.io, &err); break;
 		case 't': rc = hu_parse_duration_ms(optarg, &o->timeout_ms, &err); break;
 		case 'u':
 			if (strcmp(optarg, "root") && strcmp(optarg, "user"))
@@ -361,6 +371,23 @@ static void explain_kill(struct hu_sandbox *sb, const struct run_opts *o, int co
 		  (unsigned long long)(o->spec.limits.memory_bytes >> 20));
 }
 
+/* A command that failed on a full writable layer: say so (the command's own
+ * message is a bare "Disk quota exceeded"). */
+static void explain_disk(struct hu_sandbox *sb, const struct run_opts *o, int code)
+{
+	struct hu_cgroup_stats st;
+	uint64_t used, cap = o->spec.disk_bytes, slack;
+	hu_err ignore;
+
+	if (code == 0 || hu_sandbox_disk_settle(sb, &ignore) < 0 || hu_sandbox_stats(sb, &st, &used, &ignore) < 0)
+		return;
+	slack = cap / 100 > (4u << 20) ? cap / 100 : (4u << 20);
+	if (used + slack < cap)
+		return;
+	cli_error("the sandbox's disk is full: its writable layer holds %llu of %llu MiB (--disk raises the cap)",
+		  (unsigned long long)(used >> 20), (unsigned long long)(cap >> 20));
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run_opts o;
@@ -401,6 +428,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	code = s.exit_code;
 	explain_kill(sb, &o, code);
+	explain_disk(sb, &o, code);
 out:
 	if (err.code)
 		cli_error("%s", err.msg);

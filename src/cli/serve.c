@@ -21,6 +21,8 @@
 #include "daemon/dns/dns_proxy.h"
 #include "daemon/common/fault.h"
 #include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/host_capacity.h"
+#include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/registry.h"
@@ -30,6 +32,7 @@
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
+#include "daemon/cluster/node.h"
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/tpl_start.h"
@@ -48,6 +51,7 @@ static void serve_usage(FILE *f)
 		   "                    or $HUTCH_DATA_DIR)\n"
 		   "  --run-dir DIR     volatile state of running sandboxes (default /run/hutch,\n"
 		   "                    or $HUTCH_RUN_DIR)\n"
+		   "  --store URI       the store: sqlite (default, in the data dir) or a postgresql:// URI\n"
 		   "  --config FILE     config file (default <data-dir>/hutch.conf when it exists)\n\n"
 		   "Flags override the config file; docs/operations.md lists its keys.\n");
 }
@@ -74,6 +78,31 @@ static void log_nofile(void)
 	       "open files: %llu (RLIMIT_NOFILE, soft raised to hard), about %llu sandboxes; LimitNOFILE= raises it",
 	       (unsigned long long)rl.rlim_cur,
 	       (unsigned long long)hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_cur));
+}
+
+/* How many sandboxes these settings admit on this host, and what binds. */
+static void log_admits(const struct hu_config *cfg)
+{
+	struct hu_host_readings host;
+	struct hu_host_figures h;
+	struct hu_admits a;
+	struct rlimit rl;
+	hu_err err;
+
+	if (hu_host_readings(&host, &err) < 0) {
+		hu_log(HU_LOG_WARN, NULL, 0, "capacity: %s", err.msg);
+		return;
+	}
+	h = (struct hu_host_figures){.mem_total = host.mem_total, .pid_max = host.pid_max, .cpus = host.cpus,
+				     .fd_allowed = UINT64_MAX};
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		h.fd_allowed = hu_fd_sandboxes_allowed(HU_FD_BASE_TYPICAL, rl.rlim_cur);
+	hu_admits_estimate(cfg, &h, &a);
+	hu_log(HU_LOG_INFO, NULL, 0,
+	       "capacity: admits about %llu running sandboxes (bound by %s) and %llu paused ones at about %llu MiB and "
+	       "%d tasks each (bound by %s)",
+	       (unsigned long long)a.running, a.running_raise, (unsigned long long)a.paused,
+	       (unsigned long long)(HU_FROZEN_TYPICAL_MEM >> 20), HU_FROZEN_TYPICAL_PIDS, a.paused_raise);
 }
 
 static void base_url(const struct hu_config *cfg, char *out, size_t n)
@@ -117,7 +146,15 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
 	hu_runtime_config_defaults(&rc);
 	snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", d->cfg.data_dir);
 	snprintf(rc.run_dir, sizeof(rc.run_dir), "%s", d->cfg.run_dir);
+	snprintf(rc.slots_dir, sizeof(rc.slots_dir), "%s", d->cfg.slots_dir);
 	hu_daemon_net_config(&d->cfg, &rc);
+	/* io.*: "" leaves the runtime's default (or its HUTCH_IO_* variable) */
+	if (d->cfg.io_weight[0])
+		snprintf(rc.io_weight, sizeof(rc.io_weight), "%s", d->cfg.io_weight);
+	if (d->cfg.io_bps[0])
+		snprintf(rc.io_bps, sizeof(rc.io_bps), "%s", d->cfg.io_bps);
+	if (d->cfg.io_iops[0])
+		snprintf(rc.io_iops, sizeof(rc.io_iops), "%s", d->cfg.io_iops);
 	/* the DNS proxy's port goes into the runtime's nftables rules */
 	if (!strcmp(rc.net_mode, "nat") && hu_dns_proxy_bind(&d->dns, &rc.net_dns_proxy_port, err) < 0)
 		return -1;
@@ -168,11 +205,13 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	 * while no daemon holds this (it waits for a removal under way) */
 	if ((d->datadir_lock = hu_datadir_lock_shared(d->cfg.data_dir, err)) < 0)
 		return -1;
-	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s", d->cfg.data_dir,
-	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)");
+	hu_log(HU_LOG_INFO, NULL, 0, "hutch serve starting: data %s, run %s, config %s, store %s", d->cfg.data_dir,
+	       d->cfg.run_dir, d->cfg.config_path[0] ? d->cfg.config_path : "(none)",
+	       d->cfg.store[0] ? "postgresql" : "sqlite");
 	log_nofile();
+	log_admits(&d->cfg);
 	hu_fault_init();
-	if (hu_store_open(d->cfg.data_dir, &d->store, err) < 0 || open_runtime(d, err) < 0)
+	if (hu_store_open(hu_config_store_location(&d->cfg), &d->store, err) < 0 || open_runtime(d, err) < 0)
 		return -1;
 	if (!(d->base = event_base_new()))
 		return hu_err_set(err, ENOMEM, "create the event loop");
@@ -181,6 +220,10 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	 * the loop has no request to serve */
 	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
 		return hu_err_set(err, ENOMEM, "event loop priorities");
+	/* a node of a shared store registers first: the store then loads
+	 * this node's sandboxes only, and writes them while its lease lives */
+	if (hu_cluster_start(d, err) < 0)
+		return -1;
 	/* what a previous daemon left is taken over before the first request */
 	if (http_new(d, err) < 0 || hu_registry_new(d, &d->reg, err) < 0 || hu_lifecycle_adopt(d, err) < 0)
 		return -1;
@@ -242,6 +285,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* Sandboxes keep running (paused ones stay paused): the next start
 	 * adopts them. Deadlines moved since the last tick are saved first. */
 	hu_lifecycle_stop(d);
+	hu_cluster_stop(d);
 	hu_dns_proxy_free(d->dns);
 	if (d->reg)
 		hu_registry_free(d->reg);

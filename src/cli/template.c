@@ -46,7 +46,9 @@ static void usage(FILE *f)
 		   "  --ready-cmd CMD   a create answers once this (sh -c) exits 0, polled every 200 ms\n"
 		   "  --ready-timeout S how long a create waits for --ready-cmd (default 60)\n"
 		   "  --max-size MB     refuse a source larger than this (default 4096)\n"
-		   "  --max-files N     refuse a source with more entries (default 500000)\n");
+		   "  --max-files N     refuse a source with more entries (default 500000)\n"
+		   "  --recipe HASH     record what a recipe script built it from (1 to 64 of [0-9a-f]),\n"
+		   "                    which the script compares to decide whether to rebuild\n");
 }
 
 static int parse_mib(const char *v, uint64_t *out, const char *what)
@@ -105,7 +107,7 @@ static int build(int argc, char **argv)
 		{"user", required_argument, NULL, 'u'}, {"max-size", required_argument, NULL, 'S'},
 		{"max-files", required_argument, NULL, 'F'}, {"start-cmd", required_argument, NULL, 's'},
 		{"ready-cmd", required_argument, NULL, 'r'}, {"ready-timeout", required_argument, NULL, 'R'},
-		{"help", no_argument, NULL, 'h'}, {0},
+		{"recipe", required_argument, NULL, 'H'}, {"help", no_argument, NULL, 'h'}, {0},
 	};
 	struct hu_tpl_build b = {.init_fd = -1};
 	const char *data_dir = NULL;
@@ -185,6 +187,13 @@ static int build(int argc, char **argv)
 			b.meta.ready_timeout_s = (uint32_t)n;
 			break;
 		}
+		case 'H':
+			if (!*optarg || strlen(optarg) > 64 || strspn(optarg, "0123456789abcdef") != strlen(optarg)) {
+				cli_error("--recipe: 1 to 64 of [0-9a-f]");
+				goto out;
+			}
+			snprintf(b.meta.recipe, sizeof(b.meta.recipe), "%s", optarg);
+			break;
 		case 'h': usage(stdout); rc = 0; goto out;
 		default: usage(stderr); rc = 2; goto out;
 		}

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "daemon/core/config.h"
 #include "daemon/core/datadir_lock.h"
 #include "daemon/store/store.h"
 #include "template/template.h"
@@ -42,11 +43,13 @@
 
 static void rm_usage(FILE *f)
 {
-	fprintf(f, "usage: hutch template rm NAME [--data-dir DIR] [--force]\n\n"
+	fprintf(f, "usage: hutch template rm NAME [--data-dir DIR] [--config FILE] [--store URI] [--force]\n\n"
 		   "Remove template NAME from the data dir. Stop `hutch serve` on that data dir first\n"
 		   "(its sandboxes keep running); refused while any sandbox uses the template, and for\n"
 		   "'base'.\n\n"
 		   "  --data-dir DIR    the daemon's data dir (default $HUTCH_DATA_DIR or /var/lib/hutch)\n"
+		   "  --config FILE     the daemon's config file, for its store (default <data-dir>/hutch.conf)\n"
+		   "  --store URI       the daemon's store: sqlite or a postgresql:// URI\n"
 		   "  --force           a template that does not exist is not an error (the safety\n"
 		   "                    refusals still apply)\n");
 }
@@ -69,18 +72,39 @@ static void sweep_deleted(int tdir)
 	closedir(d);
 }
 
+/* The daemon's store, as its config says (--config FILE, else the data
+ * dir's hutch.conf when it exists) or --store URI: "" for the data dir's
+ * SQLite. A template counts as used when any sandbox of the store stands
+ * on it, on any node: a shared store's nodes have templates of the same
+ * names. */
+static int store_of(const char *data_dir, const char *config, const char *store, char *out, size_t n, hu_err *err)
+{
+	struct hu_config cfg;
+	char path[PATH_MAX];
+
+	hu_config_defaults(&cfg);
+	snprintf(path, sizeof(path), "%s/hutch.conf", data_dir);
+	if (!config && access(path, F_OK) == 0)
+		config = path;
+	if ((config && hu_config_load_file(&cfg, config, err) < 0) ||
+	    (store && hu_config_set(&cfg, "store", store, err) < 0))
+		return -1;
+	snprintf(out, n, "%s", cfg.store);
+	return 0;
+}
+
 /* How many stored sandboxes use the template; a data dir without a store
  * has none (and gets no store from this). */
-static int users(const char *data_dir, const char *id, int *count, hu_err *err)
+static int users(const char *data_dir, const char *store, const char *id, int *count, hu_err *err)
 {
 	char path[PATH_MAX];
 	struct hu_store *st = NULL;
 
 	*count = 0;
 	snprintf(path, sizeof(path), "%s/hutch.db", data_dir);
-	if (access(path, F_OK) < 0)
+	if (!store[0] && access(path, F_OK) < 0)
 		return errno == ENOENT ? 0 : hu_err_sys(err, "access %s", path);
-	if (hu_store_open(data_dir, &st, err) < 0)
+	if (hu_store_open(store[0] ? store : data_dir, &st, err) < 0)
 		return -1;
 	int rc = hu_store_template_users(st, id, count, err);
 	hu_store_close(st);
@@ -96,7 +120,7 @@ static int absent(const char *tdir_path, const char *id, int force)
 }
 
 /* Everything after the arguments: 0 removed (or absent with --force), 1 refused. */
-static int remove_template(const char *data_dir, const char *id, int force)
+static int remove_template(const char *data_dir, const char *store, const char *id, int force)
 {
 	char tdir_path[PATH_MAX];
 	struct stat stt;
@@ -135,7 +159,7 @@ static int remove_template(const char *data_dir, const char *id, int force)
 			  "look at it by hand", tdir_path, id, S_ISLNK(stt.st_mode) ? "a symlink" : "another file type");
 		return 1;
 	}
-	if (users(data_dir, id, &n, &err) < 0) {
+	if (users(data_dir, store, id, &n, &err) < 0) {
 		cli_error("%s", err.msg);
 		return 1;
 	}
@@ -157,9 +181,12 @@ int cmd_template_rm(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"data-dir", required_argument, NULL, 'D'}, {"force", no_argument, NULL, 'f'},
+		{"config", required_argument, NULL, 'c'}, {"store", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'}, {0},
 	};
-	const char *data_dir = getenv("HUTCH_DATA_DIR");
+	const char *data_dir = getenv("HUTCH_DATA_DIR"), *config = NULL, *store_flag = NULL;
+	char store[1024];
+	hu_err err;
 	int force = 0, c;
 
 	if (!data_dir || !*data_dir)
@@ -169,6 +196,8 @@ int cmd_template_rm(int argc, char **argv)
 		switch (c) {
 		case 'D': data_dir = optarg; break;
 		case 'f': force = 1; break;
+		case 'c': config = optarg; break;
+		case 's': store_flag = optarg; break;
 		case 'h': rm_usage(stdout); return 0;
 		default: rm_usage(stderr); return EXIT_USAGE;
 		}
@@ -187,5 +216,9 @@ int cmd_template_rm(int argc, char **argv)
 		cli_error("'%.80s' is not a template id (1 to 63 of a-z, 0-9 and '-', not starting with '-')", id);
 		return 1;
 	}
-	return remove_template(data_dir, id, force);
+	if (store_of(data_dir, config, store_flag, store, sizeof(store), &err) < 0) {
+		cli_error("%s", err.msg);
+		return EXIT_USAGE;
+	}
+	return remove_template(data_dir, store, id, force);
 }

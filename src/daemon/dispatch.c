@@ -21,6 +21,7 @@
 #include "daemon/common/stats.h"
 #include "daemon/envd/signed_url.h"
 #include "daemon/routes.h"
+#include "daemon/sandboxes/elsewhere.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/store/store.h"
@@ -59,10 +60,13 @@ static int authenticate_api_key(struct hu_req *r)
 		return -1;
 	}
 	if (hu_store_key_team(hu_req_daemon(r)->store, key, r->principal, sizeof(r->principal), &err) < 0) {
-		if (err.code == ENOENT)
+		if (err.code == ENOENT) {
 			hu_reply_error(r, 401, "invalid API key");
-		else
-			hu_reply_error(r, 500, "checking the API key: %s", err.msg);
+		} else {
+			/* a store out of reach for now is 503 with Retry-After */
+			hu_err_prefix(&err, "checking the API key");
+			hu_reply_err(r, &err);
+		}
 		return -1;
 	}
 	return 0;
@@ -161,6 +165,8 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	/* envd's health probe carries no token: the SDK uses it to tell a dead
 	 * or paused sandbox (502) from a live one. It never resumes one: an
 	 * unauthenticated request must not wake sandboxes up. */
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_sbx_answer_elsewhere(r, sbx_id, NULL))
+		return;
 	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
 		reply_sandbox_unavailable(r, sbx_id, s);
 		return;
@@ -187,7 +193,13 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 		hu_err err;
 		if (hu_sbx_resume(d, s, 0, &err) < 0) {
 			hu_log(HU_LOG_WARN, s->id, r->id, "auto-resume: %s", err.msg);
-			reply_sandbox_unavailable(r, sbx_id, s);
+			/* no room for it now (admission, docs/operations.md): 503 and
+			 * Retry-After, so the client comes back rather than taking
+			 * the sandbox for gone */
+			if (err.code == ENOMEM)
+				hu_reply_err(r, &err);
+			else
+				reply_sandbox_unavailable(r, sbx_id, s);
 			return;
 		}
 		hu_stat_add(HU_STAT_AUTO_RESUMES, 1);

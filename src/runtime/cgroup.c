@@ -19,10 +19,12 @@
 #include "runtime/cgroup_internal.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
+#include "util/parse.h"
 
 static const char *const hier_names[HU_CG_NHIER] = {
 	[HU_CG_MEMORY] = "memory", [HU_CG_PIDS] = "pids",       [HU_CG_CPU] = "cpu",
-	[HU_CG_CPUACCT] = "cpuacct", [HU_CG_FREEZER] = "freezer", [HU_CG_UNIFIED] = "cgroup2",
+	[HU_CG_CPUACCT] = "cpuacct", [HU_CG_FREEZER] = "freezer", [HU_CG_BLKIO] = "blkio",
+	[HU_CG_UNIFIED] = "cgroup2",
 };
 
 /* ---- names ---------------------------------------------------------------- */
@@ -333,6 +335,8 @@ static char *v1_field(struct hu_cgroup_env *env, const char *ctrl)
 		return env->v1_cpuacct;
 	if (!strcmp(ctrl, "freezer"))
 		return env->v1_freezer;
+	if (!strcmp(ctrl, "blkio"))
+		return env->v1_blkio;
 	return NULL;
 }
 
@@ -389,6 +393,7 @@ static bool v2_has_controllers(const char *root)
 static void clear_v1(struct hu_cgroup_env *env)
 {
 	env->v1_memory[0] = env->v1_pids[0] = env->v1_cpu[0] = env->v1_cpuacct[0] = env->v1_freezer[0] = '\0';
+	env->v1_blkio[0] = '\0';
 }
 
 int hu_cgroup_detect_from(const char *mountinfo_path, struct hu_cgroup_env *env, hu_err *err)
@@ -444,7 +449,9 @@ static const struct hu_cg_stat_layout hybrid_stats = {
  * freezes and kills atomically, where the v1 freezer can stall in FREEZING
  * and killing by enumeration races with fork. */
 static const struct hu_cg_backend hybrid_backend = {
-	.uses = { [HU_CG_MEMORY] = true, [HU_CG_PIDS] = true, [HU_CG_CPU] = true, [HU_CG_UNIFIED] = true },
+	.uses = { [HU_CG_MEMORY] = true, [HU_CG_PIDS] = true, [HU_CG_CPU] = true, [HU_CG_BLKIO] = true,
+		  [HU_CG_UNIFIED] = true },
+	.optional = { [HU_CG_BLKIO] = true },
 	.prepare_parent = NULL,
 	.set_limits = hu_cg_v1_set_limits,
 	.freeze = hu_cg_v2_freeze,
@@ -478,6 +485,8 @@ static const char *env_root(const struct hu_cgroup_env *env, enum hu_cg_hier h)
 		return env->v1_cpuacct;
 	case HU_CG_FREEZER:
 		return env->v1_freezer;
+	case HU_CG_BLKIO:
+		return env->v1_blkio;
 	case HU_CG_UNIFIED:
 	case HU_CG_NHIER:
 		break;
@@ -487,7 +496,7 @@ static const char *env_root(const struct hu_cgroup_env *env, enum hu_cg_hier h)
 
 static bool uses(const struct hu_cgroup *cg, enum hu_cg_hier h)
 {
-	return cg->be->uses[h];
+	return cg->present[h];
 }
 
 /* Co-mounted v1 controllers (cpu,cpuacct) share one directory: only the first
@@ -508,12 +517,15 @@ static bool owns(const struct hu_cgroup *cg, enum hu_cg_hier h)
 static int fill_dirs(struct hu_cgroup *cg, const struct hu_cgroup_env *env, hu_err *err)
 {
 	for (int h = 0; h < HU_CG_NHIER; h++) {
-		if (!uses(cg, h))
+		if (!cg->be->uses[h])
 			continue;
 		const char *root = env_root(env, h);
+		if (!root[0] && cg->be->optional[h])
+			continue;
 		if (!root[0])
 			return hu_err_set(err, EINVAL, "no %s hierarchy configured for cgroup mode %s",
 					  hier_names[h], hu_cgroup_mode_name(cg->mode));
+		cg->present[h] = true;
 		if (hu_cg_format(cg->root[h], sizeof(cg->root[h]), err, "%s", root) < 0 ||
 		    hu_cg_join(cg->parent_dir[h], sizeof(cg->parent_dir[h]), root, env->parent, err) < 0 ||
 		    hu_cg_join(cg->dir[h], sizeof(cg->dir[h]), cg->parent_dir[h], cg->name, err) < 0)
@@ -674,6 +686,11 @@ int hu_cgroup_open(const struct hu_cgroup_env *env, const char *name, struct hu_
 		if (!uses(cg, h))
 			continue;
 		if (stat(cg->dir[h], &st) < 0) {
+			/* a group made before the host (or hutch) had this one */
+			if (errno == ENOENT && cg->be->optional[h]) {
+				cg->present[h] = false;
+				continue;
+			}
 			hu_err_sys(err, "stat %s", cg->dir[h]);
 			goto fail;
 		}
@@ -744,6 +761,32 @@ int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err)
 fail:
 	hu_err_prefix(err, "kill cgroup %s", cg->name);
 	return -1;
+}
+
+int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err)
+{
+	char buf[32];
+	bool written = false;
+	uint64_t cur;
+	hu_err e;
+
+	/* v2: ask for as much as the group holds; EAGAIN = less was reclaimable
+	 * (already gone, or pages in use elsewhere), which is fine */
+	if (owns(cg, HU_CG_UNIFIED) && hu_cg_read(cg, HU_CG_UNIFIED, "memory.current", buf, sizeof(buf), &e) > 0) {
+		buf[strcspn(buf, "\n")] = '\0';
+		if (hu_parse_u64(buf, &cur, &e) < 0 || cur == 0)
+			return 0;
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)cur);
+		if (hu_cg_write_if_present(cg, HU_CG_UNIFIED, "memory.reclaim", buf, &written, &e) < 0 &&
+		    e.code != EAGAIN)
+			return hu_err_set(err, e.code, "%s", e.msg);
+		return 0;
+	}
+	/* v1: force_empty reclaims everything of a group without tasks */
+	if (owns(cg, HU_CG_MEMORY) && hu_cg_write_if_present(cg, HU_CG_MEMORY, "memory.force_empty", "0", &written, &e) < 0 &&
+	    e.code != EBUSY)
+		return hu_err_set(err, e.code, "%s", e.msg);
+	return 0;
 }
 
 int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err)

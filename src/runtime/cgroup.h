@@ -7,6 +7,11 @@
  *     clone3(CLONE_INTO_CGROUP), which are faster and race-free there.
  * hu_cgroup_detect() picks the backend from /proc/self/mountinfo.
  *
+ * Block I/O (cgroup_io.c) is optional in every mode: the v2 `io` controller
+ * where the cgroup2 root offers it, else a v1 `blkio` hierarchy where one is
+ * mounted; a host with neither runs sandboxes without I/O limits (`hutch
+ * doctor` says so).
+ *
  * Every sandbox gets one group named after it under a parent group "hutch"
  * (configurable), in every hierarchy the backend uses.
  */
@@ -20,11 +25,36 @@
 
 enum hu_cgroup_mode { HU_CGROUP_V1 = 1, HU_CGROUP_V2 = 2, HU_CGROUP_HYBRID = 3 };
 
+/* Block I/O of a group. The weight is a share of a disk's time against the
+ * group's siblings (the other sandboxes; the parent group competes with the
+ * host's own groups as one); it takes effect only where the disk's scheduler
+ * or the io.cost controller weighs groups (bfq, iocost). The caps hold on
+ * every disk they name, whatever its scheduler. */
+#define HU_CG_IO_DEVS_MAX 8
+#define HU_CG_IO_WEIGHT_DEFAULT 100
+struct hu_cgroup_io {
+	uint32_t weight; /* 1..10000 (v1 and bfq: at most 1000); 0 = leave the kernel's */
+	uint64_t bps;    /* read and write cap each, bytes a second per disk; 0 = none */
+	uint64_t iops;   /* read and write cap each, operations a second per disk; 0 = none */
+	unsigned n_dev;  /* the whole disks the caps apply to */
+	struct {
+		uint32_t major, minor;
+	} dev[HU_CG_IO_DEVS_MAX];
+};
+
 struct hu_cgroup_limits {
 	uint64_t memory_bytes; /* 0 = unlimited; swap is always limited to 0 extra */
 	uint64_t pids;         /* 0 = unlimited */
 	uint32_t cpu_millis;   /* 1000 = one full CPU; 0 = unlimited */
+	struct hu_cgroup_io io;
 };
+
+/* The operator's I/O settings as text (HUTCH_IO_WEIGHT, HUTCH_IO_BPS,
+ * HUTCH_IO_IOPS; io.weight, io.bps, io.iops): a weight 1..10000, a size a
+ * second ("50M"; 0 = no cap, else at least 1M) and a count a second (0 = no
+ * cap, else at least 100). A NULL string leaves its field alone. */
+int hu_cgroup_io_parse(const char *weight, const char *bps, const char *iops, struct hu_cgroup_io *out,
+		       hu_err *err);
 
 /* Where the hierarchies are mounted. Tests point these at temporary dirs. */
 struct hu_cgroup_env {
@@ -36,6 +66,7 @@ struct hu_cgroup_env {
 	char v1_freezer[256];
 	char parent[64];        /* parent group name, default "hutch" */
 	char v1_cpuacct[256];   /* v1 cpuacct mount (cpu usage in pure v1); may equal v1_cpu */
+	char v1_blkio[256];     /* v1 blkio mount (v1 and hybrid), "" if absent: no I/O limits */
 };
 
 /* Group names (and the parent name): 1..64 characters of [A-Za-z0-9._-],
@@ -75,6 +106,10 @@ int hu_cgroup_freeze(struct hu_cgroup *cg, hu_err *err);
 int hu_cgroup_thaw(struct hu_cgroup *cg, hu_err *err);
 /* SIGKILL every process in the group and wait (bounded) until it is empty. */
 int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err);
+/* Give back the memory a group without processes still holds (the page
+ * cache of its files): a sandbox whose memory is released keeps nothing in
+ * RAM. Best effort where the kernel has no knob for it. */
+int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err);
 /* Remove the (empty) group from every hierarchy and free cg. Idempotent on
  * missing dirs. cg is freed even on error. */
 int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err);
@@ -89,6 +124,17 @@ struct hu_cgroup_stats {
 	uint64_t oom_kills;      /* where the kernel reports it */
 };
 int hu_cgroup_stats(struct hu_cgroup *cg, struct hu_cgroup_stats *st, hu_err *err);
+
+/* What this host lets hutch set on a sandbox's block I/O, found with a
+ * throw-away group (v1 blkio; v2 only when the root already passes `io` to
+ * its children: the doctor changes nothing), for `hutch doctor`. */
+struct hu_cgroup_io_support {
+	const char *controller; /* "io (cgroup2)", "blkio (v1)", or NULL: none */
+	const char *weight;     /* the weight knob ("io.weight", "io.bfq.weight", ...), NULL: none */
+	int caps;               /* io.max or blkio.throttle.* present */
+	int unknown;            /* v2 with io offered but not yet enabled for children: not looked at */
+};
+int hu_cgroup_io_probe(const struct hu_cgroup_env *env, struct hu_cgroup_io_support *out, hu_err *err);
 
 /* Pure formatting helpers, exposed for unit tests: the exact strings written
  * to cpu.max (v2) and cpu.cfs_quota_us (v1) for a limit. */

@@ -18,6 +18,7 @@ enum hu_cg_hier {
 	HU_CG_CPU,
 	HU_CG_CPUACCT,
 	HU_CG_FREEZER,
+	HU_CG_BLKIO,
 	HU_CG_UNIFIED,
 	HU_CG_NHIER
 };
@@ -37,6 +38,7 @@ struct hu_cgroup {
 	char root[HU_CG_NHIER][HU_CG_DIR_MAX];       /* the hierarchy's mount */
 	char parent_dir[HU_CG_NHIER][HU_CG_DIR_MAX]; /* "" when the hierarchy is unused */
 	char dir[HU_CG_NHIER][HU_CG_DIR_MAX];
+	bool present[HU_CG_NHIER]; /* the backend uses it and the host has it */
 	int unified_fd; /* O_DIRECTORY of dir[HU_CG_UNIFIED], or -1 */
 };
 
@@ -56,6 +58,8 @@ struct hu_cg_stat_layout {
 /* What differs between the modes; everything else is shared. */
 struct hu_cg_backend {
 	bool uses[HU_CG_NHIER];
+	/* hierarchies a host may lack (blkio): then the group goes without */
+	bool optional[HU_CG_NHIER];
 	/* Called once the parent exists in `h`, before the group is made there
 	 * (v2: delegate the controllers to the parent's children). May be NULL. */
 	int (*prepare_parent)(struct hu_cgroup *cg, enum hu_cg_hier h, hu_err *err);
@@ -74,6 +78,11 @@ extern const struct hu_cg_backend hu_cg_backend_v2;
 int hu_cg_v1_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, hu_err *err);
 int hu_cg_v2_freeze(struct hu_cgroup *cg, bool frozen, hu_err *err);
 int hu_cg_v2_kill(struct hu_cgroup *cg, hu_err *err);
+
+/* Block I/O (cgroup_io.c): the io controller's knobs in the cgroup2 group,
+ * the blkio ones in the v1 group. Knobs the kernel lacks are skipped. */
+int hu_cg_v2_set_io(struct hu_cgroup *cg, const struct hu_cgroup_io *io, hu_err *err);
+int hu_cg_v1_set_io(struct hu_cgroup *cg, const struct hu_cgroup_io *io, hu_err *err);
 
 /* snprintf into buf; -1 with ENAMETOOLONG if it did not fit. */
 int hu_cg_format(char *buf, size_t n, hu_err *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -1,6 +1,7 @@
 /*
  * The cgroup v1 backend: one group per controller hierarchy (memory, pids,
- * cpu, cpuacct, freezer). Its limit writing is also the hybrid mode's.
+ * cpu, cpuacct, freezer, and blkio where mounted). Its limit writing is also
+ * the hybrid mode's.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -78,6 +79,8 @@ int hu_cg_v1_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim
 	    hu_cg_write_limit(cg, HU_CG_PIDS, "pids.max", lim->pids, "max", err) < 0 ||
 	    v1_set_cpu(cg, lim->cpu_millis, err) < 0)
 		return -1;
+	if (cg->present[HU_CG_BLKIO] && hu_cg_v1_set_io(cg, &lim->io, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -123,7 +126,9 @@ const struct hu_cg_backend hu_cg_backend_v1 = {
 		  [HU_CG_PIDS] = true,
 		  [HU_CG_CPU] = true,
 		  [HU_CG_CPUACCT] = true,
-		  [HU_CG_FREEZER] = true },
+		  [HU_CG_FREEZER] = true,
+		  [HU_CG_BLKIO] = true },
+	.optional = { [HU_CG_BLKIO] = true },
 	.prepare_parent = NULL,
 	.set_limits = hu_cg_v1_set_limits,
 	.freeze = v1_freeze,

@@ -1,6 +1,6 @@
 /*
  * The cgroup2 backend: one group under <root>/<parent>/ with the memory, pids
- * and cpu controllers. Also the cgroup2 freeze and kill the hybrid mode uses.
+ * and cpu controllers, and io where the root offers it. Also the cgroup2 freeze and kill the hybrid mode uses.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -16,7 +16,8 @@
 /* The kernel refuses a quota below 1 ms. */
 #define CPU_QUOTA_MIN_US 1000ull
 
-static const char *const wanted_controllers[] = { "memory", "pids", "cpu" };
+/* io is passed on only where the root offers it (cgroup_io.c) */
+static const char *const wanted_controllers[] = { "memory", "pids", "cpu", "io" };
 
 void hu_cgroup_v2_cpu_max(uint32_t cpu_millis, char *buf, size_t n)
 {
@@ -33,7 +34,7 @@ void hu_cgroup_v2_cpu_max(uint32_t cpu_millis, char *buf, size_t n)
 
 /*
  * Make the controllers the root offers available to the children of `dir` by
- * writing "+memory +pids +cpu" (those of them that are missing) to its
+ * writing "+memory +pids +cpu +io" (those of them that are missing) to its
  * cgroup.subtree_control. cgroup2 allows that only for a group without
  * processes of its own, which is why nothing ever runs in the parent group.
  */
@@ -93,7 +94,7 @@ static int v2_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *li
 	    hu_cg_write_if_present(cg, u, "memory.swap.max", "0", NULL, err) < 0 ||
 	    hu_cg_write_if_present(cg, u, "memory.oom.group", "0", NULL, err) < 0 ||
 	    hu_cg_write_limit(cg, u, "pids.max", lim->pids, "max", err) < 0 ||
-	    hu_cg_write(cg, u, "cpu.max", cpu_max, err) < 0)
+	    hu_cg_write(cg, u, "cpu.max", cpu_max, err) < 0 || hu_cg_v2_set_io(cg, &lim->io, err) < 0)
 		return -1;
 	return 0;
 }

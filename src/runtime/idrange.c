@@ -45,6 +45,29 @@ int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_er
 	return hu_err_set(err, EAGAIN, "all %u uid slots are in use", HU_SLOTS_MAX);
 }
 
+int hu_slot_acquire_exact(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err)
+{
+	char path[PATH_MAX], buf[HU_ID_MAX + 1];
+	hu_err ignore;
+
+	if (slot >= HU_SLOTS_MAX)
+		return hu_err_set(err, EINVAL, "uid slot %u out of range", slot);
+	snprintf(path, sizeof(path), "%s/%u", rt->slots_dir, slot);
+	_cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		if (hu_read_file(path, buf, sizeof(buf), &ignore) >= 0 && !strcmp(buf, id))
+			return 0; /* already ours */
+		return hu_err_set(err, EBUSY, "uid slot %u is held by another sandbox", slot);
+	}
+	if (fd < 0)
+		return hu_err_sys(err, "create %s", path);
+	if (hu_write_all(fd, id, strlen(id)) < 0) {
+		unlink(path);
+		return hu_err_sys(err, "write %s", path);
+	}
+	return 0;
+}
+
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot)
 {
 	char path[PATH_MAX];

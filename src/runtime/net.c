@@ -16,9 +16,11 @@
 
 #include "runtime/net6.h"
 #include "runtime/net_internal.h"
+#include "runtime/nft_lib.h"
 #include "runtime/netlink.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
+#include "util/parse.h"
 
 /* IPv4 forwarding on the interfaces replies come back through: forwarding is
  * decided by the interface a packet arrives on, so the host-wide ip_forward
@@ -45,6 +47,23 @@ static int enable_uplinks(const struct hu_net_config *cfg, hu_err *err)
 	return rc;
 }
 
+/* Below 16 a sandbox could hardly resolve a name and open a connection
+ * at the same time: such a limit is a typo, not a policy. */
+#define FLOWS_MIN 16
+
+int hu_net_flows_parse(const char *v, unsigned *out, hu_err *err)
+{
+	uint64_t n;
+
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n != 0 && (n < FLOWS_MIN || n > HU_NET_FLOWS_MAX))
+		return hu_err_set(err, -EINVAL, "%llu flows per sandbox: 0 (no limit) or %d .. %u",
+				  (unsigned long long)n, FLOWS_MIN, HU_NET_FLOWS_MAX);
+	*out = (unsigned)n;
+	return 0;
+}
+
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 {
 	const struct hu_runtime_config *c = &rt->cfg;
@@ -52,7 +71,8 @@ int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err)
 	rt->host_netns = -1;
 	if (hu_net_config_parse(&rt->net, c->net_mode, c->net_name, c->net_pool, c->net_dns, c->net_uplinks,
 				c->net_allow, c->net_deny, err) < 0 ||
-	    hu_net_pool6_parse(&rt->net, c->net_pool6, err) < 0)
+	    hu_net_pool6_parse(&rt->net, c->net_pool6, err) < 0 ||
+	    hu_net_flows_parse(c->net_flows[0] ? c->net_flows : HU_NET_FLOWS_DEFAULT, &rt->net.flows, err) < 0)
 		return -1;
 	if (c->net_dns_proxy_port > 65535)
 		return hu_err_set(err, EINVAL, "network: DNS proxy port %u", c->net_dns_proxy_port);
@@ -102,20 +122,20 @@ static void addr_text(uint32_t a, char *buf, size_t n)
 	snprintf(buf, n, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
 
-/* <sbdir>/disk/upper/etc/resolv.conf, owned by the sandbox's root: the
- * overlay shows it over the template's placeholder. */
+/* <layer>/upper/etc/resolv.conf, owned by the sandbox's root: the overlay
+ * shows it over the template's placeholder. */
 /* <upper>/etc/resolv.conf naming the gateway. The upper layer is the
  * sandbox's own: at a restart over kept files (memory release) it holds
  * whatever the sandbox put there, and its root may have made /etc or
  * resolv.conf a symlink to a host path. So nothing is followed: each step
  * works on a descriptor opened with O_NOFOLLOW, and an existing file is the
  * sandbox's own (from its first boot, with the same gateway) and stays. */
-static int write_resolv_conf(const char *sbdir, uint32_t uid_base, uint32_t gw, hu_err *err)
+static int write_resolv_conf(const char *layer, uint32_t uid_base, uint32_t gw, hu_err *err)
 {
 	char upper[PATH_MAX], text[96], a[16];
 
-	if ((size_t)snprintf(upper, sizeof(upper), "%s/disk/upper", sbdir) >= sizeof(upper))
-		return hu_err_set(err, ENAMETOOLONG, "path %s", sbdir);
+	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", layer) >= sizeof(upper))
+		return hu_err_set(err, ENAMETOOLONG, "path %s", layer);
 	_cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
 		return hu_err_sys(err, "open %s", upper);
@@ -160,7 +180,7 @@ static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t slot
 	return rc;
 }
 
-int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *sbdir,
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *layer,
 		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err)
 {
 	char ifname[IF_NAMESIZE], path[64];
@@ -209,7 +229,7 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 	if (rc == 0)
 		rc = hu_nft_sandbox_add(rt->nft, &rt->net, ifname, &spec->rules, err);
 	if (rc == 0 && rt->net.resolver)
-		rc = write_resolv_conf(sbdir, uid_base, gw, err);
+		rc = write_resolv_conf(layer, uid_base, gw, err);
 	if (rc < 0) {
 		hu_err_prefix(err, "network");
 		hu_net_detach(rt, id, slot, 1, &ignore);

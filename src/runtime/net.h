@@ -93,6 +93,7 @@ struct hu_net_config {
 	unsigned n_uplinks;
 	struct hu_net_rules op;         /* allow: exceptions to the built-in denials; deny: more of them */
 	uint16_t dns_proxy_port;        /* the daemon's DNS proxy (host port), 0 = none (hutch run) */
+	unsigned flows;                 /* live connections (conntrack entries) a sandbox may hold, 0 = no limit */
 	/* IPv6 (net6.c): the pool (a /127 per uid slot; has_pool6 0 = "none"),
 	 * and whether sandboxes get IPv6 on this host (decided when the
 	 * runtime opens: a pool, an IPv6 uplink, and a way to forward) */
@@ -138,12 +139,28 @@ int hu_cidr6_parse(const char *s, struct hu_cidr6 *out, hu_err *err);
 /* "addr/len" into buf (at least HU_CIDR6_TEXT bytes). */
 #define HU_CIDR6_TEXT 48
 void hu_cidr6_format(const struct hu_cidr6 *c, char *buf, size_t n);
+/* The built-in denials (netdeny.c): CIDRs no sandbox reaches unless the
+ * operator's network_allow lists an exception. */
+extern const char *const hu_net_builtin_deny4[];
+extern const size_t hu_net_builtin_deny4_len;
+extern const char *const hu_net_builtin_deny6[];
+extern const size_t hu_net_builtin_deny6_len;
+/* Whether an address (host order; IPv6: 16 bytes, network order) lies in
+ * one of them: 1 or 0. */
+int hu_net_builtin_denied4(uint32_t addr);
+int hu_net_builtin_denied6(const uint8_t addr[16]);
 /* Whether the rules hold any entry (of either family). */
 int hu_net_rules_any(const struct hu_net_rules *rules);
 /* The operator's IPv6 pool: "none" or an IPv6 CIDR of /126 or shorter. */
 int hu_net_pool6_parse(struct hu_net_config *cfg, const char *pool6, hu_err *err);
 /* The IPv6 addresses of slot `slot` (a /127): gateway and sandbox end. */
 int hu_net6_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint8_t gw[16], uint8_t addr[16], hu_err *err);
+
+/* The per-sandbox flow limit (HUTCH_NET_FLOWS, network_flows): "0" (no
+ * limit) or 16 .. HU_NET_FLOWS_MAX. */
+#define HU_NET_FLOWS_DEFAULT "1024"
+#define HU_NET_FLOWS_MAX 1048576u
+int hu_net_flows_parse(const char *v, unsigned *out, hu_err *err);
 
 /* Parse the operator's strings (mode, name, pool, resolver, uplinks,
  * exceptions, extra denials); a missing resolver means the host's first

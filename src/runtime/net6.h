@@ -30,6 +30,8 @@ int hu_net6_sandbox_end(const struct hu_net_config *cfg, struct hu_nl *nl, int i
  * (unless allowed), then the sandbox's allowOut, learned names, denyOut.
  * family "ip" or "ip6"; sets carry the suffix ("" or "6"). */
 void hu_nft_put_dest_rules(FILE *f, const char *table, const char *family, const char *suffix, const char *pool);
+/* netfilter.c: one "add element" line putting every CIDR of list into set. */
+void hu_nft_put_elements(FILE *f, const char *table, const char *set, const char *const *list, size_t n);
 
 /* netfilter6.c: lines of the host-wide batch (netfilter.c writes them in
  * its own order; each is nothing or "meta nfproto ipv6 drop" without IPv6) */

@@ -17,12 +17,16 @@
  *   from_sbx: IPv6 dropped (unless this host gives sandboxes IPv6: then
  *     netfilter6.c's rules, in the same order); a source address that does not route back
  *     through the interface it came from (reverse path: spoofing) dropped;
+ *     a new flow (either family) dropped while the interface already holds
+ *     cfg->flows live connections (dynamic set flows, ct count): the host's
+ *     conntrack table is shared, and one sandbox must not fill it;
  *     (no shortcut for established flows: a rule change applies to open
  *     connections at once); DNS to the configured resolver only through the
  *     DNAT below, port 53, at most 20 new flows a second per interface
  *     (dynamic set dnsrate); the pool (other sandboxes); host addresses and
- *     the operator's denials (opdeny: private, link-local, metadata,
- *     multicast, reserved) unless the operator's exceptions (opallow) allow;
+ *     the operator's denials (opdeny: the built-in ones of netdeny.c,
+ *     private, link-local, metadata, multicast, reserved, and the
+ *     operator's network_deny) unless the operator's exceptions (opallow) allow;
  *     then the sandbox's own rules: uallow (ifname . address range, accept)
  *     before udeny (drop); else accept.
  *   pre (nat): DNS sent to any host address from a sandbox -> the resolver.
@@ -50,21 +54,17 @@
 
 #include "runtime/net6.h"
 #include "runtime/net_internal.h"
+#include "runtime/nft_lib.h"
 #include "util/cleanup.h"
-
-/* Ranges no sandbox reaches unless the operator lists an exception:
- * "this network", private (RFC 1918), shared (CGNAT), loopback, link-local
- * and cloud metadata, IETF protocol assignments, benchmarking, multicast,
- * reserved and broadcast. */
-static const char op_deny_v4[] = "0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, 127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, "
-				 "192.0.0.0/24, 192.168.0.0/16, 198.18.0.0/15, 224.0.0.0/4, 240.0.0.0/4";
 
 /* The sets whose elements carry a sandbox's interface name. */
 static const char *const per_sandbox_sets[] = {"uallow", "udeny", "dnsrate", "dallow", "dnsproxy", "uallow6", "udeny6",
-					      "dallow6"};
+					      "dallow6", "flows"};
 
 int hu_nft_open(struct nft_ctx **out, hu_err *err)
 {
+	if (hu_nft_lib_load(err) < 0)
+		return -1;
 	struct nft_ctx *ctx = nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx)
 		return hu_err_set(err, ENOMEM, "nftables context");
@@ -154,6 +154,14 @@ static void put_proxy_rules(FILE *f, const struct hu_net_config *cfg, const char
 	fprintf(f, "add rule inet %s input iifname != \"%s-*\" udp dport %u drop\n", t, t, port);
 }
 
+void hu_nft_put_elements(FILE *f, const char *t, const char *set, const char *const *list, size_t n)
+{
+	fprintf(f, "add element inet %s %s {", t, set);
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s %s", i ? "," : "", list[i]);
+	fprintf(f, " }\n");
+}
+
 void hu_nft_put_dest_rules(FILE *f, const char *t, const char *family, const char *suffix, const char *pool)
 {
 	fprintf(f, "add rule inet %s from_sbx %s daddr %s drop\n", t, family, pool);
@@ -189,12 +197,15 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	fprintf(f, "add set inet %s dnsrate { type ifname; flags dynamic,timeout; timeout 60s; }\n", t);
 	fprintf(f, "add set inet %s dallow { type ifname . ipv4_addr; flags timeout; }\n", t);
 	fprintf(f, "add set inet %s dnsproxy { type ifname; }\n", t);
+	/* one element per sandbox interface, holding the list of its live
+	 * connections (the kernel drops those that ended as it counts) */
+	fprintf(f, "add set inet %s flows { type ifname; flags dynamic; }\n", t);
 	/* idempotent: a second runtime (hutch run beside the daemon) rewrites
 	 * the same rules in one transaction, never leaving a gap */
 	fprintf(f, "flush chain inet %s forward\nflush chain inet %s input\nflush chain inet %s pre\n", t, t, t);
 	fprintf(f, "flush chain inet %s post\nflush chain inet %s from_sbx\n", t, t);
 	fprintf(f, "flush set inet %s opdeny\nflush set inet %s opallow\n", t, t);
-	fprintf(f, "add element inet %s opdeny { %s }\n", t, op_deny_v4);
+	hu_nft_put_elements(f, t, "opdeny", hu_net_builtin_deny4, hu_net_builtin_deny4_len);
 	for (unsigned i = 0; i < cfg->op.n_deny; i++) {
 		hu_cidr4_format(&cfg->op.deny[i], c, sizeof(c));
 		fprintf(f, "add element inet %s opdeny { %s }\n", t, c);
@@ -213,6 +224,11 @@ int hu_nft_host_setup(struct nft_ctx *ctx, const struct hu_net_config *cfg, hu_e
 	/* root inside may use any source address: only the one that routes
 	 * back through this interface (its own) passes */
 	fprintf(f, "add rule inet %s from_sbx fib saddr . iif oif missing drop\n", t);
+	/* before anything accepts: every flow the host tracks for a sandbox
+	 * (DNS, the proxy, the internet, either family) counts */
+	if (cfg->flows)
+		fprintf(f, "add rule inet %s from_sbx ct state new add @flows { iifname ct count over %u } drop\n", t,
+			cfg->flows);
 	/* No blanket "established: accept": every packet a sandbox sends is
 	 * judged by the rules as they are now, so a PUT /network that denies a
 	 * destination also stops the connections already open to it. */

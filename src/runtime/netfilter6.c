@@ -31,16 +31,6 @@
 #include "runtime/net6.h"
 #include "util/cleanup.h"
 
-/* What no sandbox reaches over IPv6 unless the operator lists an exception:
- * unspecified, loopback and IPv4-compatible (::/96); IPv4-mapped; NAT64
- * (well-known and local-use prefixes: a translator would reach the IPv4
- * behind them, private ranges included); discard-only; Teredo and 6to4
- * (they carry IPv4 addresses a relay or tunnel on the host would unpack);
- * documentation; unique local (fc00::/7, private); link-local; deprecated
- * site-local; multicast. */
-static const char op_deny_v6[] = "::/96, ::ffff:0.0.0.0/96, 64:ff9b::/96, 64:ff9b:1::/48, 100::/64, 2001::/32, "
-				 "2001:db8::/32, 2002::/16, fc00::/7, fe80::/10, fec0::/10, ff00::/8";
-
 static void put_list6(FILE *f, const char *t, const char *set, const struct hu_cidr6 *list, unsigned n)
 {
 	char c[HU_CIDR6_TEXT];
@@ -63,7 +53,7 @@ void hu_nft6_put_sets(FILE *f, const struct hu_net_config *cfg)
 	/* even without IPv6: teardown lists every per-sandbox set */
 	fprintf(f, "add set inet %s dallow6 { type ifname . ipv6_addr; flags timeout; }\n", t);
 	fprintf(f, "flush set inet %s opdeny6\nflush set inet %s opallow6\n", t, t);
-	fprintf(f, "add element inet %s opdeny6 { %s }\n", t, op_deny_v6);
+	hu_nft_put_elements(f, t, "opdeny6", hu_net_builtin_deny6, hu_net_builtin_deny6_len);
 	put_list6(f, t, "opdeny6", cfg->op.deny6, cfg->op.n_deny6);
 	put_list6(f, t, "opallow6", cfg->op.allow6, cfg->op.n_allow6);
 }

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/net_internal.h"
+#include "runtime/seccomp_cache.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -37,6 +38,12 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 	copy_env(cfg->net_uplinks, sizeof(cfg->net_uplinks), "HUTCH_NET_UPLINK", "");
 	copy_env(cfg->net_allow, sizeof(cfg->net_allow), "HUTCH_NET_ALLOW", "");
 	copy_env(cfg->net_deny, sizeof(cfg->net_deny), "HUTCH_NET_DENY", "");
+	copy_env(cfg->io_weight, sizeof(cfg->io_weight), "HUTCH_IO_WEIGHT", "100");
+	copy_env(cfg->io_bps, sizeof(cfg->io_bps), "HUTCH_IO_BPS", "0");
+	copy_env(cfg->io_iops, sizeof(cfg->io_iops), "HUTCH_IO_IOPS", "0");
+	copy_env(cfg->net_flows, sizeof(cfg->net_flows), "HUTCH_NET_FLOWS", HU_NET_FLOWS_DEFAULT);
+	copy_env(cfg->layers, sizeof(cfg->layers), "HUTCH_LAYERS", "auto");
+	copy_env(cfg->layers_size, sizeof(cfg->layers_size), "HUTCH_LAYERS_SIZE", "");
 }
 
 /* hutch-init is looked for next to the running binary (build tree), then in
@@ -98,6 +105,18 @@ static int make_dir(char *dst, size_t n, const char *base, const char *sub, mode
 	return 0;
 }
 
+/* A directory given whole (slots_dir), root's only like the others. */
+static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
+{
+	if ((size_t)snprintf(dst, n, "%s", path) >= n)
+		return hu_err_set(err, ENAMETOOLONG, "path %s", path);
+	if (hu_mkdir_p(dst, 0700, err) < 0)
+		return -1;
+	if (chmod(dst, 0700) < 0)
+		return hu_err_sys(err, "chmod %s", dst);
+	return 0;
+}
+
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
 {
 	struct hu_runtime *rt = calloc(1, sizeof(*rt));
@@ -108,7 +127,9 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
 	rt->host_netns = -1;
-	if (hu_cgroup_detect(&rt->cg, err) < 0)
+	if (hu_cgroup_detect(&rt->cg, err) < 0 ||
+	    hu_cgroup_io_parse(cfg->io_weight[0] ? cfg->io_weight : "100", cfg->io_bps[0] ? cfg->io_bps : "0",
+			       cfg->io_iops[0] ? cfg->io_iops : "0", &rt->io, err) < 0)
 		goto fail;
 	snprintf(rt->cg.parent, sizeof(rt->cg.parent), "%s", cfg->cgroup_parent[0] ? cfg->cgroup_parent : "hutch");
 	/* Everything under the run and data dirs is private to root: a sandbox's
@@ -116,18 +137,22 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	if (hu_mkdir_p(cfg->run_dir, 0700, err) < 0 || chmod(cfg->run_dir, 0700) < 0 ||
 	    make_dir(rt->sandboxes_dir, sizeof(rt->sandboxes_dir), cfg->run_dir, "sandboxes", 0700, err) < 0 ||
 	    make_dir(rt->ctl_dir, sizeof(rt->ctl_dir), cfg->run_dir, "ctl", 0700, err) < 0 ||
-	    make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err) < 0 ||
+	    (cfg->slots_dir[0] ? shared_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->slots_dir, err)
+			       : make_dir(rt->slots_dir, sizeof(rt->slots_dir), cfg->run_dir, "slots", 0700, err)) < 0 ||
 	    make_dir(rt->templates_dir, sizeof(rt->templates_dir), cfg->data_dir, "templates", 0700, err) < 0) {
 		if (err->code == 0)
 			hu_err_sys(err, "chmod %s", cfg->run_dir);
 		goto fail;
 	}
+	if (hu_layers_open(&rt->layers, cfg, err) < 0)
+		goto fail;
+	rt->have_layers = 1;
 	if (cfg->init_path[0])
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (find_init(init_path, sizeof(init_path), err) < 0)
 		goto fail;
 	rt->init_memfd = seal_init(init_path, err);
-	if (rt->init_memfd < 0 || hu_seccomp_compile(&rt->seccomp, err) < 0 || hu_net_runtime_open(rt, err) < 0)
+	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;
@@ -145,7 +170,27 @@ void hu_runtime_close(struct hu_runtime *rt)
 		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
+	if (rt->have_layers)
+		hu_layers_close(&rt->layers);
 	free(rt);
+}
+
+void hu_runtime_storage(const struct hu_runtime *rt, struct hu_storage_info *out)
+{
+	const struct hu_layers *ly = &rt->layers;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(out->backend, sizeof(out->backend), "%s", ly->kind == HU_LAYERS_IMAGE ? "image" : "data-dir");
+	snprintf(out->root, sizeof(out->root), "%s", ly->root);
+	snprintf(out->image, sizeof(out->image), "%s", ly->image);
+	snprintf(out->quota, sizeof(out->quota), "%s", ly->quota);
+	snprintf(out->reason, sizeof(out->reason), "%s", ly->reason);
+	out->ready = 1;
+}
+
+int hu_storage_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err)
+{
+	return hu_layers_probe(cfg, out, err);
 }
 
 const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt)
@@ -175,6 +220,46 @@ static int stopped_on_purpose(DIR *d, const char *id)
 	char path[HU_ID_MAX + 16];
 	snprintf(path, sizeof(path), "%s/stopped", id);
 	return faccessat(dirfd(d), path, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Layers of sandboxes that died with their creator (hutch run) and whose
+ * run dir is gone (a reboot came between): nobody will ever bring them
+ * back. A daemon's layers are never touched here (its own restart brings
+ * them back or removes them). A layer is only ever without its run dir in
+ * that case: create makes the run dir first, destroy removes it last. */
+static int sweep_orphan_layers(struct hu_runtime *rt, unsigned min_age_s, unsigned *cleaned, hu_err *err)
+{
+	int fd = openat(rt->layers.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	time_t now = time(NULL);
+	int rc = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return err ? hu_err_sys(err, "open %s", rt->layers.root) : -1;
+	}
+	while ((de = readdir(d)) != NULL) {
+		char sbdir[PATH_MAX];
+		struct stat st;
+		hu_err e;
+		if (!hu_sandbox_id_valid(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now - st.st_mtime < (time_t)min_age_s || !hu_layer_ephemeral(&rt->layers, de->d_name))
+			continue;
+		snprintf(sbdir, sizeof(sbdir), "%s/%s", rt->sandboxes_dir, de->d_name);
+		if (access(sbdir, F_OK) == 0 || errno != ENOENT)
+			continue;
+		if (hu_sandbox_cleanup_leftover(rt, de->d_name, &e) < 0) {
+			if (rc == 0 && err)
+				hu_err_set(err, e.code, "%s", e.msg);
+			rc = -1;
+			continue;
+		}
+		(*cleaned)++;
+	}
+	closedir(d);
+	return rc;
 }
 
 int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
@@ -210,5 +295,7 @@ int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(con
 		(*cleaned)++;
 	}
 	closedir(d);
+	if (sweep_orphan_layers(rt, min_age_s, cleaned, rc == 0 ? err : NULL) < 0)
+		rc = -1;
 	return rc;
 }

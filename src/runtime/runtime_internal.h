@@ -2,6 +2,7 @@
 #ifndef HUTCH_RUNTIME_INTERNAL_H
 #define HUTCH_RUNTIME_INTERNAL_H
 
+#include "runtime/layers.h"
 #include "runtime/sandbox.h"
 #include "runtime/net.h"
 #include "runtime/seccomp.h"
@@ -21,7 +22,7 @@ struct hu_runtime {
 	struct hu_runtime_config cfg;
 	struct hu_cgroup_env cg;
 	int init_memfd; /* sealed copy of hutch-init, executed in every sandbox */
-	struct hu_seccomp_prog seccomp; /* compiled once, installed by every sandbox */
+	struct hu_seccomp_prog seccomp; /* compiled once (or read from the run dir's cache), installed by every sandbox */
 	char sandboxes_dir[PATH_MAX];
 	char ctl_dir[PATH_MAX];
 	char slots_dir[PATH_MAX];
@@ -29,10 +30,16 @@ struct hu_runtime {
 	struct hu_net_config net; /* net.c */
 	struct nft_ctx *nft;      /* NULL unless the network mode is nat */
 	int host_netns;           /* the runtime's own network namespace */
+	struct hu_cgroup_io io;   /* the operator's I/O weight and caps (no disks) */
+	struct hu_layers layers;  /* the writable layers (layers.c) */
+	int have_layers;
 };
 
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);
+/* Take exactly `slot` for `id` (a sandbox whose files already carry its
+ * uids); EBUSY if another sandbox holds it. */
+int hu_slot_acquire_exact(struct hu_runtime *rt, const char *id, uint32_t slot, hu_err *err);
 void hu_slot_release(struct hu_runtime *rt, uint32_t slot);
 /* Release the slot(s) recorded for sandbox `id` (a leftover without handle). */
 void hu_slot_release_id(struct hu_runtime *rt, const char *id);

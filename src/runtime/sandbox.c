@@ -1,8 +1,8 @@
 /*
  * Sandbox create / freeze / thaw / destroy: the parent side.
  *
- * create: take a uid slot, prepare <run>/sandboxes/<id>/ (owned by the
- * sandbox's host uid) with a size-capped tmpfs for the writable layer, bind
+ * create: take a uid slot, prepare <run>/sandboxes/<id>/ and the sandbox's
+ * capped writable layer under the data dir (owned by its host uid), bind
  * the init socket, create the cgroup, clone3 the child into fresh namespaces
  * (directly into the cgroup2 group where there is one), write its uid/gid
  * maps, make the idmapped template and /usr mounts for it, say "go", and
@@ -21,7 +21,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -93,35 +92,18 @@ static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_e
 	return 0;
 }
 
-/* <run>/sandboxes/<id>/disk: a tmpfs, owned by the sandbox's host root, whose
- * size and inode count cap what the sandbox can write. It holds everything
- * the sandbox's setup needs (rootfs/, lower/, upper/, work/), so destroy is
- * one unmount and two rmdirs. */
+/* <run>/sandboxes/<id>/ for what is volatile (the pid file), and the layer
+ * under the data dir for the files: a capped subvolume holding everything
+ * the sandbox's setup needs (rootfs/, lower/, upper/, work/). Nothing is
+ * mounted here: the child mounts its overlay in its own namespace. */
 static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err)
 {
-	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work"};
-	char disk[PATH_MAX], p[PATH_MAX], opts[160];
-
 	if (mkdir(sb->sbdir, 0700) < 0)
 		return hu_err_sys(err, "mkdir %s", sb->sbdir);
 	sb->have_dir = 1;
-	if (sub_path(disk, sizeof(disk), sb->sbdir, "disk", err) < 0)
+	if (hu_layer_create(&sb->rt->layers, sb->id, spec->disk_bytes, sb->uid_base, spec->die_with_parent, err) < 0)
 		return -1;
-	if (mkdir(disk, 0700) < 0)
-		return hu_err_sys(err, "mkdir %s", disk);
-	uint64_t inodes = spec->disk_inodes ? spec->disk_inodes : spec->disk_bytes / 4096;
-	if (inodes < 1024)
-		inodes = 1024;
-	snprintf(opts, sizeof(opts), "size=%llu,nr_inodes=%llu,mode=0700,uid=%u,gid=%u",
-		 (unsigned long long)spec->disk_bytes, (unsigned long long)inodes, sb->uid_base, sb->uid_base);
-	if (mount("hutch-disk", disk, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-		return hu_err_sys(err, "mount tmpfs on %s", disk);
-	for (size_t i = 0; i < HU_ARRAY_LEN(subdirs); i++) {
-		if (sub_path(p, sizeof(p), disk, subdirs[i], err) < 0)
-			return -1;
-		if (mkdir(p, 0755) < 0 || chown(p, sb->uid_base, sb->uid_base) < 0)
-			return hu_err_sys(err, "mkdir %s", p);
-	}
+	sb->have_layer = 1;
 	return 0;
 }
 
@@ -350,7 +332,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
 	/* the network is in place before the child is told to go on */
-	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->sbdir, sb->uid_base, &spec->net, err) < 0)
+	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->layer, sb->uid_base, &spec->net, err) < 0)
 		return -1;
 	sb->have_net = spec->net.internet;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
@@ -362,7 +344,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	/* the sandbox dir as seen from the child's own mount namespace (through
 	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
 	char dirpath[PATH_MAX + 64];
-	snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s/disk", (int)sb->pid, sb->sbdir);
+	snprintf(dirpath, sizeof(dirpath), "/proc/%d/root%s", (int)sb->pid, sb->layer);
 	fds[HU_CHILD_FD_DIR] = open(dirpath, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fds[HU_CHILD_FD_DIR] < 0) {
 		hu_err_sys(err, "open %s", dirpath);
@@ -426,22 +408,24 @@ void hu_sbx_stop_processes(struct hu_sandbox *sb)
 		waitpid(sb->pid, NULL, WNOHANG) == 0 ? (void)waitpid(sb->pid, NULL, 0) : (void)0;
 }
 
-/* Unmount <sbdir>/disk and remove it and sbdir. rmdir, not rm -rf: with
- * the tmpfs gone both are empty; anything else is a mount we failed to
- * remove, and must not be emptied. Missing pieces are fine. */
+/* Remove sbdir: its files, and the tmpfs disk a sandbox made by an older
+ * hutch had there. rmdir, not rm -rf: anything else left is a mount we
+ * failed to remove, and must not be emptied. Missing pieces are fine. */
 int hu_sbx_remove_dir(const char *sbdir, hu_err *err)
 {
-	char disk[PATH_MAX];
+	static const char *const files[] = {"pid", "stopped"};
+	char p[PATH_MAX + 16];
 
-	snprintf(disk, sizeof(disk), "%s/disk", sbdir);
-	if (umount2(disk, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
-		return hu_err_sys(err, "unmount %s", disk);
-	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/pid");
-	unlink(disk);
-	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/stopped");
-	unlink(disk);
-	snprintf(disk + strlen(sbdir), sizeof(disk) - strlen(sbdir), "/disk");
-	if ((rmdir(disk) < 0 && errno != ENOENT) || (rmdir(sbdir) < 0 && errno != ENOENT))
+	snprintf(p, sizeof(p), "%s/disk", sbdir);
+	if (umount2(p, MNT_DETACH) < 0 && errno != EINVAL && errno != ENOENT)
+		return hu_err_sys(err, "unmount %s", p);
+	if (rmdir(p) < 0 && errno != ENOENT)
+		return hu_err_sys(err, "remove %s", p);
+	for (size_t i = 0; i < HU_ARRAY_LEN(files); i++) {
+		snprintf(p, sizeof(p), "%s/%s", sbdir, files[i]);
+		unlink(p);
+	}
+	if (rmdir(sbdir) < 0 && errno != ENOENT)
 		return hu_err_sys(err, "remove %s", sbdir);
 	return 0;
 }
@@ -456,6 +440,10 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	 * ours to reap, and the host's init may take seconds to, so its veth
 	 * is deleted here */
 	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, sb->adopted, err) < 0)
+		rc = -1;
+	/* the layer before the run dir: a layer without its run dir is a
+	 * sandbox to bring back (after a reboot), never half a teardown */
+	if (sb->have_layer && hu_layer_destroy(&sb->rt->layers, sb->id, rc == 0 ? err : &e2) < 0)
 		rc = -1;
 	if (sb->have_dir && hu_sbx_remove_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
 		rc = -1;
@@ -487,6 +475,7 @@ int hu_sbx_handle_new(struct hu_runtime *rt, const char *id, struct hu_sandbox *
 	sb->sync_fd = -1;
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	if (sub_path(sb->sbdir, sizeof(sb->sbdir), rt->sandboxes_dir, id, err) < 0 ||
+	    hu_layer_path(&rt->layers, id, sb->layer, sizeof(sb->layer), err) < 0 ||
 	    (size_t)snprintf(sb->sock, sizeof(sb->sock), "%s/%s.sock", rt->ctl_dir, id) >= sizeof(sb->sock)) {
 		free(sb);
 		return hu_err_set(err, ENAMETOOLONG, "paths of sandbox %s", id);
@@ -499,6 +488,7 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 			    hu_err *err)
 {
 	struct hu_sandbox *sb;
+	struct hu_cgroup_limits lim;
 	hu_err ignore;
 	int listen_fd = -1;
 
@@ -515,7 +505,9 @@ int hu_sandbox_create_start(struct hu_runtime *rt, const struct hu_sandbox_spec 
 	sb->uid_base = HU_UID_FIRST + sb->slot * HU_UID_RANGE;
 	if (prepare_dirs(sb, spec, err) < 0)
 		goto fail;
-	if (hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
+	lim = spec->limits;
+	hu_sbx_io_limits(rt, spec, &lim.io);
+	if (hu_cgroup_create(&rt->cg, spec->id, &lim, &sb->cg, err) < 0)
 		goto fail;
 	listen_fd = hu_sbx_bind_init_socket(sb, err);
 	if (listen_fd < 0 || hu_sbx_start_child(sb, spec, listen_fd, err) < 0)
@@ -579,15 +571,18 @@ int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err)
 
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err)
 {
-	char p[PATH_MAX];
-	struct statfs sfs;
-
 	if (hu_cgroup_stats(sb->cg, st, err) < 0)
 		return -1;
-	snprintf(p, sizeof(p), "%s/disk", sb->sbdir);
-	if (statfs(p, &sfs) < 0)
-		return hu_err_sys(err, "statfs %s", p);
-	*disk_used = (uint64_t)(sfs.f_blocks - sfs.f_bfree) * (uint64_t)sfs.f_bsize;
+	return hu_layer_usage(&sb->rt->layers, sb->id, disk_used, err);
+}
+
+int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err)
+{
+	_cleanup_close_ int fd = open(sb->layer, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return hu_err_sys(err, "open %s", sb->layer);
+	if (syncfs(fd) < 0)
+		return hu_err_sys(err, "sync %s", sb->layer);
 	return 0;
 }
 
@@ -608,6 +603,8 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
 			rc = hu_err_set(err, e.code, "%s", e.msg);
 	}
 	if (hu_net_cleanup_leftover(rt, id, rc == 0 ? err : &e) < 0)
+		rc = -1;
+	if (hu_layer_destroy(&rt->layers, id, rc == 0 ? err : &e) < 0)
 		rc = -1;
 	snprintf(dir, sizeof(dir), "%s/%s", rt->sandboxes_dir, id);
 	if (hu_sbx_remove_dir(dir, rc == 0 ? err : &e) < 0)

@@ -5,8 +5,21 @@
  * A sandbox is a process tree rooted at hutch-init (PID 1 of its own PID
  * namespace) in fresh user, mount, ipc, uts, net and cgroup namespaces, on an
  * overlay root whose lower layer is a template (idmapped) and whose upper
- * layer is a size-capped tmpfs, with /usr bound read-only (idmapped). Its
- * callers talk to hutch-init over the unix socket at hu_sandbox_socket().
+ * layer is on disk, with /usr bound read-only (idmapped). Its callers talk to
+ * hutch-init over the unix socket at hu_sandbox_socket().
+ *
+ * Where a sandbox's state lives:
+ * - <data_dir>/layers/<id>/: its files (upper/, work/ and the empty mount
+ *   points rootfs/ and lower/), a btrfs subvolume capped at disk_bytes by a
+ *   quota group (EDQUOT inside). Owned by the sandbox's host uid base, which
+ *   names its uid slot. Survives daemon restarts and host reboots; removed
+ *   by destroy and cleanup only. hu_runtime_storage() says where the btrfs
+ *   comes from.
+ * - <run_dir>/sandboxes/<id>/ (pid, stopped), <run_dir>/slots/<slot>, the
+ *   cgroup: volatile, gone after a reboot. hu_sandbox_revive rebuilds them
+ *   from the layer alone.
+ * The overlay is mounted inside the sandbox's mount namespace only; the
+ * host's namespace holds one hutch mount at most (the layers image).
  */
 #ifndef HUTCH_RUNTIME_SANDBOX_H
 #define HUTCH_RUNTIME_SANDBOX_H
@@ -22,10 +35,14 @@
 #define HU_ID_MAX 64
 
 struct hu_runtime_config {
-	char data_dir[PATH_MAX];  /* persistent: templates/ (default /var/lib/hutch) */
+	char data_dir[PATH_MAX];  /* persistent: templates/, layers/ (default /var/lib/hutch) */
 	char run_dir[PATH_MAX];   /* volatile: sandboxes/, ctl/, slots/ (default /run/hutch) */
 	char init_path[PATH_MAX]; /* the hutch-init binary; "" = next to /proc/self/exe */
 	char cgroup_parent[64];   /* parent cgroup name (default "hutch") */
+	/* the uid slots ("" = <run_dir>/slots): daemons on one host that do
+	 * not share a run dir (nodes of a cluster) must share this, or two
+	 * sandboxes could get the same host uid range */
+	char slots_dir[PATH_MAX];
 	/* the network boundary (net.h; docs/operations.md): HUTCH_NET,
 	 * HUTCH_NET_NAME, HUTCH_NET_POOL, HUTCH_NET_DNS, HUTCH_NET_UPLINK,
 	 * HUTCH_NET_ALLOW, HUTCH_NET_DENY */
@@ -38,6 +55,27 @@ struct hu_runtime_config {
 	char net_allow[1024];     /* CIDRs exempt from the built-in denials */
 	char net_deny[1024];      /* CIDRs denied on top of them (a LAN on public addresses) */
 	unsigned net_dns_proxy_port; /* the daemon's DNS proxy port on the host; 0 = none */
+	/* block I/O of every sandbox (cgroup.h): HUTCH_IO_WEIGHT (default 100),
+	 * HUTCH_IO_BPS and HUTCH_IO_IOPS (caps per disk, read and write each;
+	 * default 0, none). A sandbox's own caps may only be tighter. */
+	char io_weight[16];
+	char io_bps[24];
+	char io_iops[24];
+	char net_flows[16];       /* HUTCH_NET_FLOWS: connections a sandbox may hold (default 1024, 0 = no limit) */
+	/* the writable layers (docs/operations.md, "Storage"): HUTCH_LAYERS,
+	 * HUTCH_LAYERS_SIZE */
+	char layers[16];          /* auto (default) | data-dir | image */
+	char layers_size[24];     /* size of a new layers.img ("" = the data dir's free space) */
+};
+
+/* Where the writable layers live and why (hu_runtime_storage, hutch doctor). */
+struct hu_storage_info {
+	char backend[16];     /* "data-dir" (its own btrfs) or "image" (<data_dir>/layers.img) */
+	char root[PATH_MAX];  /* <data_dir>/layers: <root>/<id> is a sandbox's layer */
+	char image[PATH_MAX]; /* the image file ("" for data-dir) */
+	char quota[16];       /* btrfs quota mode: "simple", "qgroup" ("" = not enabled yet) */
+	char reason[256];
+	int ready;            /* mounted and quota-enabled (a probe may find it not yet made) */
 };
 
 struct hu_runtime;
@@ -63,8 +101,8 @@ struct hu_sandbox_spec {
 	char id[HU_ID_MAX];      /* [a-z0-9-], 1..63 chars; also the hostname */
 	char template_name[HU_ID_MAX];
 	struct hu_cgroup_limits limits;
-	uint64_t disk_bytes;     /* size cap of the writable layer */
-	uint64_t disk_inodes;    /* inode cap of the writable layer (0 = derived) */
+	uint64_t disk_bytes;     /* size cap of the writable layer (data and metadata) */
+	uint64_t disk_inodes;    /* unused on btrfs: inodes are metadata, charged to disk_bytes */
 	int die_with_parent;     /* the sandbox is killed when its creator dies (hutch run) */
 	const struct hu_mount_spec *mounts; /* extra mounts (borrowed), attached in order */
 	size_t n_mounts;                    /* at most HU_MOUNTS_MAX */
@@ -95,10 +133,25 @@ void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec);
 int hu_sandbox_id_valid(const char *id);
 
 /* Fill defaults for a runtime configuration (environment variables
- * HUTCH_DATA_DIR, HUTCH_RUN_DIR and HUTCH_INIT override them). */
+ * HUTCH_DATA_DIR, HUTCH_RUN_DIR, HUTCH_INIT, HUTCH_LAYERS and
+ * HUTCH_LAYERS_SIZE override them). */
 void hu_runtime_config_defaults(struct hu_runtime_config *cfg);
+/* Open the runtime; this brings up the layer store (making and mounting
+ * <data_dir>/layers.img on first use when the data dir's file system cannot
+ * cap a layer itself). */
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err);
+/* Close; the last runtime of the host to close an image holding no layer
+ * unmounts it. */
 void hu_runtime_close(struct hu_runtime *rt);
+/* Where the layers of this runtime live, and why that backend. */
+void hu_runtime_storage(const struct hu_runtime *rt, struct hu_storage_info *out);
+/* The same without opening a runtime or making anything (hutch doctor):
+ * what hu_runtime_open would choose; out->ready says whether it is up. */
+int hu_storage_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err);
+/* Call fn for the id of every layer kept under the data dir (the sandboxes
+ * to bring back after a reboot, with those of this boot); a nonzero return
+ * of fn stops the walk and is returned. */
+int hu_runtime_layers(struct hu_runtime *rt, int (*fn)(const char *id, void *arg), void *arg, hu_err *err);
 const struct hu_cgroup_env *hu_runtime_cgroup_env(const struct hu_runtime *rt);
 
 /* Build the built-in template `base` from the host if it is missing or was
@@ -130,19 +183,28 @@ int hu_sandbox_pidfd(const struct hu_sandbox *sb);
 uint32_t hu_sandbox_uid_base(const struct hu_sandbox *sb);
 int hu_sandbox_freeze(struct hu_sandbox *sb, hu_err *err);
 int hu_sandbox_thaw(struct hu_sandbox *sb, hu_err *err);
+/* disk_used: what the writable layer holds, as of the file system's last
+ * commit (at most a few seconds old). */
 int hu_sandbox_stats(struct hu_sandbox *sb, struct hu_cgroup_stats *st, uint64_t *disk_used, hu_err *err);
+/* Commit the layer's pending writes, so that the next disk_used is exact
+ * (a few ms; for a caller about to report a full disk, not for metrics). */
+int hu_sandbox_disk_settle(struct hu_sandbox *sb, hu_err *err);
 /* Clean up sandboxes whose PID 1 is gone and that nobody will destroy (a
  * `hutch run` that was SIGKILLed): those whose directory is older than
  * min_age_s and whose init socket has no listener. Live sandboxes, and ones
  * being created, are never touched. With `owned` (a daemon), those it
  * says it owns are skipped; without (hutch run), so are sandboxes stopped
- * on purpose by hu_sandbox_stop. *cleaned gets the count. */
+ * on purpose by hu_sandbox_stop. Also the layers of sandboxes that were to
+ * die with their creator (hutch run) and whose run dir is gone (a reboot
+ * came between), older than min_age_s; a daemon's layers are never swept.
+ * *cleaned gets the count. */
 int hu_runtime_sweep(struct hu_runtime *rt, unsigned min_age_s, int (*owned)(const char *id, void *arg), void *arg,
 		     unsigned *cleaned, hu_err *err);
 
 /* Remove whatever is left of sandbox `id` without a handle (its owner died):
- * kill its processes through the cgroup, unmount and remove its directory,
- * its socket, its cgroup and its uid slot. Missing pieces are fine. */
+ * kill its processes through the cgroup, remove its layer (its files), its
+ * run directory, its socket, its cgroup and its uid slot. Missing pieces are
+ * fine. */
 int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *err);
 
 /* Take over a sandbox that a previous process created (a restarted daemon):
@@ -150,8 +212,20 @@ int hu_sandbox_cleanup_leftover(struct hu_runtime *rt, const char *id, hu_err *e
  * runs (*alive = 1). A sandbox without init (stopped by a memory release,
  * or dead) can be restarted or destroyed through the handle. */
 int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **out, int *alive, hu_err *err);
-/* Memory release: end every process of the sandbox (its memory is freed)
- * and keep its files, uid slot and cgroup, for hu_sandbox_restart. */
+/* Bring back sandbox spec->id from its layer alone, with no state in the
+ * run dir (the host rebooted): take the uid slot its files belong to (the
+ * layer's owner), make its run directory and its cgroup (spec->limits), and
+ * return the handle of a stopped sandbox. hu_sandbox_restart(sb, spec) then
+ * boots a fresh init over the files (spec->template_name must be the
+ * template it was made from); hu_sandbox_destroy removes them. ENOENT: no
+ * such layer; EEXIST: this boot knows the sandbox (hu_sandbox_adopt it);
+ * EBUSY: its uid slot is taken by another sandbox (revive before creating
+ * new sandboxes). On failure the files are untouched. */
+int hu_sandbox_revive(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+		      hu_err *err);
+/* Memory release: end every process of the sandbox (its memory is freed),
+ * write its files back and drop their page cache from its cgroup, and keep
+ * the files, uid slot and cgroup, for hu_sandbox_restart. */
 int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err);
 /* Start a fresh hutch-init over the kept files of a stopped sandbox, as
  * create does (blocking, a few ms). On failure the files are kept. */
@@ -160,8 +234,8 @@ int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 /* Free the handle and leave the sandbox running (a daemon shutting down:
  * the next start adopts it). */
 void hu_sandbox_close(struct hu_sandbox *sb);
-/* Kill every process, unmount, remove the cgroup, the directories and the
- * uid slot, and free sb (also on error: what can be removed is removed).
+/* Kill every process, remove the layer (the files), the cgroup, the
+ * directories and the uid slot, and free sb (also on error: what can be removed is removed).
  * Blocks while init dies (a few ms; at most HU_SANDBOX_EXIT_WAIT_MS). */
 int hu_sandbox_destroy(struct hu_sandbox *sb, hu_err *err);
 /* The same in two steps, for a caller with an event loop: _start sends init

@@ -78,6 +78,11 @@ static int loopback_up(hu_err *err)
 	return 0;
 }
 
+/* ptys one sandbox may hold at once (its devpts instance's max=) */
+#define HU_SANDBOX_PTYS_MAX 128
+#define HU_STR_(x) #x
+#define HU_STR(x) HU_STR_(x)
+
 /* /dev: a small tmpfs with the harmless host character devices bound in,
  * a private devpts instance (ptys of this sandbox only) and a /dev/shm. */
 static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
@@ -113,8 +118,13 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 	}
 	if (path_in(p, sizeof(p), dev, "pts", err) < 0)
 		return -1;
+	/* max: the kernel counts ptys host-wide (kernel.pty.max, 4096 by
+	 * default, of which every devpts instance but the host's own shares
+	 * all but the 1024 reserved), so without a cap of its own one sandbox
+	 * could take every pty of every other sandbox. */
 	if (mkdir(p, 0755) < 0 ||
-	    do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620", err) < 0)
+	    do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+		     "newinstance,ptmxmode=0666,mode=0620,max=" HU_STR(HU_SANDBOX_PTYS_MAX), err) < 0)
 		return err->code ? -1 : hu_err_sys(err, "mkdir %s", p);
 	if (path_in(p, sizeof(p), dev, "shm", err) < 0)
 		return -1;
@@ -127,8 +137,10 @@ static int setup_dev(const char *root, uint64_t shm_bytes, hu_err *err)
 /* Every start of a sandbox's init is a boot: /proc/sys/kernel/random/boot_id
  * is a fresh random UUID (a read-only file bound over the host's), so code
  * inside can tell a cold boot (a resume after a memory release) from a
- * thaw, and never learns the host's boot id. The file lives on the
- * sandbox's own disk, outside its root. */
+ * thaw, and never learns the host's boot id. The file lives at the root of
+ * a tiny tmpfs of this mount namespace, mounted on <layer>/bootid: the bind
+ * then shows only "/boot_id" in the sandbox's mountinfo, nothing of the
+ * layers' file system. */
 static int own_boot_id(hu_err *err)
 {
 	uint8_t b[16];
@@ -140,17 +152,41 @@ static int own_boot_id(hu_err *err)
 	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
 	snprintf(text, sizeof(text), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", b[0],
 		 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
-	unlink("boot_id");
-	if (hu_write_file("boot_id", text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0444, err) < 0)
+	if (mkdir("bootid", 0700) < 0 && errno != EEXIST)
+		return hu_err_sys(err, "mkdir bootid");
+	if (do_mount("hutch-boot", "bootid", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=4k,nr_inodes=4,mode=0700",
+		     err) < 0)
 		return -1;
-	if (do_mount("boot_id", "rootfs/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err) < 0 ||
+	if (hu_write_file("bootid/boot_id", text, strlen(text), O_CREAT | O_EXCL | O_NOFOLLOW, 0444, err) < 0)
+		return -1;
+	if (do_mount("bootid/boot_id", "rootfs/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL, err) < 0 ||
 	    do_mount(NULL, "rootfs/proc/sys/kernel/random/boot_id", NULL,
 			     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL, err) < 0)
 		return -1;
 	return 0;
 }
 
-/* Everything below runs relative to the sandbox's disk (the parent hands
+/* PID 1's OOM score: root inside owns /proc/1 (the files of a non-dumpable
+ * process belong to its namespace's root) and may raise it, which makes
+ * hutch-init the first victim when the sandbox reaches its memory limit,
+ * and the sandbox dies with it. A read-only bind of each file on itself
+ * (oom_adj is the old interface to the same value; the task/1 copies are
+ * the same files again) makes every write EROFS; seccomp refuses the mount
+ * calls that could undo it. init is single-threaded, so task/1 is its only
+ * task directory. This runs as PID 1 of the new namespace, before pivot. */
+static int protect_init_oom(hu_err *err)
+{
+	static const char *const files[] = {"rootfs/proc/1/oom_score_adj", "rootfs/proc/1/oom_adj",
+					    "rootfs/proc/1/task/1/oom_score_adj", "rootfs/proc/1/task/1/oom_adj"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (do_mount(files[i], files[i], NULL, MS_BIND, NULL, err) < 0 ||
+		    do_mount(NULL, files[i], NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			     NULL, err) < 0)
+			return -1;
+	return 0;
+}
+
+/* Everything below runs relative to the sandbox's layer (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
 static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const struct hu_setup_mount *mounts,
@@ -161,7 +197,7 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const s
 	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach the template");
 	/* userxattr: overlay inside a user namespace keeps its metadata in
-	 * user.* xattrs; the upper layer is the size-capped tmpfs. Overlay shows
+	 * user.* xattrs; the upper layer is the capped layer on disk. Overlay shows
 	 * these (relative) paths verbatim in /proc/self/mountinfo. */
 	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
 		     "lowerdir=lower,upperdir=upper,workdir=work,userxattr", err) < 0)
@@ -170,7 +206,7 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const s
 		return hu_err_sys(err, "attach /usr");
 	if (do_mount("proc", "rootfs/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
 		return -1;
-	if (own_boot_id(err) < 0)
+	if (own_boot_id(err) < 0 || protect_init_oom(err) < 0)
 		return -1;
 	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
 	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
@@ -275,8 +311,19 @@ void hu_sandbox_setup(void)
 	 * flag; this is the second lock). */
 	hu_write_str("/proc/sys/user/max_user_namespaces", "0", &err);
 	hu_err_clear(&err);
-	struct rlimit core = {0, 0};
-	setrlimit(RLIMIT_CORE, &core);
+	/* RLIMIT_CORE exactly 1, for every process of the sandbox, for good
+	 * (seccomp refuses any change): a crash inside must never start a host
+	 * program. With a piped core_pattern the kernel runs the helper as host
+	 * root whatever the limit is, 0 included, except for 1, its guard
+	 * against recursive dumps; 1 is also below the smallest core file the
+	 * kernel writes (one page), so no file appears either. init itself is
+	 * non-dumpable (it never dumps at all). A socket core_pattern ("@path",
+	 * Linux 6.16+) ignores the limit: docs/security.md, "Crashes". */
+	struct rlimit core = {1, 1};
+	if (setrlimit(RLIMIT_CORE, &core) < 0) {
+		hu_err_sys(&err, "RLIMIT_CORE");
+		report(sync_fd, &err);
+	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		hu_err_sys(&err, "no_new_privs");
 		report(sync_fd, &err);

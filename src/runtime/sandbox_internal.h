@@ -11,8 +11,8 @@
 /* The "go" message from the parent: this header, then the compiled seccomp
  * program (bpf_len struct sock_filter), with SCM_RIGHTS fds: the idmapped
  * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
- * sandbox's disk (the size-capped tmpfs holding rootfs/, lower/, upper/ and
- * work/) in the child's own mount namespace. */
+ * sandbox's layer (the capped subvolume holding rootfs/, lower/, upper/,
+ * work/ and bootid/) in the child's own mount namespace. */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
 #define HU_SETUP_DIE_WITH_PARENT 1u
 #define HU_SETUP_OWN_USR 2u /* the template brings its own /usr: the USR fd is a placeholder */
@@ -46,5 +46,9 @@ struct hu_child_report {
 	int code;
 	char msg[HU_ERR_MSG_MAX];
 };
+
+/* sandbox_io.c: the block I/O settings of the sandbox's group (the
+ * runtime's, tightened by the spec's) and the disks its caps apply to. */
+void hu_sbx_io_limits(const struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_cgroup_io *io);
 
 #endif

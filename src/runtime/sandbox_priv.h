@@ -8,7 +8,8 @@
 struct hu_sandbox {
 	struct hu_runtime *rt;
 	char id[HU_ID_MAX];
-	char sbdir[PATH_MAX];
+	char sbdir[PATH_MAX]; /* <run>/sandboxes/<id>: pid, stopped (volatile) */
+	char layer[PATH_MAX]; /* <data>/layers/<id>: the files (layer.c) */
 	char sock[PATH_MAX];
 	uint32_t slot;
 	uint32_t uid_base;
@@ -16,7 +17,7 @@ struct hu_sandbox {
 	int pidfd;
 	int sync_fd; /* while being created: the child's verdict arrives here */
 	struct hu_cgroup *cg;
-	int have_slot, have_dir, have_net;
+	int have_slot, have_dir, have_net, have_layer;
 	int adopted; /* not our child: its reaping (and so its namespaces' end) is up to the host's init */
 	int init_killed; /* hu_sandbox_destroy_start sent init its SIGKILL; its caller waited for the exit */
 };
@@ -35,7 +36,7 @@ int hu_sbx_read_verdict(int sync_fd, hu_err *err);
 /* SIGKILL hutch-init (and so the whole PID namespace) and the cgroup, and
  * wait until they are gone (bounded). */
 void hu_sbx_stop_processes(struct hu_sandbox *sb);
-/* Unmount and remove <sbdir>/disk and sbdir (missing pieces are fine). */
+/* Remove sbdir and what it holds (missing pieces are fine). */
 int hu_sbx_remove_dir(const char *sbdir, hu_err *err);
 
 #endif

@@ -5,10 +5,12 @@
  * hutch-init over the kept files).
  *
  * What identifies a sandbox on the host, so that it can be found again
- * without any state of the daemon: <run>/sandboxes/<id>/disk (its owner is
- * the uid base, hence the slot), <run>/slots/<slot> (holding the id), the
+ * without any state of the daemon: its layer <data>/layers/<id> (its owner
+ * is the uid base, hence the slot), <run>/slots/<slot> (holding the id), the
  * cgroup named after the id, and <run>/sandboxes/<id>/pid (hutch-init).
+ * After a reboot only the layer is left: revive rebuilds the rest from it.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
@@ -101,22 +103,29 @@ static int find_init(struct hu_sandbox *sb, hu_err *err)
 	return 0;
 }
 
-/* The slot: the owner of <sbdir>/disk is the sandbox's uid base, and the
- * slot file must still name this sandbox. */
+/* The slot the layer's files belong to: the owner of its top directory is
+ * the sandbox's uid base. */
+static int layer_slot(struct hu_sandbox *sb, hu_err *err)
+{
+	uint32_t uid;
+
+	if (hu_layer_owner(&sb->rt->layers, sb->id, &uid, err) < 0)
+		return -1;
+	if (uid < HU_UID_FIRST || (uid - HU_UID_FIRST) % HU_UID_RANGE || (uid - HU_UID_FIRST) / HU_UID_RANGE >= HU_SLOTS_MAX)
+		return hu_err_set(err, EUCLEAN, "sandbox %s: its layer is owned by uid %u, not a slot base", sb->id,
+				  (unsigned)uid);
+	sb->slot = (uid - HU_UID_FIRST) / HU_UID_RANGE;
+	sb->uid_base = uid;
+	return 0;
+}
+
+/* The slot, which the slot file must still record for this sandbox. */
 static int find_slot(struct hu_sandbox *sb, hu_err *err)
 {
 	char path[PATH_MAX + 8], buf[HU_ID_MAX + 1];
-	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/disk", sb->sbdir);
-	if (lstat(path, &st) < 0)
-		return hu_err_sys(err, "sandbox %s: %s", sb->id, path);
-	if (st.st_uid < HU_UID_FIRST || (st.st_uid - HU_UID_FIRST) % HU_UID_RANGE ||
-	    (st.st_uid - HU_UID_FIRST) / HU_UID_RANGE >= HU_SLOTS_MAX)
-		return hu_err_set(err, EUCLEAN, "sandbox %s: %s is owned by uid %u, not a slot base", sb->id, path,
-				  (unsigned)st.st_uid);
-	sb->slot = (st.st_uid - HU_UID_FIRST) / HU_UID_RANGE;
-	sb->uid_base = st.st_uid;
+	if (layer_slot(sb, err) < 0)
+		return -1;
 	snprintf(path, sizeof(path), "%s/%u", sb->rt->slots_dir, sb->slot);
 	if (hu_read_file(path, buf, sizeof(buf), err) < 0 || strcmp(buf, sb->id))
 		return hu_err_set(err, EUCLEAN, "sandbox %s: uid slot %u is not recorded for it", sb->id, sb->slot);
@@ -139,6 +148,7 @@ int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **
 	if (find_slot(sb, err) < 0 || hu_cgroup_open(&rt->cg, id, &sb->cg, err) < 0)
 		goto fail;
 	sb->have_dir = 1;
+	sb->have_layer = 1;
 	if (find_init(sb, &e) == 0) {
 		*alive = 1;
 		sb->have_net = hu_net_adopt(rt, sb->slot); /* its veth is there: it has a network */
@@ -149,6 +159,77 @@ fail:
 	hu_err_prefix(err, "adopt sandbox %s", id);
 	hu_sandbox_close(sb);
 	return -1;
+}
+
+int hu_sandbox_revive(struct hu_runtime *rt, const struct hu_sandbox_spec *spec, struct hu_sandbox **out,
+		      hu_err *err)
+{
+	struct hu_sandbox *sb;
+	char path[PATH_MAX + 16];
+	hu_err ignore;
+
+	*out = NULL;
+	if (!hu_sandbox_id_valid(spec->id))
+		return hu_err_set(err, EINVAL, "invalid sandbox id '%s'", spec->id);
+	if (hu_sbx_handle_new(rt, spec->id, &sb, err) < 0)
+		return -1;
+	if (access(sb->sbdir, F_OK) == 0) {
+		hu_err_set(err, EEXIST, "sandbox %s is known to this boot (adopt it)", spec->id);
+		free(sb);
+		return -1;
+	}
+	if (layer_slot(sb, err) < 0) {
+		free(sb);
+		goto out;
+	}
+	/* the same uids as before: its files carry them */
+	if (hu_slot_acquire_exact(rt, sb->id, sb->slot, err) < 0) {
+		free(sb);
+		goto out;
+	}
+	sb->have_slot = 1;
+	if (mkdir(sb->sbdir, 0700) < 0) {
+		hu_err_sys(err, "mkdir %s", sb->sbdir);
+		goto fail;
+	}
+	sb->have_dir = 1;
+	snprintf(path, sizeof(path), "%s/stopped", sb->sbdir);
+	if (hu_write_file(path, "", 0, O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, err) < 0 ||
+	    hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
+		goto fail;
+	sb->have_layer = 1;
+	*out = sb;
+	return 0;
+fail:
+	/* the files stay: only what this call made goes */
+	if (sb->have_dir)
+		hu_sbx_remove_dir(sb->sbdir, &ignore);
+	hu_slot_release(rt, sb->slot);
+	free(sb);
+out:
+	hu_err_prefix(err, "revive sandbox %s", spec->id);
+	return -1;
+}
+
+int hu_runtime_layers(struct hu_runtime *rt, int (*fn)(const char *id, void *arg), void *arg, hu_err *err)
+{
+	/* a fresh open: btrfs lists only the entries a directory had when it
+	 * was opened */
+	int fd = openat(rt->layers.root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	int rc = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return hu_err_sys(err, "read %s", rt->layers.root);
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL)
+		if (hu_sandbox_id_valid(de->d_name) && de->d_type == DT_DIR)
+			rc = fn(de->d_name, arg);
+	closedir(d);
+	return rc;
 }
 
 int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err)
@@ -177,6 +258,13 @@ int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err)
 	 * no init and no owner */
 	if (hu_cgroup_kill_all(sb->cg, &e) < 0)
 		return hu_err_set(err, e.code, "stop sandbox %s: %s", sb->id, e.msg);
+	/* the files go to disk and their cache out of RAM: a released sandbox
+	 * holds only files */
+	_cleanup_close_ int lfd = open(sb->layer, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (lfd >= 0)
+		syncfs(lfd);
+	if (hu_cgroup_drop_cache(sb->cg, &e) < 0)
+		hu_err_clear(&e);
 	return 0;
 }
 

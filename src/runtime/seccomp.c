@@ -13,13 +13,17 @@
  *  - EPERM for denied syscalls: it is what the kernel itself answers when a
  *    capability is missing, so programs already handle it ("operation not
  *    permitted") instead of crashing on a SIGSYS.
- *  - ENOSYS for clone3 and for syscall numbers newer than the ones reviewed
- *    here: ENOSYS means "this kernel does not have it", which is the one errno
- *    libcs and runtimes treat as "fall back to the older call" (glibc retries
- *    clone3 as clone; newer *at2/fsxattr calls fall back likewise).
+ *  - ENOSYS for clone3, io_setup and for syscall numbers newer than the ones
+ *    reviewed here: ENOSYS means "this kernel does not have it", which is the
+ *    one errno libcs and runtimes treat as "fall back to the older call"
+ *    (glibc retries clone3 as clone; libaio users fall back to threads;
+ *    newer *at2/fsxattr calls fall back likewise).
  *  - EAFNOSUPPORT for socket families/netlink protocols outside the allowed
  *    set: the kernel's own answer for a family that is not compiled in, which
- *    probing code (libaudit, python's socket module users) treats as "absent".
+ *    probing code (libaudit, python's socket module users) treats as "absent";
+ *    EPROTONOSUPPORT / ESOCKTNOSUPPORT for IP protocols and socket types
+ *    outside it (seccomp_prologue.c, where the socket rules live).
+ *  - Success without effect for setting RLIMIT_CORE (see add_rlimit_rules).
  *  - Foreign ABIs (i386 `int $0x80`, x32) kill the whole process: only a
  *    deliberate filter-evasion attempt or a foreign binary makes such calls,
  *    and a dead process is the unambiguous outcome for both.
@@ -41,11 +45,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <linux/netlink.h>
-#include <linux/audit.h>
-#include <stddef.h>
 
+#include "runtime/seccomp_internal.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -184,11 +187,9 @@ static const struct hu_deny_nr deny_eperm_nr[] = {
  * makes well-behaved callers fall back. Numbers above 1023 do not exist on
  * x86_64 (the kernel would answer ENOSYS itself); x32 numbers carry bit 30
  * and are killed as a foreign ABI. The check is one comparison in the
- * prologue below: as 554 libseccomp rules (one per number) it made the
- * program 1052 instructions long, which the kernel checks, converts and
- * JITs again for every sandbox. */
-#define HU_UNREVIEWED_FIRST 470
-#define X32_SYSCALL_BIT 0x40000000u
+ * prologue (seccomp_prologue.c, HU_SECCOMP_UNREVIEWED_FIRST): as 554
+ * libseccomp rules (one per number) it made the program 1052 instructions
+ * long, which the kernel checks, converts and JITs again for every sandbox. */
 
 /* Namespace-creating clone() flags. CLONE_NEWTIME is only honoured by clone3
  * and unshare (in clone() that bit belongs to the exit signal, where 0x80 is
@@ -264,46 +265,59 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, hu_err *err)
 	return 0;
 }
 
-static int add_socket_rules(scmp_filter_ctx ctx, hu_err *err)
+/*
+ * Limits a sandbox must not be able to change:
+ *  - RLIMIT_CORE is 1 (set in sandbox_child.c). A piped core_pattern runs
+ *    its helper on the host, as host root, whatever the crashing process's
+ *    RLIMIT_CORE is, except for exactly 1: the kernel's own guard against
+ *    recursive dumps. 1 is also below the smallest core file the kernel
+ *    writes, so no core file is written either. Lowering it to 0 would bring
+ *    the pipe back, and seccomp cannot tell lowering from raising (the new
+ *    value is in memory), so no call changes it. A call that sets it
+ *    succeeds without doing anything: the sanitizer runtimes (ASan, TSan,
+ *    MSan) lower RLIMIT_CORE at start and die if that fails, gpg and gpgsm
+ *    die on anything but EINVAL, and a process that lowers it gets what it
+ *    wants (no core, no helper). Only a caller that
+ *    raises it is misled, and the kernel would refuse that above the hard
+ *    limit of 1 anyway. prlimit64 that also asks for the old value gets
+ *    EINVAL instead: a faked success would leave it uninitialised.
+ *  - Another process's limits: root inside is the same uid as hutch-init,
+ *    so prlimit64(1, RLIMIT_CPU, {1, 1}) would have the kernel kill PID 1
+ *    (and with it the sandbox) after one second of CPU, and RLIMIT_NOFILE
+ *    or RLIMIT_NPROC would leave it unable to accept a connection or start
+ *    a command. PID 1 is hutch-init in every sandbox (no nested PID
+ *    namespaces). Reading its limits (new limit NULL) stays allowed.
+ * pid and resource are ints to the kernel: compared on their low 32 bits.
+ */
+static int add_rlimit_rules(scmp_filter_ctx ctx, hu_err *err)
 {
-	/*
-	 * Allowed families: AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK (ip, ss,
-	 * getifaddrs). Everything else is refused with EAFNOSUPPORT, notably
-	 * AF_PACKET (raw frames; several userns-reachable root exploits),
-	 * AF_KEY, AF_VSOCK (talks to the hypervisor/host), AF_ALG (kernel
-	 * crypto API), AF_BLUETOOTH, AF_CAN, AF_XDP, AF_RDS, AF_TIPC, ...
-	 *
-	 * As above, rules are a union of single comparisons. Every family
-	 * above AF_NETLINK (16) is one rule; the 64-bit comparison also catches
-	 * values with garbage in the upper half (the kernel truncates to int,
-	 * so 0x100000011 would otherwise be AF_PACKET), and negative ints
-	 * (sign-extended, hence huge). The gaps below 16 are listed one by one.
-	 */
-	static const int low_denied[] = { 0, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15 };
-	const uint32_t act = SCMP_ACT_ERRNO(EAFNOSUPPORT);
+	const struct scmp_arg_cmp core = SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE);
 
-	/* socketpair() creates sockets of a family too (and runs that family's
-	 * code): the same family rules apply to it. */
-	static const int creators[] = { SCMP_SYS(socket), SCMP_SYS(socketpair) };
-	for (size_t c = 0; c < HU_ARRAY_LEN(creators); c++) {
-		ADD(ctx, act, creators[c], 1, SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
-		for (size_t i = 0; i < HU_ARRAY_LEN(low_denied); i++)
-			ADD(ctx, act, creators[c], 1, SCMP_A0(SCMP_CMP_EQ, (uint64_t)low_denied[i]));
-	}
+	ADD(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(setrlimit), 1, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, RLIMIT_CORE));
+	ADD(ctx, SCMP_ACT_ERRNO(0), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0), SCMP_A3(SCMP_CMP_EQ, 0));
+	ADD(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prlimit64), 3, core, SCMP_A2(SCMP_CMP_NE, 0),
+	    SCMP_A3(SCMP_CMP_NE, 0));
+	ADD(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prlimit64), 2, SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffULL, 1),
+	    SCMP_A2(SCMP_CMP_NE, 0));
+	return 0;
+}
 
-	/*
-	 * Within AF_NETLINK only NETLINK_ROUTE (0: ip, getifaddrs) and
-	 * NETLINK_SOCK_DIAG (4: ss) are allowed. In particular this keeps
-	 * nf_tables (NETLINK_NETFILTER), the source of most 2022-2024
-	 * unprivileged-userns root exploits, and xfrm, audit, uevent and
-	 * generic netlink out of reach. libaudit treats EAFNOSUPPORT as
-	 * "no audit in this kernel" and carries on.
-	 */
-	ADD(ctx, act, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-	    SCMP_A2(SCMP_CMP_GT, NETLINK_SOCK_DIAG));
-	for (uint64_t proto = 1; proto < NETLINK_SOCK_DIAG; proto++)
-		ADD(ctx, act, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_NETLINK),
-		    SCMP_A2(SCMP_CMP_EQ, proto));
+/*
+ * Host-wide counters that no cgroup accounts for. io_setup (native AIO)
+ * reserves events against fs.aio-max-nr, one number for the whole host:
+ * one sandbox creating contexts until it is reached makes io_setup fail
+ * with EAGAIN for every other sandbox and for the host's databases. One
+ * io_setup(65536) takes the default limit whole (for 4 MiB of ring); a cap
+ * on nr_events would only change how many calls that takes (the counter
+ * counts what each call asks for, and a one-event context costs a few
+ * KiB), so io_setup is refused: ENOSYS, the answer of a kernel built
+ * without AIO, on which libaio users (MySQL, MariaDB, fio) fall back to
+ * their thread-pool I/O. The other aio calls need a context and fail
+ * without one. POSIX aio (glibc's aio_read) uses threads, not these.
+ */
+static int add_host_counter_rules(scmp_filter_ctx ctx, hu_err *err)
+{
+	ADD(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_setup), 0);
 	return 0;
 }
 
@@ -348,8 +362,8 @@ static int build(scmp_filter_ctx ctx, hu_err *err)
 		return hu_err_set(err, -rc, "seccomp: set optimize level");
 
 	if (add_named_denies(ctx, err) < 0 || add_clone_rules(ctx, err) < 0 ||
-	    add_ioctl_rules(ctx, err) < 0 ||
-	    add_socket_rules(ctx, err) < 0)
+	    add_ioctl_rules(ctx, err) < 0 || add_rlimit_rules(ctx, err) < 0 ||
+	    add_host_counter_rules(ctx, err) < 0)
 		return -1;
 	return 0;
 }
@@ -366,46 +380,6 @@ int hu_seccomp_load(hu_err *err)
 	hu_seccomp_prog_free(&prog);
 	return rc;
 }
-
-/*
- * The hand-written prologue, run before libseccomp's program. Two checks are
- * one or two comparisons in plain BPF and hundreds of instructions as
- * libseccomp rules (one syscall number per rule, one comparison per
- * argument):
- *  - the unreviewed range (HU_UNREVIEWED_FIRST and up) answers ENOSYS;
- *  - personality(): only PER_LINUX (0) and the query 0xffffffff pass. Any
- *    other persona (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO, ...)
- *    weakens memory protections and gets EPERM, and so does garbage in the
- *    upper 32 bits (the kernel ignores it; we refuse it rather than reason
- *    about it).
- * It decides only for native x86_64 numbers below the x32 bit and allows
- * nothing itself: everything else falls through to libseccomp's program,
- * which starts with its own architecture check (foreign ABIs are killed
- * there) and holds every other rule. Jump offsets count from the next
- * instruction.
- */
-#define LD_ABS(off) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(off))
-#define JEQ(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(k), jt, jf)
-#define JGE(k, jt, jf) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)(k), jt, jf)
-#define ARG0_LO offsetof(struct seccomp_data, args)
-#define ARG0_HI (ARG0_LO + 4) /* x86_64 is little-endian */
-#define PROLOGUE_LEN 13       /* libseccomp's program starts at index 13 */
-
-static const struct sock_filter prologue[PROLOGUE_LEN] = {
-	/*  0 */ LD_ABS(offsetof(struct seccomp_data, arch)),
-	/*  1 */ JEQ(AUDIT_ARCH_X86_64, 0, 11),      /* foreign: -> 13 */
-	/*  2 */ LD_ABS(offsetof(struct seccomp_data, nr)),
-	/*  3 */ JGE(X32_SYSCALL_BIT, 9, 0),         /* x32: -> 13 */
-	/*  4 */ JGE(HU_UNREVIEWED_FIRST, 6, 0),     /* unreviewed: -> 11 */
-	/*  5 */ JEQ(SYS_personality, 0, 7),         /* other: -> 13 */
-	/*  6 */ LD_ABS(ARG0_HI),
-	/*  7 */ JEQ(0, 0, 4),                       /* upper garbage: -> 12 */
-	/*  8 */ LD_ABS(ARG0_LO),
-	/*  9 */ JEQ(0, 3, 0),                       /* PER_LINUX: -> 13 */
-	/* 10 */ JEQ(0xffffffffu, 2, 1),             /* query: -> 13, else -> 12 */
-	/* 11 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-	/* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-};
 
 /* libseccomp's part of the program, as classic BPF, into fd. */
 static int export_rules(int fd, hu_err *err)
@@ -430,19 +404,25 @@ int hu_seccomp_compile(struct hu_seccomp_prog *out, hu_err *err)
 		return hu_err_sys(err, "seccomp: memfd");
 	if (export_rules(fd, err) < 0)
 		return -1;
+	const size_t plen = hu_seccomp_prologue_len;
+	/* every position of the prologue is written (a gap would be a zero
+	 * instruction, "load 0", in the middle of its jumps) */
+	for (size_t i = 0; i < plen; i++)
+		if (hu_seccomp_prologue[i].code == 0 && hu_seccomp_prologue[i].k == 0)
+			return hu_err_set(err, EINVAL, "seccomp: prologue instruction %zu is missing", i);
 	off_t size = lseek(fd, 0, SEEK_END);
 	off_t n = size / (off_t)sizeof(struct sock_filter);
-	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 || PROLOGUE_LEN + n > BPF_MAXINSNS)
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 || (off_t)plen + n > BPF_MAXINSNS)
 		return hu_err_set(err, EINVAL, "seccomp: exported program has %lld bytes", (long long)size);
-	out->insns = malloc(sizeof(prologue) + (size_t)size);
+	out->insns = malloc(plen * sizeof(struct sock_filter) + (size_t)size);
 	if (!out->insns)
 		return hu_err_set(err, ENOMEM, "seccomp: program");
-	memcpy(out->insns, prologue, sizeof(prologue));
-	if (pread(fd, out->insns + PROLOGUE_LEN, (size_t)size, 0) != size) {
+	memcpy(out->insns, hu_seccomp_prologue, plen * sizeof(struct sock_filter));
+	if (pread(fd, out->insns + plen, (size_t)size, 0) != size) {
 		hu_seccomp_prog_free(out);
 		return hu_err_sys(err, "seccomp: read program");
 	}
-	out->len = (unsigned short)(PROLOGUE_LEN + n);
+	out->len = (unsigned short)(plen + (size_t)n);
 	return 0;
 }
 

@@ -135,6 +135,8 @@ int hu_tpl_fixup(int root, hu_err *err);
 
 /* ---- description (tpl_meta.c) ---- */
 
+#define HU_TPL_RECIPE_MAX 72
+
 struct hu_tpl_meta {
 	char id[HU_ID_MAX];
 	char team[HU_TPL_TEAM_MAX]; /* owner team ("" for a public operator template) */
@@ -151,6 +153,8 @@ struct hu_tpl_meta {
 	char ready_cmd[HU_TPL_CMD_MAX]; /* create answers once this (sh -c) exits 0, or "" */
 	uint32_t ready_timeout_s;   /* how long create waits for it (0 = HU_TPL_READY_TIMEOUT_S) */
 	char source[8];             /* dir | tar | oci | host */
+	char recipe[HU_TPL_RECIPE_MAX]; /* what a recipe script built it from (a hash), or "": scripts
+	                                 * compare it to decide whether to rebuild */
 	uint64_t size_bytes, files;
 };
 

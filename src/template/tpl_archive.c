@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "template/archive_lib.h"
 #include "template/template.h"
 
 static ssize_t read_data(void *arg, void *buf, size_t n)
@@ -29,6 +30,8 @@ static struct archive *open_archive(int fd, hu_err *err)
 		hu_err_sys(err, "rewind the archive");
 		return NULL;
 	}
+	if (hu_archive_lib_load(err) < 0)
+		return NULL;
 	struct archive *a = archive_read_new();
 	if (!a) {
 		hu_err_set(err, -ENOMEM, "archive reader");

@@ -62,34 +62,37 @@ json_t *hu_tpl_meta_json(const struct hu_tpl_meta *m)
 		json_object_set_new(o, "envs", json_object());
 	if (o && m->team[0])
 		json_object_set_new(o, "team", json_string(m->team));
+	if (o && m->recipe[0])
+		json_object_set_new(o, "recipe", json_string(m->recipe));
 	return o;
 }
 
 /* Exact shape the build writes: id, team, public, createdAt (unix ms),
  * cpuMillis, memoryBytes, diskBytes, envs, cwd, user, source, sizeBytes,
- * files. Unknown fields are ignored. */
+ * files, and recipe when a recipe script built it. Unknown fields are ignored. */
 int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_err *err)
 {
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je);
-	const char *id = NULL, *team = "", *cwd = "", *user = "", *source = "", *start = "", *ready = "";
+	const char *id = NULL, *team = "", *cwd = "", *user = "", *source = "", *start = "", *ready = "",
+		   *recipe = "";
 	json_int_t created = 0, cpu = 0, mem = 0, disk = 0, size = 0, files = 0, ready_timeout = 0;
 	int pub = 0;
 	json_t *envs = NULL;
 
 	hu_tpl_meta_init(m);
-	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I, s?s, s?s, s?I}",
+	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I, s?s, s?s, s?I, s?s}",
 				    "id", &id, "team", &team, "public", &pub, "createdAt", &created, "cpuMillis", &cpu,
 				    "memoryBytes", &mem, "diskBytes", &disk, "envs", &envs, "cwd", &cwd, "user", &user,
 				    "source", &source, "sizeBytes", &size, "files", &files, "startCmd", &start, "readyCmd",
-				    &ready, "readyTimeout", &ready_timeout) < 0) {
+				    &ready, "readyTimeout", &ready_timeout, "recipe", &recipe) < 0) {
 		json_decref(root);
 		return hu_err_set(err, -EINVAL, "template description: %s", je.text);
 	}
 	int bad = !hu_sandbox_id_valid(id) || strlen(team) >= sizeof(m->team) || strlen(cwd) >= sizeof(m->cwd) ||
 		  strlen(user) >= sizeof(m->user) || cpu < 0 || cpu > 1000000 || mem < 0 || disk < 0 ||
 		  (envs && !json_is_object(envs)) || strlen(start) >= sizeof(m->start_cmd) ||
-		  strlen(ready) >= sizeof(m->ready_cmd) || ready_timeout < 0 || ready_timeout > 3600;
+		  strlen(ready) >= sizeof(m->ready_cmd) || strlen(recipe) >= sizeof(m->recipe) || ready_timeout < 0 || ready_timeout > 3600;
 	const char *k;
 	json_t *v;
 	json_object_foreach(envs, k, v)
@@ -105,6 +108,7 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 	snprintf(m->source, sizeof(m->source), "%s", source);
 	snprintf(m->start_cmd, sizeof(m->start_cmd), "%s", start);
 	snprintf(m->ready_cmd, sizeof(m->ready_cmd), "%s", ready);
+	snprintf(m->recipe, sizeof(m->recipe), "%s", recipe);
 	m->ready_timeout_s = (uint32_t)ready_timeout;
 	m->is_public = pub;
 	m->created_ms = created;
@@ -120,12 +124,15 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 
 json_t *hu_tpl_meta_stored(const struct hu_tpl_meta *m)
 {
-	return json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:O, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I}", "id",
+	json_t *o = json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:I, s:O, s:s, s:s, s:s, s:I, s:I, s:s, s:s, s:I}", "id",
 			 m->id, "team", m->team, "public", m->is_public, "createdAt", (json_int_t)m->created_ms,
 			 "cpuMillis", (json_int_t)m->cpu_millis, "memoryBytes", (json_int_t)m->memory_bytes, "diskBytes",
 			 (json_int_t)m->disk_bytes, "envs", m->envs, "cwd", m->cwd, "user", m->user, "source", m->source,
 			 "sizeBytes", (json_int_t)m->size_bytes, "files", (json_int_t)m->files, "startCmd", m->start_cmd,
 			 "readyCmd", m->ready_cmd, "readyTimeout", (json_int_t)m->ready_timeout_s);
+	if (o && m->recipe[0])
+		json_object_set_new(o, "recipe", json_string(m->recipe));
+	return o;
 }
 
 static void base_meta(struct hu_tpl_meta *m)

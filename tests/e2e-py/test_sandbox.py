@@ -123,9 +123,9 @@ def test_metrics_are_real_samples(daemon):
 
 
 def test_code_interpreter_package_sandbox_class(daemon):
-    # e2b-code-interpreter's Sandbox is e2b's plus run_code (which needs its
-    # template's Jupyter server, not part of hutch's base template): the
-    # class itself creates, runs and kills against hutch unmodified
+    # e2b-code-interpreter's Sandbox is e2b's plus run_code, which needs the
+    # code-interpreter template's server (images/code-interpreter, tested by
+    # its own suite); here the class itself creates, runs and kills on base
     from e2b_code_interpreter import Sandbox as CISandbox
 
     sbx = CISandbox.create(template="base", timeout=60)

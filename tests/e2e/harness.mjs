@@ -2,7 +2,7 @@
 // SDK at it. Each test file gets its own daemon, data dir, run dir and
 // cgroup parent; everything is removed when the file's tests end.
 import { spawn, execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, readFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
@@ -54,9 +54,42 @@ function waitFor(proc, pattern, ms, seen = '') {
   })
 }
 
-// startDaemon() -> { url, apiKey, pid, base, stop(), restart() }
+// E2E_STORE=postgresql (run.sh starts the server, tests/pg.sh): every
+// daemon gets a database of its own on that server, made here and dropped
+// when it stops, and finds it through `store = ...` in a config file (or
+// the --store flag when the test brings a config file of its own).
+const pgDir = process.env.E2E_STORE === 'postgresql' ? process.env.HUTCH_TEST_PG_DIR : null
+let pgCount = 0
+
+function pgDatabase(base) {
+  const saved = join(base, 'store-uri')
+  if (existsSync(saved)) return readFileSync(saved, 'utf8').trim()
+  const name = `hutch_e2e_${process.pid}_${++pgCount}`
+  const uri = execFileSync(join(root, 'tests', 'pg.sh'), ['createdb', pgDir, name]).toString().trim()
+  writeFileSync(saved, uri + '\n')
+  return uri
+}
+
+function pgDrop(base) {
+  const saved = join(base, 'store-uri')
+  if (!pgDir || !existsSync(saved)) return
+  const name = readFileSync(saved, 'utf8').trim().match(/^postgresql:\/\/\/([^?]+)/)[1]
+  try { execFileSync(join(root, 'tests', 'pg.sh'), ['dropdb', pgDir, name]) } catch {}
+}
+
+function storeArgs(base, extraArgs) {
+  if (!pgDir || extraArgs.includes('--store')) return []
+  const uri = pgDatabase(base)
+  if (extraArgs.includes('--config')) return ['--store', uri]
+  const conf = join(base, 'store.conf')
+  writeFileSync(conf, `store = ${uri}\n`)
+  return ['--config', conf]
+}
+
+// startDaemon() -> { url, apiKey, pid, base, storeArgs, stop(), restart() }
 // `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
-// restart); the key is not printed again then.
+// restart); the key is not printed again then. { apiKey } alone: new dirs,
+// a store that has keys already (another node of a cluster).
 // `extraEnv` adds variables (HUTCH_FAULT for the fault-injection tests).
 export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   const base = reuse?.base ?? mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
@@ -72,7 +105,8 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   // no warm pool unless a test asks (pool.test.mjs): the other files count
   // cgroups, directories and budgets that a pool would change under them
   const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', process.env.E2E_POOL_SIZE || '0']
-  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs, ...extraArgs], {
+  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs,
+    ...storeArgs(base, extraArgs), ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -96,12 +130,16 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     pid: proc.pid,
     base,
     env,
+    // what a CLI verb needs to reach this daemon's store (`keys create`)
+    storeArgs: !pgDir ? [] : extraArgs.includes('--store') ? ['--store', extraArgs[extraArgs.indexOf('--store') + 1]]
+      : ['--store', pgDatabase(base)],
     log: () => log,
     async stop() {
       proc.kill('SIGTERM')
       const t = setTimeout(() => proc.kill('SIGKILL'), 10000)
       const st = await exited
       clearTimeout(t)
+      pgDrop(base)
       cleanupDir(base, env.HUTCH_CGROUP_PARENT)
       return st
     },

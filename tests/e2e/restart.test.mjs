@@ -22,8 +22,12 @@ function hostState(d) {
   const sbxDir = join(d.env.HUTCH_RUN_DIR, 'sandboxes')
   const dirs = new Set(existsSync(sbxDir) ? readdirSync(sbxDir) : [])
   const mounts = Number(sh(`grep -c " ${d.base}/" /proc/self/mountinfo || true`))
+  // the writable layers: a directory per sandbox under <data>/layers (on the
+  // one layers image, which is the only mount a daemon makes for them)
+  const layersDir = join(d.env.HUTCH_DATA_DIR, 'layers')
+  const layers = new Set(existsSync(layersDir) ? readdirSync(layersDir).filter((n) => /^[a-z0-9][a-z0-9-]*$/.test(n)) : [])
   const rows = Number(sh(`python3 -c "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select count(*) from sandboxes').fetchone()[0])" ${join(d.env.HUTCH_DATA_DIR, 'hutch.db')}`))
-  return { groups, procs, dirs, mounts, rows }
+  return { groups, procs, dirs, mounts, layers, rows }
 }
 
 async function listed(d) {
@@ -36,7 +40,8 @@ function assertConsistent(d, ids, what) {
   const want = [...ids].sort()
   assert.deepEqual([...h.groups].sort(), want, `${what}: cgroups are exactly the sandboxes'`)
   assert.deepEqual([...h.dirs].sort(), want, `${what}: sandbox dirs are exactly the sandboxes'`)
-  assert.equal(h.mounts, want.length, `${what}: one writable-layer mount per sandbox, none leaked`)
+  assert.deepEqual([...h.layers].sort(), want, `${what}: writable layers are exactly the sandboxes'`)
+  assert.ok(h.mounts <= 1, `${what}: no mount per sandbox, at most the layers image (${h.mounts})`)
   assert.equal(h.rows, want.length, `${what}: one row per sandbox`)
   if (!want.length) assert.equal(h.procs, 0, `${what}: no process left`)
 }

@@ -15,6 +15,16 @@ if [ ! -d "$root/examples/session-gateway/node_modules/e2b" ]; then
 	(cd "$root/examples/session-gateway" && npm ci --no-audit --no-fund) || { echo "e2e: npm ci (example) failed"; exit 1; }
 fi
 files=${E2E_FILES:-$(ls ./*.test.mjs)}
+# E2E_STORE=postgresql: the daemons keep their store in PostgreSQL, on a
+# server of this run's own (tests/pg.sh), stopped and removed at exit
+tag=$build
+if [ "${E2E_STORE:-}" = postgresql ]; then
+	tag=$build-postgresql
+	out=$("$root/tests/pg.sh" start) || { echo "e2e: cannot start the PostgreSQL test server"; exit 1; }
+	eval "$out"
+	export E2E_STORE HUTCH_TEST_PG_DIR
+	trap '"$root/tests/pg.sh" stop "$HUTCH_TEST_PG_DIR"' EXIT
+fi
 # the idle-connection test opens 10,000 sockets from node
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 out=$(HUTCH_BUILD=$build node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=tap $files 2>&1)
@@ -25,5 +35,5 @@ fail=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 skip=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 pass=${pass:-0} fail=${fail:-0} skip=${skip:-0}
 [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-echo "e2e[$build]: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/e2e-$build.txt"
+echo "e2e[$tag]: $pass passed, $fail failed, $skip skipped" | tee "$root/tests/results/e2e-$tag.txt"
 [ "$fail" -eq 0 ]

@@ -1,4 +1,4 @@
-// fuzz-sources: src/template/tpl_oci.c src/template/tpl_meta.c src/template/tpl_path.c src/template/tpl_archive.c src/template/tpl_write.c
+// fuzz-sources: src/template/tpl_oci.c src/template/tpl_meta.c src/template/tpl_path.c src/template/tpl_archive.c src/template/archive_lib.c src/template/tpl_write.c
 /*
  * libFuzzer driver for the JSON a template build reads: an OCI image index,
  * a manifest, an image config (tpl_oci.c) and a template's own description

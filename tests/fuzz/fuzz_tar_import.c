@@ -1,4 +1,4 @@
-// fuzz-sources: src/template/tpl_archive.c src/template/tpl_write.c src/template/tpl_path.c
+// fuzz-sources: src/template/tpl_archive.c src/template/archive_lib.c src/template/tpl_write.c src/template/tpl_path.c
 /*
  * libFuzzer driver for importing a tar layer into a template tree
  * (tpl_archive.c through tpl_write.c): the input is the archive (plain,

@@ -13,7 +13,10 @@ mode=${1:-smoke}
 out=build-fuzz
 mkdir -p "$out" tests/results
 FUZZ_PKGS="libevent jansson zlib libcrypto sqlite3 libarchive"
+# libarchive is loaded on first use (src/util/dynlib.h), by the soname the linker would record
+ARCHIVE_SONAME=$(objdump -p "$(pkg-config --variable=libdir libarchive)/libarchive.so" | awk '/SONAME/ {print $2}')
 CFLAGS="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -D_GNU_SOURCE -Isrc $(pkg-config --cflags $FUZZ_PKGS)"
+CFLAGS="$CFLAGS -DHU_LIBARCHIVE_SONAME=\"$ARCHIVE_SONAME\""
 LIBSRC="$(ls src/util/*.c src/proto/*.c 2>/dev/null)"
 for drv in tests/fuzz/fuzz_*.c; do
 	[ -e "$drv" ] || continue

@@ -17,14 +17,16 @@ expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$e
 
 # one line per check: "<status> <name>: <finding>"
 for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
-	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "Landlock" "memory" \
-	"file descriptors" "capped volumes" "IPv6" "kernel"; do
+	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "core dumps" "Landlock" "memory" \
+	"file descriptors" "capped volumes" "writable layers" "IPv6" "kernel"; do
 	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
 	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
 done
 expect_match "cgroups line reports mode $want_mode" "^ok +cgroups: mode $want_mode" "$(grep -E ' cgroups: ' <<<"$out")"
 expect_match "Landlock line reports an ABI version or why not" "Landlock: (ABI version [0-9]+|.*returned)" \
 	"$(grep ' Landlock: ' <<<"$out")"
+expect_match "core dumps line names the host's pattern and what sandboxes do with it" \
+	"core dumps: kernel.core_pattern .*(RLIMIT_CORE 1|ignores RLIMIT_CORE)" "$(grep ' core dumps: ' <<<"$out")"
 expect_match "memory line estimates how many sandboxes fit" "room for about [0-9]+ sandboxes of 512 MiB" \
 	"$(grep ' memory: ' <<<"$out")"
 expect_match "resource floor is measured with real sandboxes" \
@@ -32,9 +34,18 @@ expect_match "resource floor is measured with real sandboxes" \
 	"$(grep ' resource floor: ' <<<"$out")"
 expect_eq "the floor measurement leaves no cgroup behind" "" \
 	"$(ls -d /sys/fs/cgroup/*/hutch-doctor-* /sys/fs/cgroup/hutch-doctor-* 2>/dev/null)"
+expect_match "writable layers line names the backend and why" \
+	"writable layers: (image|data-dir) on btrfs, a subvolume and quota group per sandbox: the data dir is on [a-z0-9 ]+" \
+	"$(grep ' writable layers: ' <<<"$out")"
 expect_no_match "no check FAILs" "^FAIL " "$out"
 expect_match "doctor ends with a summary" "[0-9]+ ok, [0-9]+ warn, 0 FAIL" "$(tail -n1 <<<"$out")"
 nlines=$(grep -cE '^(ok|warn|FAIL) ' <<<"$out")
+
+# --- writable layers -------------------------------------------------------------
+lout=$(HUTCH_LAYERS=image timeout -k 5 60 "$HUTCH" doctor 2>/dev/null | grep ' writable layers: ')
+expect_match "HUTCH_LAYERS=image: the image, because it was asked for" "^ok +writable layers: image on btrfs.*HUTCH_LAYERS=image" "$lout"
+lout=$(HUTCH_LAYERS=bogus timeout -k 5 60 "$HUTCH" doctor 2>/dev/null | grep ' writable layers: ')
+expect_match "a bad HUTCH_LAYERS FAILs and says why" "^FAIL +writable layers: .*HUTCH_LAYERS=bogus: expected auto, data-dir or image" "$lout"
 
 # --- IPv6 ------------------------------------------------------------------------
 # The facts depend on the host; their shape does not. Then the verdicts,

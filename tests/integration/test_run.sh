@@ -97,4 +97,28 @@ out=$(hrun --volume "$vol:/bin/x" -- true 2>&1)
 expect_eq "--volume through the template's /bin symlink fails (125)" "125" "$?"
 expect_match "--volume through a symlink says so" "symlink" "$out"
 
+# Libraries only some commands need are loaded when first used: a `hutch run` without internet
+# access maps neither libarchive (a template import) nor libnftables (HUTCH_NET=nat); a tar
+# import still works, loading libarchive then.
+# (the hutch process itself, not hrun's timeout, whose maps are its own; the guard bounds it)
+"$HUTCH" run -- sleep 3 &
+runpid=$!
+(sleep 60 && kill "$runpid") 2>/dev/null &
+guard=$!
+maps=""
+for _ in $(seq 50); do
+	maps=$(cat "/proc/$runpid/maps" 2>/dev/null)
+	grep -q libseccomp <<<"$maps" && break
+	sleep 0.05
+done
+expect_match "hutch run maps its own libraries" "libseccomp" "$maps"
+expect_no_match "hutch run maps no libarchive" "libarchive" "$maps"
+expect_no_match "hutch run maps no libnftables" "libnftables" "$maps"
+wait "$runpid"
+kill "$guard" 2>/dev/null
+mkdir -p "$HUTCH_TEST_TMP/tarsrc/etc" && echo lazy >"$HUTCH_TEST_TMP/tarsrc/etc/lazy"
+tar -C "$HUTCH_TEST_TMP/tarsrc" -czf "$HUTCH_TEST_TMP/lazy.tgz" .
+out=$("$HUTCH" template build lazytar --from-tar "$HUTCH_TEST_TMP/lazy.tgz" 2>&1)
+expect_match "a tar import loads libarchive when it needs it" "template lazytar built: 2 files, 5 bytes" "$out"
+
 finish

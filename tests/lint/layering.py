@@ -26,6 +26,10 @@ DAEMON_LAYERS = {
     "api": 4,        # control-plane handlers
     "envd": 4,       # data-plane handlers
     "dns": 4,        # the DNS proxy
+    # nodes of a shared store: registration and leases now, placement and
+    # forwarding next; it reads the sandboxes' budgets (3) and the store,
+    # and the dispatcher (5) will forward through it
+    "cluster": 4,
     ".": 5,          # src/daemon/*.c: the dispatcher and the routing table
 }
 

@@ -288,3 +288,34 @@ void doctor_check_psi(const struct doctor_ctx *cx, struct doctor_result *r)
 		*nl = '\0';
 	doctor_found(r, "/proc/pressure/memory readable (%s)", buf);
 }
+
+/* Block I/O: which weight and cap knobs a sandbox's group gets here
+ * (runtime/cgroup_io.c looks, in a throw-away group). */
+void doctor_check_block_io(const struct doctor_ctx *cx, struct doctor_result *r)
+{
+	struct hu_cgroup_io_support io;
+	hu_err err;
+
+	if (cg_fail_early(cx, r))
+		return;
+	if (hu_cgroup_io_probe(&cx->cg, &io, &err) < 0) {
+		doctor_found(r, "%s", err.msg);
+		doctor_verdict(r, DOCTOR_WARN, "could not be checked");
+		return;
+	}
+	if (!io.controller) {
+		doctor_found(r, "no io controller in cgroup2 and no v1 blkio hierarchy");
+		doctor_verdict(r, DOCTOR_WARN, "no I/O weight or caps: one sandbox can take a disk's whole bandwidth");
+		return;
+	}
+	if (io.unknown) {
+		doctor_found(r, "%s offered, not yet enabled for children (the first sandbox enables it)", io.controller);
+		return;
+	}
+	doctor_found(r, "%s: weight %s, caps %s (a weight counts only on disks scheduled by bfq, or with io.cost)",
+		     io.controller, io.weight ? io.weight : "none", io.caps ? "present" : "none");
+	if (!io.weight)
+		doctor_verdict(r, DOCTOR_WARN, "no I/O weight: sandboxes and the host share disks unweighted");
+	if (!io.caps)
+		doctor_verdict(r, DOCTOR_WARN, "io.bps and io.iops cannot be enforced");
+}

@@ -7,6 +7,7 @@
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -149,4 +150,33 @@ void doctor_check_landlock(const struct doctor_ctx *cx, struct doctor_result *r)
 	doctor_verdict(r, DOCTOR_WARN,
 		       "sandboxes run without their Landlock layer (confinement of every sandbox process to "
 		       "the sandbox's own tree; ABI 2 or newer is needed)");
+}
+
+/* Sandboxes run with RLIMIT_CORE 1, which stops file and pipe core dumps
+ * (the kernel starts a pipe helper, as host root, for any other limit, 0
+ * included). A socket pattern ("@path", Linux 6.16+) ignores the limit:
+ * every crash in a sandbox then reaches that host service. */
+void doctor_check_core_pattern(const struct doctor_ctx *cx, struct doctor_result *r)
+{
+	char pat[256];
+	hu_err err;
+
+	if (hu_read_file("/proc/sys/kernel/core_pattern", pat, sizeof(pat), &err) < 0) {
+		doctor_found(r, "%s", err.msg);
+		return;
+	}
+	pat[strcspn(pat, "\n")] = '\0';
+	if (pat[0] == '@') {
+		doctor_found(r, "kernel.core_pattern %s is a socket: the kernel ignores RLIMIT_CORE for it", pat);
+		doctor_verdict(r, DOCTOR_WARN,
+			       "every crash inside a sandbox reaches that host service; make it refuse host uids from 2^30 "
+			       "up, or use a pipe or file pattern");
+	} else if (pat[0] == '|') {
+		doctor_found(r,
+			     "kernel.core_pattern pipes to %s; sandboxes run with RLIMIT_CORE 1, for which the kernel starts no "
+			     "helper",
+			     pat + 1);
+	} else {
+		doctor_found(r, "kernel.core_pattern %s writes files; sandboxes run with RLIMIT_CORE 1 and write none", pat);
+	}
 }

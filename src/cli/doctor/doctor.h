@@ -85,13 +85,17 @@ doctor_check_fn doctor_check_tmpfs;          /* rootfs.c */
 doctor_check_fn doctor_check_cgroups;        /* cgroups.c */
 doctor_check_fn doctor_check_cg_swap;        /* cgroups.c */
 doctor_check_fn doctor_check_cg2_features;   /* cgroups.c */
+doctor_check_fn doctor_check_block_io;       /* cgroups.c */
 doctor_check_fn doctor_check_psi;            /* cgroups.c */
 doctor_check_fn doctor_check_seccomp;        /* confinement.c */
+doctor_check_fn doctor_check_core_pattern;   /* confinement.c */
 doctor_check_fn doctor_check_landlock;       /* confinement.c */
 doctor_check_fn doctor_check_memory;         /* limits.c */
+doctor_check_fn doctor_check_capacity;       /* capacity.c */
 doctor_check_fn doctor_check_floor;          /* floor.c */
 doctor_check_fn doctor_check_nofile;         /* limits.c */
 doctor_check_fn doctor_check_volumes;        /* volumes.c */
+doctor_check_fn doctor_check_storage;        /* storage.c */
 doctor_check_fn doctor_check_ipv6;           /* ipv6.c */
 doctor_check_fn doctor_check_kernel;         /* host.c */
 

@@ -78,7 +78,7 @@ static void floor_sample(struct hu_runtime *rt, struct floor_sample *s)
 static void floor_remove_parent_groups(const struct hu_cgroup_env *env, const char *parent)
 {
 	const char *roots[] = {env->v2_root, env->v1_memory,   env->v1_pids,
-			       env->v1_cpu,  env->v1_cpuacct, env->v1_freezer};
+			       env->v1_cpu,  env->v1_cpuacct, env->v1_freezer, env->v1_blkio};
 
 	for (size_t i = 0; i < HU_ARRAY_LEN(roots); i++) {
 		char grp[PATH_MAX + 80];

@@ -10,6 +10,7 @@
 #include "daemon/api/handlers.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/admission.h"
+#include "daemon/sandboxes/commit.h"
 #include "daemon/sandboxes/fd_budget.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/sandboxes/registry.h"
@@ -48,7 +49,7 @@ static int render(struct hu_daemon *d, struct evbuffer *o)
 	hu_stats_render_events(o);
 
 	if (hu_capacity_read(d, &cap, &err) == 0) {
-		hu_stats_header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (limits), admission budget, host total and available.");
+		hu_stats_header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (by state below), admission budget, host total and available.");
 		evbuffer_add_printf(o, "hutch_memory_bytes{kind=\"committed\"} %llu\nhutch_memory_bytes{kind=\"budget\"} %llu\n"
 				       "hutch_memory_bytes{kind=\"total\"} %llu\nhutch_memory_bytes{kind=\"available\"} %llu\n",
 				    (unsigned long long)cap.mem_committed, (unsigned long long)cap.mem_budget,
@@ -56,7 +57,23 @@ static int render(struct hu_daemon *d, struct evbuffer *o)
 		hu_stats_header(o, "hutch_cpu_millis", "gauge", "CPU in thousandths: committed to running sandboxes, admission budget.");
 		evbuffer_add_printf(o, "hutch_cpu_millis{kind=\"committed\"} %llu\nhutch_cpu_millis{kind=\"budget\"} %llu\n",
 				    (unsigned long long)cap.cpu_committed_millis, (unsigned long long)cap.cpu_budget_millis);
-		hu_stats_header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (limits), admission budget.");
+		hu_stats_header(o, "hutch_memory_by_state_bytes", "gauge",
+				"Memory by sandbox state: committed (what admission counts: limits when running or being built, "
+				"what it holds when frozen or warm, nothing when released) and held (the last reading).");
+		for (int i = 0; i < HU_CS_N; i++)
+			evbuffer_add_printf(o,
+					    "hutch_memory_by_state_bytes{state=\"%s\",kind=\"committed\"} %llu\n"
+					    "hutch_memory_by_state_bytes{state=\"%s\",kind=\"held\"} %llu\n",
+					    hu_commit_state_name(i), (unsigned long long)cap.ledger.mem_committed[i],
+					    hu_commit_state_name(i), (unsigned long long)cap.ledger.mem_held[i]);
+		hu_stats_header(o, "hutch_pids_by_state", "gauge", "Pids by sandbox state: committed and held, as for memory.");
+		for (int i = 0; i < HU_CS_N; i++)
+			evbuffer_add_printf(o,
+					    "hutch_pids_by_state{state=\"%s\",kind=\"committed\"} %llu\n"
+					    "hutch_pids_by_state{state=\"%s\",kind=\"held\"} %llu\n",
+					    hu_commit_state_name(i), (unsigned long long)cap.ledger.pids_committed[i],
+					    hu_commit_state_name(i), (unsigned long long)cap.ledger.pids_held[i]);
+		hu_stats_header(o, "hutch_pids", "gauge", "Pids: committed to sandboxes (commit.h), admission budget.");
 		evbuffer_add_printf(o, "hutch_pids{kind=\"committed\"} %llu\nhutch_pids{kind=\"budget\"} %llu\n",
 				    (unsigned long long)cap.pids_committed, (unsigned long long)cap.pids_budget);
 		if (cap.fd_limit != UINT64_MAX) {

@@ -10,6 +10,7 @@
 #include "daemon/api/api_json.h"
 #include "daemon/api/api_sandboxes.h"
 #include "daemon/api/handlers.h"
+#include "daemon/sandboxes/elsewhere.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/common/stats.h"
@@ -23,6 +24,8 @@ struct hu_sbx *hu_api_own_sandbox(struct hu_req *r)
 	char reason[256];
 
 	if (!s || strcmp(s->team, r->principal)) {
+		if (!s && hu_sbx_answer_elsewhere(r, r->param, r->principal))
+			return NULL;
 		/* one the daemon found dead at its start says so, for a week */
 		if (hu_req_daemon(r)->store && hu_store_lost_reason(hu_req_daemon(r)->store, r->param, r->principal, reason, sizeof(reason)))
 			hu_reply_error(r, 404, "sandbox %s not found: it was lost while the server was down (%s)",
@@ -245,7 +248,7 @@ static int decode_connect(struct hu_req *r, const struct hu_sbx *s, struct hu_co
  * same files, whatever the paused sandbox still held. */
 static int resume(struct hu_req *r, struct hu_sbx *s, const struct hu_connect_req *c, int32_t secs, hu_err *err)
 {
-	if (!c->memory && !s->released && hu_sbx_release(hu_req_daemon(r), s, "resume without memory", err) < 0)
+	if (!c->memory && !s->released && hu_sbx_release(hu_req_daemon(r), s, HU_RELEASE_ASKED, "resume without memory", err) < 0)
 		return -1;
 	return hu_sbx_resume(hu_req_daemon(r), s, secs, err);
 }

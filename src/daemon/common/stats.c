@@ -68,6 +68,13 @@ static const struct {
 				 "Warm pool events: sandboxes built, builds failed, sandboxes dropped to make room."},
 	[HU_STAT_POOL_FAILS] = {"hutch_pool_events_total", "{event=\"failed\"}", NULL},
 	[HU_STAT_POOL_DROPS] = {"hutch_pool_events_total", "{event=\"dropped\"}", NULL},
+	[HU_STAT_POOL_SHRINKS] = {"hutch_pool_events_total", "{event=\"shrunk\"}", NULL},
+	[HU_STAT_RELEASE_ASKED] = {"hutch_sandbox_releases_total", "{reason=\"asked\"}",
+				   "Memory releases of paused sandboxes, by reason: asked by the client, idle "
+				   "(pause.release_after), host memory pressure, room for a create or resume."},
+	[HU_STAT_RELEASE_IDLE] = {"hutch_sandbox_releases_total", "{reason=\"idle\"}", NULL},
+	[HU_STAT_RELEASE_PRESSURE] = {"hutch_sandbox_releases_total", "{reason=\"pressure\"}", NULL},
+	[HU_STAT_RELEASE_ROOM] = {"hutch_sandbox_releases_total", "{reason=\"room\"}", NULL},
 };
 
 static void counters(struct evbuffer *o)

@@ -31,6 +31,11 @@ enum hu_stat {
 	HU_STAT_POOL_BUILDS,          /* pool sandboxes built */
 	HU_STAT_POOL_FAILS,           /* pool builds that failed */
 	HU_STAT_POOL_DROPS,           /* pool sandboxes destroyed to make room */
+	HU_STAT_POOL_SHRINKS,         /* pool sandboxes destroyed as demand fell */
+	HU_STAT_RELEASE_ASKED,        /* memory releases, by reason */
+	HU_STAT_RELEASE_IDLE,
+	HU_STAT_RELEASE_PRESSURE,
+	HU_STAT_RELEASE_ROOM,
 	HU_STAT_COUNT,
 };
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/cgroup.h"
 #include "runtime/net.h"
 #include "util/parse.h"
 
@@ -46,6 +47,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
+	cfg->pool_max = 64;
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -89,6 +91,62 @@ static int set_data_dir(struct hu_config *cfg, const char *v, hu_err *err)
 static int set_run_dir(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return set_dir(cfg->run_dir, sizeof(cfg->run_dir), v, err);
+}
+
+static int set_slots_dir(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->slots_dir, sizeof(cfg->slots_dir), v, err);
+}
+
+/* "sqlite" (the default: the data dir's hutch.db) or a PostgreSQL URI. */
+static int set_store(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if (!strcmp(v, "sqlite")) {
+		cfg->store[0] = '\0';
+		return 0;
+	}
+	if (strncmp(v, "postgresql://", 13) && strncmp(v, "postgres://", 11))
+		return hu_err_set(err, -EINVAL, "'%.64s' is neither sqlite nor a postgresql:// URI", v);
+	if (strlen(v) >= sizeof(cfg->store))
+		return hu_err_set(err, -ENAMETOOLONG, "the store URI is longer than %zu bytes", sizeof(cfg->store) - 1);
+	snprintf(cfg->store, sizeof(cfg->store), "%s", v);
+	return 0;
+}
+
+/* node.name: 1..63 of [A-Za-z0-9._-], as the other nodes and the logs see it */
+static int set_node_name(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n < 1 || n >= sizeof(cfg->node_name) || strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+							      "0123456789._-") != n)
+		return hu_err_set(err, -EINVAL, "'%.64s' is not a node name (1..63 of A-Z a-z 0-9 . _ -)", v);
+	snprintf(cfg->node_name, sizeof(cfg->node_name), "%s", v);
+	return 0;
+}
+
+static int set_node_address(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	if ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) || strlen(v) >= sizeof(cfg->node_address) ||
+	    strpbrk(v, " \t\r\n"))
+		return hu_err_set(err, -EINVAL, "'%.64s' is not an http:// or https:// URL", v);
+	snprintf(cfg->node_address, sizeof(cfg->node_address), "%s", v);
+	return 0;
+}
+
+static int set_node_labels(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n >= sizeof(cfg->node_labels) ||
+	    strspn(v, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-=,") != n)
+		return hu_err_set(err, -EINVAL, "node.labels: comma-separated key=value of A-Z a-z 0-9 . _ - (%zu at most)",
+				  sizeof(cfg->node_labels) - 1);
+	snprintf(cfg->node_labels, sizeof(cfg->node_labels), "%s", v);
+	return 0;
+}
+
+const char *hu_config_store_location(const struct hu_config *cfg)
+{
+	return cfg->store[0] ? cfg->store : cfg->data_dir;
 }
 
 static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
@@ -362,6 +420,12 @@ static int check_dns(const char *v, hu_err *err)
 	return hu_net_config_parse(&c, "none", "hutch", "10.200.0.0/17", v, "", "", "", err);
 }
 
+static int check_flows(const char *v, hu_err *err)
+{
+	unsigned n;
+	return hu_net_flows_parse(v, &n, err);
+}
+
 /* CIDRs (IPv4 or IPv6) separated by commas and/or spaces */
 static int check_list(const char *v, hu_err *err)
 {
@@ -398,6 +462,29 @@ NET_SETTER(set_net_dns, net_dns, check_dns)
 NET_SETTER(set_net_uplinks, net_uplinks, check_uplinks)
 NET_SETTER(set_net_allow, net_allow, check_list)
 NET_SETTER(set_net_deny, net_deny, check_list)
+NET_SETTER(set_net_flows, net_flows, check_flows)
+
+/* io.*: checked as the runtime will parse them */
+static int check_io_weight(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(v, NULL, NULL, &io, err);
+}
+
+static int check_io_bps(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(NULL, v, NULL, &io, err);
+}
+
+static int check_io_iops(const char *v, hu_err *err)
+{
+	struct hu_cgroup_io io;
+	return hu_cgroup_io_parse(NULL, NULL, v, &io, err);
+}
+NET_SETTER(set_io_weight, io_weight, check_io_weight)
+NET_SETTER(set_io_bps, io_bps, check_io_bps)
+NET_SETTER(set_io_iops, io_iops, check_io_iops)
 
 /* Warm pool sizes: a pool is a few idle sandboxes, so a typo of thousands
  * is refused rather than built. */
@@ -418,6 +505,11 @@ static int parse_pool_size(const char *v, uint32_t *out, hu_err *err)
 static int set_pool_size(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return parse_pool_size(v, &cfg->pool_size, err);
+}
+
+static int set_pool_max(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_pool_size(v, &cfg->pool_max, err);
 }
 
 /* A template id as the pools key it: 1 to 63 of [a-z0-9_-], so it can be
@@ -464,6 +556,11 @@ static const struct {
 	{"port", "--port", set_port},
 	{"data_dir", "--data-dir", set_data_dir},
 	{"run_dir", "--run-dir", set_run_dir},
+	{"slots_dir", "--slots-dir", set_slots_dir},
+	{"store", "--store", set_store},
+	{"node.name", "--node-name", set_node_name},
+	{"node.address", NULL, set_node_address},
+	{"node.labels", NULL, set_node_labels},
 	{"max_body", NULL, set_max_body},
 	{"idle_timeout", NULL, set_idle_timeout},
 	{"default_timeout", NULL, set_default_timeout},
@@ -494,7 +591,12 @@ static const struct {
 	{"network_uplink", NULL, set_net_uplinks},
 	{"network_allow", NULL, set_net_allow},
 	{"network_deny", NULL, set_net_deny},
+	{"network_flows", NULL, set_net_flows},
+	{"io.weight", NULL, set_io_weight},
+	{"io.bps", NULL, set_io_bps},
+	{"io.iops", NULL, set_io_iops},
 	{"pool.size", "--pool-size", set_pool_size},
+	{"pool.max", "--pool-max", set_pool_max},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

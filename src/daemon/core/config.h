@@ -21,7 +21,17 @@ struct hu_config {
 	uint16_t port;           /* default 3000 */
 	char data_dir[PATH_MAX]; /* default /var/lib/hutch */
 	char run_dir[PATH_MAX];  /* default /run/hutch */
+	char slots_dir[PATH_MAX]; /* the uid slots, "" = <run_dir>/slots (runtime/sandbox.h) */
 	char config_path[PATH_MAX];
+	/* store: "" = SQLite in data_dir, or a PostgreSQL connection URI
+	 * ("postgresql://...") that several nodes may share */
+	char store[1024];
+	/* a node of a shared store (cluster/node.h): node.name ("" = <host
+	 * name>-<port>), node.address (the URL other nodes reach it at, "" =
+	 * http://<listen>:<port>), node.labels (comma-separated) */
+	char node_name[64];
+	char node_address[256];
+	char node_labels[256];
 	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
 	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
 	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */
@@ -64,8 +74,16 @@ struct hu_config {
 	char net_uplinks[80];
 	char net_allow[1024];
 	char net_deny[1024];
-	/* warm pools (pool.h): pool.size for `base`, pool.size.<template> */
+	char net_flows[16]; /* network_flows: connections a sandbox may hold */
+	/* io.weight, io.bps, io.iops: every sandbox's block I/O ("" = the
+	 * runtime's default or its HUTCH_IO_* variable) */
+	char io_weight[16];
+	char io_bps[24];
+	char io_iops[24];
+	/* warm pools (pool.h): pool.size for `base`, pool.size.<template>
+	 * (the least each keeps), pool.max (the most demand grows one to) */
 	uint32_t pool_size;
+	uint32_t pool_max;
 	struct {
 		char template_id[HU_ID_MAX];
 		uint32_t size;
@@ -77,6 +95,8 @@ struct hu_config {
 /* The embedded defaults; HUTCH_DATA_DIR and HUTCH_RUN_DIR, when set, are the
  * defaults of data_dir and run_dir. */
 void hu_config_defaults(struct hu_config *cfg);
+/* Where the store is, for hu_store_open: the store URI, or the data dir. */
+const char *hu_config_store_location(const struct hu_config *cfg);
 /* Set one config-file key from its text value (EINVAL: unknown key or bad value). */
 int hu_config_set(struct hu_config *cfg, const char *key, const char *value, hu_err *err);
 /* Apply a config file; errors name "file:line". */

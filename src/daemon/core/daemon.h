@@ -22,6 +22,7 @@ struct hu_store;
 struct hu_registry;
 struct hu_http;
 struct hu_sbx;
+struct hu_cluster;
 
 /* The loop's priorities (serve.c): events get HU_LOOP_PRIORITIES / 2 by
  * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest. */
@@ -46,6 +47,7 @@ struct hu_daemon {
 	uint64_t lifecycle_ticks;
 	struct hu_dns_proxy *dns; /* dns_proxy.c (network nat only) */
 	int datadir_lock;         /* datadir_lock.h: held shared while serving, -1 before */
+	struct hu_cluster *cluster; /* cluster/node.h: this node of a shared store, NULL on one host */
 };
 
 /* The daemon a request arrived at (every request's r->app). */

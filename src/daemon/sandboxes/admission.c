@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/sandboxes/commit.h"
 #include "daemon/sandboxes/fd_budget.h"
+#include "daemon/sandboxes/host_capacity.h"
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
@@ -12,26 +14,27 @@
 #include "daemon/sandboxes/sandbox_ops.h"
 
 #define MIB (1024ull * 1024ull)
-#define MIN_RESERVE (512 * MIB)
-#define PIDS_RESERVE 4096 /* pids left to the host whatever the sandboxes' limits say */
+
+struct count_ctx {
+	struct hu_capacity *cap;
+	const struct hu_sbx *skip;
+};
 
 static int count(struct hu_sbx *s, void *arg)
 {
-	struct hu_capacity *cap = arg;
-	int holds_memory = s->state == HU_SBX_RUNNING || (s->state == HU_SBX_PAUSED && !s->released);
+	struct count_ctx *c = arg;
 
-	if (holds_memory) {
-		cap->mem_committed += s->memory_bytes;
-		cap->pids_committed += cap->pids_per_sandbox;
-	}
-	if (s->state == HU_SBX_RUNNING)
-		cap->cpu_committed_millis += s->cpu_millis;
-	if (s->state == HU_SBX_PAUSED && !s->released)
-		cap->holding_paused++;
+	if (s != c->skip)
+		hu_ledger_add(&c->cap->ledger, s, hu_commit_state_of(s), c->cap->pids_per_sandbox);
 	return 0;
 }
 
 int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
+{
+	return hu_capacity_read_skip(d, NULL, cap, err);
+}
+
+int hu_capacity_read_skip(struct hu_daemon *d, const struct hu_sbx *skip, struct hu_capacity *cap, hu_err *err)
 {
 	const struct hu_config *cfg = &d->cfg;
 	struct hu_host_readings host;
@@ -41,26 +44,28 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 		return -1;
 	cap->mem_total = host.mem_total;
 	cap->mem_available = host.mem_available;
-	cap->mem_reserve = cfg->admission_reserve ? cfg->admission_reserve : cap->mem_total / 10;
-	if (cap->mem_reserve < MIN_RESERVE && !cfg->admission_reserve)
-		cap->mem_reserve = MIN_RESERVE;
-	uint64_t usable = cap->mem_total > cap->mem_reserve ? cap->mem_total - cap->mem_reserve : 0;
-	cap->mem_budget = (uint64_t)((double)usable * cfg->admission_memory_overcommit);
+	cap->mem_reserve = hu_mem_reserve(cfg, cap->mem_total);
+	cap->mem_budget = hu_mem_budget(cfg, cap->mem_total);
 	cap->cpus = host.cpus;
 	cap->cpu_budget_millis = (uint64_t)((double)cap->cpus * 1000.0 * cfg->admission_cpu_overcommit);
-	uint64_t pm = host.pid_max;
-	cap->pids_budget = (uint64_t)((double)(pm > PIDS_RESERVE ? pm - PIDS_RESERVE : 0) * cfg->admission_pids_overcommit);
+	cap->pids_budget = hu_pids_budget(cfg, host.pid_max);
 	cap->pids_per_sandbox = cfg->default_pids;
+	struct count_ctx c = {cap, skip};
 	if (d->reg)
-		hu_registry_each(d->reg, count, cap);
-	/* creates in progress are commitments too */
+		hu_registry_each(d->reg, count, &c);
+	/* creates in progress are commitments too, at their limits */
 	uint64_t mem = 0, cpu = 0;
 	hu_sbx_pending_commitments(d, &mem, &cpu);
-	cap->mem_committed += mem;
-	cap->cpu_committed_millis += cpu;
-	cap->pids_committed += (uint64_t)d->n_creating * cap->pids_per_sandbox;
-	/* and so are the warm pools (built, or being built) */
-	hu_pool_commitments(d, &cap->mem_committed, &cap->pids_committed);
+	cap->ledger.n[HU_CS_CREATING] += d->n_creating;
+	cap->ledger.mem_committed[HU_CS_CREATING] += mem;
+	cap->ledger.cpu_committed_millis += cpu;
+	cap->ledger.pids_committed[HU_CS_CREATING] += (uint64_t)d->n_creating * cap->pids_per_sandbox;
+	/* and so are the warm pools (ready: what they hold; being built: limits) */
+	hu_pool_commitments(d, &cap->ledger);
+	cap->mem_committed = hu_ledger_mem(&cap->ledger);
+	cap->pids_committed = hu_ledger_pids(&cap->ledger);
+	cap->cpu_committed_millis = cap->ledger.cpu_committed_millis;
+	cap->holding_paused = cap->ledger.n[HU_CS_FROZEN];
 	/* descriptors: every sandbox the daemon holds, warm ones and ones
 	 * being killed included */
 	cap->fds_held = (d->reg ? hu_registry_count(d->reg) : 0) + hu_pool_count(d) + d->n_creating + d->n_killing;
@@ -71,11 +76,25 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err)
 
 int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_millis, hu_err *err)
 {
+	return hu_admission_check_skip(d, NULL, memory_bytes, cpu_millis, err);
+}
+
+void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short)
+{
+	uint64_t mem = cap->mem_committed + memory_bytes, pids = cap->pids_committed + cap->pids_per_sandbox;
+
+	*mem_short = mem > cap->mem_budget ? mem - cap->mem_budget : 0;
+	*pids_short = pids > cap->pids_budget ? pids - cap->pids_budget : 0;
+}
+
+int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint64_t memory_bytes, uint32_t cpu_millis,
+			    hu_err *err)
+{
 	uint64_t pids;
 	struct hu_capacity cap;
 	char why[160];
 
-	if (hu_capacity_read(d, &cap, err) < 0)
+	if (hu_capacity_read_skip(d, skip, &cap, err) < 0)
 		return -1;
 	pids = cap.pids_per_sandbox;
 	if (cap.mem_committed + memory_bytes > cap.mem_budget)

@@ -1,7 +1,8 @@
 /*
  * Admission control: the daemon's account of what its sandboxes may use
- * (memory and pids of the sandboxes that hold memory, CPU of the running
- * ones, by their limits) against what the host has (/proc/meminfo, the CPU
+ * (memory and pids: the limits of running sandboxes and creates, what
+ * frozen and warm pool sandboxes hold, nothing for released ones, as
+ * commit.h counts them; CPU of the running ones, by their limits) against what the host has (/proc/meminfo, the CPU
  * count, pid_max) minus a reserve for the host itself, times an overcommit
  * ratio, because limits are caps that idle sandboxes rarely reach. A create
  * beyond the budget is refused with 429 and Retry-After before anything is
@@ -16,12 +17,13 @@
 #include <stdint.h>
 
 #include "daemon/core/daemon.h"
+#include "daemon/sandboxes/commit.h"
 
 struct hu_capacity {
 	uint64_t mem_total, mem_available; /* bytes, /proc/meminfo */
 	uint64_t mem_reserve;              /* kept for the host */
 	uint64_t mem_budget;               /* (total - reserve) * memory_overcommit */
-	uint64_t mem_committed;            /* limits of the sandboxes holding memory */
+	uint64_t mem_committed;            /* the ledger's sum (commit.h) */
 	uint32_t cpus;                     /* online CPUs */
 	uint64_t cpu_budget_millis;        /* cpus * 1000 * cpu_overcommit */
 	uint64_t cpu_committed_millis;     /* limits of the running sandboxes */
@@ -31,6 +33,7 @@ struct hu_capacity {
 	unsigned holding_paused;           /* paused sandboxes that still hold memory */
 	uint64_t fd_limit, fd_base;        /* soft RLIMIT_NOFILE (UINT64_MAX: none), fds before sandboxes */
 	uint64_t fds_held, fds_creating;   /* sandboxes holding descriptors (fd_budget.h), creates among them */
+	struct hu_commit_ledger ledger;    /* committed and held, by state */
 };
 
 /* The account now (no side effects). */
@@ -39,5 +42,21 @@ int hu_capacity_read(struct hu_daemon *d, struct hu_capacity *cap, hu_err *err);
  * (over budget: 429) or ENOMEM (memory pressure, nothing left to release:
  * 503), and a message that says which resource and by how much. */
 int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_millis, hu_err *err);
+/* The same, with `skip` (a sandbox about to resume, which needs its full
+ * limits back) left out of the account; NULL: none. */
+int hu_capacity_read_skip(struct hu_daemon *d, const struct hu_sbx *skip, struct hu_capacity *cap, hu_err *err);
+int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint64_t memory_bytes, uint32_t cpu_millis,
+			    hu_err *err);
+/* How much memory and how many pids one more sandbox of memory_bytes is
+ * short of (0 and 0: it fits both). */
+void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short);
+
+/* Admit a create (skip NULL) or a resume (skip: the sandbox) for team:
+ * the warm pools give way first, then the team's frozen sandboxes, least
+ * recently used first, then anybody's (commit.h), released only when
+ * releasing them is enough. -1 with EAGAIN (or ENOMEM) when it cannot fit;
+ * nothing was released then. (room.c) */
+int hu_admit_with_room(struct hu_daemon *d, const char *team, const struct hu_sbx *skip, uint64_t memory_bytes,
+		       uint32_t cpu_millis, hu_err *err);
 
 #endif

@@ -6,6 +6,7 @@
  * recorded so that the API can say so). Nothing is left without an owner.
  */
 #include "daemon/sandboxes/lifecycle.h"
+#include "daemon/sandboxes/sbx_metrics.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +88,8 @@ static void adopt_one(struct hu_daemon *d, struct hu_sbx *s)
 		s->released = 0;
 		if (hu_sandbox_freeze(s->rt, &e) < 0)
 			hu_log(HU_LOG_WARN, s->id, 0, "%s", e.msg);
+		/* frozen: it commits what it holds from the first create on */
+		hu_sbx_read_held(s);
 	} else if (!s->released) {
 		/* paused and without processes (a crash in the middle of a
 		 * release, or killed from the host): the files are what is left */

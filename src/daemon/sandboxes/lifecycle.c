@@ -171,7 +171,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		hu_sbx_kill_async(d, s, why, hu_sbx_killed_log, NULL);
 	}
 	for (size_t i = 0; i < w.release.n; i++) {
-		if (hu_sbx_release(d, w.release.v[i], "paused longer than pause.release_after", &err) < 0)
+		if (hu_sbx_release(d, w.release.v[i], HU_RELEASE_IDLE, "paused longer than pause.release_after", &err) < 0)
 			hu_log(HU_LOG_WARN, w.release.v[i]->id, 0, "%s", err.msg);
 	}
 	if (w.holding.n && hu_lifecycle_under_pressure(&d->cfg, why, sizeof(why))) {
@@ -179,7 +179,7 @@ static void tick(evutil_socket_t fd, short what, void *arg)
 		for (size_t i = 0; i < w.holding.n && i < PRESSURE_RELEASES_PER_TICK; i++) {
 			char reason[200];
 			snprintf(reason, sizeof(reason), "memory pressure: %s", why);
-			if (hu_sbx_release(d, w.holding.v[i], reason, &err) < 0)
+			if (hu_sbx_release(d, w.holding.v[i], HU_RELEASE_PRESSURE, reason, &err) < 0)
 				hu_log(HU_LOG_WARN, w.holding.v[i]->id, 0, "%s", err.msg);
 		}
 	}

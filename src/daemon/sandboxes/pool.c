@@ -9,6 +9,7 @@
 #include "daemon/sandboxes/admission.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/sandbox_ops.h"
+#include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/sbx_store.h"
@@ -72,6 +73,61 @@ unsigned hu_pool_set_missing(const struct hu_pool_set *ps)
 {
 	size_t have = ps->n_ready + ps->filling;
 	return have >= ps->target ? 0 : (unsigned)(ps->target - have);
+}
+
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms)
+{
+	int64_t epoch = now_ms / HU_POOL_DEMAND_BUCKET_MS;
+	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS), in_sec = 0;
+
+	dm->recent[dm->head] = now_ms;
+	dm->head = (dm->head + 1) % HU_POOL_DEMAND_RECENT;
+	if (dm->n < HU_POOL_DEMAND_RECENT)
+		dm->n++;
+	/* newest first, until one is HU_POOL_BURST_MS old */
+	for (unsigned k = 0; k < dm->n; k++) {
+		int64_t t = dm->recent[(dm->head + HU_POOL_DEMAND_RECENT - 1 - k) % HU_POOL_DEMAND_RECENT];
+		if (now_ms - t >= HU_POOL_BURST_MS)
+			break;
+		in_sec++;
+	}
+	if (dm->bucket[i].epoch != epoch) {
+		dm->bucket[i].epoch = epoch;
+		dm->bucket[i].peak = 0;
+	}
+	if (in_sec > dm->bucket[i].peak)
+		dm->bucket[i].peak = in_sec;
+}
+
+unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms)
+{
+	int64_t epoch = now_ms / HU_POOL_DEMAND_BUCKET_MS;
+	unsigned peak = 0;
+
+	for (unsigned i = 0; i < HU_POOL_DEMAND_BUCKETS; i++) {
+		int64_t e = dm->bucket[i].epoch;
+		/* a bucket of the window (a clock that went back keeps it too) */
+		if (e > epoch - HU_POOL_DEMAND_BUCKETS && dm->bucket[i].peak > peak)
+			peak = dm->bucket[i].peak;
+	}
+	return peak;
+}
+
+unsigned hu_pool_set_retarget(struct hu_pool_set *ps, unsigned max, int64_t now_ms)
+{
+	unsigned t = hu_pool_demand_peak(&ps->demand, now_ms);
+
+	if (t < ps->floor)
+		t = ps->floor;
+	if (t > max && max >= ps->floor)
+		t = max;
+	ps->target = t;
+	return t;
+}
+
+unsigned hu_pool_set_surplus(const struct hu_pool_set *ps)
+{
+	return ps->n_ready > ps->target ? (unsigned)(ps->n_ready - ps->target) : 0;
 }
 
 unsigned hu_pool_size_for(const struct hu_config *cfg, const char *template_id)
@@ -152,6 +208,8 @@ static void on_built(evutil_socket_t fd, short what, void *arg)
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", err.msg);
 		destroy(pl->d, s);
 	} else {
+		/* idle until taken: it commits what it holds (commit.h) */
+		hu_sbx_read_held(s);
 		b->ps->made++;
 		hu_stat_add(HU_STAT_POOL_BUILDS, 1);
 	}
@@ -237,6 +295,8 @@ static void on_refill(evutil_socket_t fd, short what, void *arg)
 		schedule(pl, REFILL_BUSY_MS);
 		return;
 	}
+	for (size_t i = 0; i < pl->n_sets; i++)
+		hu_pool_set_retarget(&pl->sets[i], pl->d->cfg.pool_max, hu_wall_ms());
 	for (size_t i = 0; i < pl->n_sets && pl->n_building < HU_POOL_FILL_MAX; i++) {
 		struct hu_pool_set *ps = &pl->sets[i];
 		if (!hu_pool_set_missing(ps))
@@ -270,6 +330,7 @@ static int add_set(struct hu_pools *pl, const char *template_id, unsigned size, 
 	pl->sets = v;
 	memset(&v[pl->n_sets], 0, sizeof(v[0]));
 	snprintf(v[pl->n_sets].template_id, sizeof(v[0].template_id), "%s", template_id);
+	v[pl->n_sets].floor = size;
 	v[pl->n_sets].target = size;
 	pl->n_sets++;
 	return 0;
@@ -346,6 +407,9 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 	for (size_t i = 0; i < pl->n_sets; i++) {
 		if (strcmp(pl->sets[i].template_id, want->template_id))
 			continue;
+		/* every create of the template is demand, served or not */
+		hu_pool_demand_note(&pl->sets[i].demand, hu_wall_ms());
+		hu_pool_set_retarget(&pl->sets[i], d->cfg.pool_max, hu_wall_ms());
 		struct hu_sbx *p;
 		while ((p = hu_pool_set_take(&pl->sets[i], want)) && dead(p)) {
 			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", want->template_id);
@@ -363,6 +427,24 @@ void hu_pool_adopt_into(struct hu_sbx *s, struct hu_sbx *p)
 	s->rt = p->rt;
 	p->rt = NULL;
 	hu_sbx_free(p);
+}
+
+void hu_pool_put_back(struct hu_daemon *d, struct hu_sbx *p)
+{
+	struct hu_pools *pl = d->pools;
+	hu_err ignored;
+
+	for (size_t i = 0; pl && i < pl->n_sets; i++) {
+		struct hu_pool_set *ps = &pl->sets[i];
+		if (strcmp(ps->template_id, p->template_id))
+			continue;
+		if (ps->n_ready < ps->target && hu_pool_set_push(ps, p, &ignored) == 0) {
+			ps->taken--;
+			return;
+		}
+		break;
+	}
+	hu_pool_discard(d, p);
 }
 
 void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p)
@@ -404,6 +486,20 @@ void hu_pool_reap_dead(struct hu_daemon *d)
 			reaped = 1;
 		}
 	}
+	/* demand that left the window: the surplus goes, oldest first, a few
+	 * a second (each is a kill); demand that grew: the refill builds */
+	for (size_t i = 0; pl && i < pl->n_sets; i++) {
+		struct hu_pool_set *ps = &pl->sets[i];
+		hu_pool_set_retarget(ps, d->cfg.pool_max, hu_wall_ms());
+		unsigned drop = hu_pool_set_surplus(ps);
+		if (drop > HU_POOL_SHRINK_PER_TICK)
+			drop = HU_POOL_SHRINK_PER_TICK;
+		for (unsigned k = 0; k < drop; k++)
+			destroy(d, hu_pool_set_pop_oldest(ps));
+		hu_stat_add(HU_STAT_POOL_SHRINKS, drop);
+		if (hu_pool_set_missing(ps))
+			reaped = 1;
+	}
 	if (reaped)
 		schedule(pl, 0);
 }
@@ -434,16 +530,15 @@ unsigned hu_pool_count(const struct hu_daemon *d)
 	return n;
 }
 
-void hu_pool_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *pids)
+void hu_pool_commitments(const struct hu_daemon *d, struct hu_commit_ledger *l)
 {
 	const struct hu_pools *pl = d->pools;
 
 	for (size_t i = 0; pl && i < pl->n_sets; i++)
 		for (size_t j = 0; j < pl->sets[i].n_ready; j++)
-			*memory_bytes += pl->sets[i].ready[j]->memory_bytes;
+			hu_ledger_add(l, pl->sets[i].ready[j], HU_CS_POOL, d->cfg.default_pids);
 	for (const struct build *b = pl ? pl->building : NULL; b; b = b->next)
-		*memory_bytes += b->s->memory_bytes;
-	*pids += (uint64_t)hu_pool_count(d) * d->cfg.default_pids;
+		hu_ledger_add(l, b->s, HU_CS_CREATING, d->cfg.default_pids);
 }
 
 void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)
@@ -451,13 +546,23 @@ void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)
 	const struct hu_pools *pl = d->pools;
 
 	evbuffer_add_printf(o, "# HELP hutch_pool_sandboxes Warm pool sandboxes per template: ready, being built, "
-			       "and the configured size.\n# TYPE hutch_pool_sandboxes gauge\n");
+			       "the target (demand, between the configured size and pool.max) and the configured size.\n# TYPE hutch_pool_sandboxes gauge\n");
 	for (size_t i = 0; pl && i < pl->n_sets; i++) {
 		const struct hu_pool_set *ps = &pl->sets[i];
 		evbuffer_add_printf(o,
 				    "hutch_pool_sandboxes{template=\"%s\",state=\"ready\"} %zu\n"
 				    "hutch_pool_sandboxes{template=\"%s\",state=\"building\"} %u\n"
-				    "hutch_pool_sandboxes{template=\"%s\",state=\"target\"} %u\n",
-				    ps->template_id, ps->n_ready, ps->template_id, ps->filling, ps->template_id, ps->target);
+				    "hutch_pool_sandboxes{template=\"%s\",state=\"target\"} %u\n"
+				    "hutch_pool_sandboxes{template=\"%s\",state=\"floor\"} %u\n",
+				    ps->template_id, ps->n_ready, ps->template_id, ps->filling, ps->template_id, ps->target,
+				    ps->template_id, ps->floor);
+	}
+	evbuffer_add_printf(o, "# HELP hutch_pool_demand_peak Warm pools: the most concurrent creates of a template "
+			       "(within 100 ms of each other) over the last five minutes (what the target follows).\n"
+			       "# TYPE hutch_pool_demand_peak gauge\n");
+	for (size_t i = 0; pl && i < pl->n_sets; i++) {
+		const struct hu_pool_set *ps = &pl->sets[i];
+		evbuffer_add_printf(o, "hutch_pool_demand_peak{template=\"%s\"} %u\n", ps->template_id,
+				    hu_pool_demand_peak(&ps->demand, hu_wall_ms()));
 	}
 }

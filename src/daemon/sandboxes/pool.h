@@ -9,16 +9,27 @@
  * random id that nobody has seen), so taking it renames nothing: the
  * create copies the request's fields around it and stores it as running.
  * It is taken at most once: hu_pool_take removes it from the pool before
- * it returns, and nothing ever puts a sandbox back.
+ * it returns, and nothing puts a sandbox back once a create has used it
+ * (only a create refused before using it returns it, hu_pool_put_back).
  *
  * Pool sandboxes are not in the registry (the API does not list them and
  * the data plane cannot reach them), but they are in the store as
  * `creating` rows with no team, so a daemon killed with a full pool finds
  * them at its next start and removes them like any interrupted create. A
- * clean shutdown destroys them. They count against admission (memory and
- * pids, like a paused sandbox) and max_sandboxes; a create that would be
+ * clean shutdown destroys them. They count against admission (a ready one:
+ * the memory and pids it holds, like a frozen sandbox; one being built:
+ * its limits, commit.h) and max_sandboxes; a create that would be
  * refused for capacity first makes the pools give way
  * (hu_pool_give_way).
+ *
+ * Each pool follows demand: its target is the recent peak of concurrent
+ * creates of its template: creates within HU_POOL_BURST_MS of each other
+ * (HU_POOL_DEMAND_BUCKETS of
+ * HU_POOL_DEMAND_BUCKET_MS: five minutes), at least its configured size
+ * and at most pool.max; when the peak leaves the window the pool shrinks
+ * back, HU_POOL_SHRINK_PER_TICK sandboxes a second. What it may hold is
+ * also bounded by the budget: a build starts only while admission would
+ * admit it.
  *
  * Refill runs on the loop, off the request path: a timer starts at most
  * HU_POOL_FILL_MAX builds at once and only while admission would accept
@@ -35,11 +46,37 @@
 
 #define HU_POOL_FILL_MAX 1 /* pool builds in flight at once, all pools together */
 
+#define HU_POOL_DEMAND_BUCKETS 30
+#define HU_POOL_DEMAND_BUCKET_MS 10000
+#define HU_POOL_SHRINK_PER_TICK 2
+
+/* Recent demand: at each create, the creates of the last HU_POOL_BURST_MS
+ * (a sliding window, so a burst across a boundary counts whole), the peak
+ * of each bucket. A burst of concurrent creates reaches the daemon within
+ * a few ms; the window is short enough that bursts a client makes one
+ * after another (each waiting for the pool to refill) do not add up. */
+#define HU_POOL_BURST_MS 100
+#define HU_POOL_DEMAND_RECENT 256 /* = the largest pool.max */
+struct hu_pool_demand {
+	int64_t recent[HU_POOL_DEMAND_RECENT]; /* the latest creates' times (ms), a ring */
+	unsigned head, n;
+	struct {
+		int64_t epoch; /* ms / HU_POOL_DEMAND_BUCKET_MS it belongs to */
+		unsigned peak;
+	} bucket[HU_POOL_DEMAND_BUCKETS];
+};
+/* One create of the template at now_ms. */
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms);
+/* The peak of the window that ends at now_ms (0: no creates in it). */
+unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms);
+
 /* A set of ready pool sandboxes of one template (the bookkeeping, no I/O:
  * unit-tested on its own). */
 struct hu_pool_set {
 	char template_id[HU_ID_MAX];
-	unsigned target;      /* wanted size */
+	unsigned floor;       /* the configured size: kept whatever the demand */
+	unsigned target;      /* wanted size: hu_pool_set_retarget */
+	struct hu_pool_demand demand;
 	unsigned filling;     /* builds in progress */
 	struct hu_sbx **ready;
 	size_t n_ready, cap;
@@ -56,6 +93,10 @@ struct hu_sbx *hu_pool_set_take(struct hu_pool_set *ps, const struct hu_sbx *wan
 struct hu_sbx *hu_pool_set_pop_oldest(struct hu_pool_set *ps);
 /* Builds to start now to reach target (ready + filling counted). */
 unsigned hu_pool_set_missing(const struct hu_pool_set *ps);
+/* target = the demand's peak, at least floor, at most max; returns it. */
+unsigned hu_pool_set_retarget(struct hu_pool_set *ps, unsigned max, int64_t now_ms);
+/* Ready sandboxes beyond target (what a shrink removes, oldest first). */
+unsigned hu_pool_set_surplus(const struct hu_pool_set *ps);
 
 /* The configured size of template_id's pool: pool.size.<template> if set,
  * else pool.size for `base`, else 0. */
@@ -84,6 +125,10 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want);
 /* Move pool sandbox p's id and runtime handle into s (the request's
  * sandbox, not yet stored), replace p's store row by nothing, free p. */
 void hu_pool_adopt_into(struct hu_sbx *s, struct hu_sbx *p);
+/* Return a taken pool sandbox that a create refused by admission never
+ * used (its id and runtime untouched) to its pool; destroyed if the pool
+ * is gone or full. */
+void hu_pool_put_back(struct hu_daemon *d, struct hu_sbx *p);
 /* Destroy a taken pool sandbox that will not be used. */
 void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p);
 /* Admission wants room: destroy one pool sandbox (the fullest pool's
@@ -91,9 +136,10 @@ void hu_pool_discard(struct hu_daemon *d, struct hu_sbx *p);
 int hu_pool_give_way(struct hu_daemon *d);
 /* Pool sandboxes (ready and being built), and what they commit. */
 unsigned hu_pool_count(const struct hu_daemon *d);
-void hu_pool_commitments(const struct hu_daemon *d, uint64_t *memory_bytes, uint64_t *pids);
+struct hu_commit_ledger;
+void hu_pool_commitments(const struct hu_daemon *d, struct hu_commit_ledger *l);
 
-/* GET /metrics: pool sizes and targets per template. */
+/* GET /metrics: pool sizes, targets and demand peaks per template. */
 struct evbuffer;
 void hu_pool_render(const struct hu_daemon *d, struct evbuffer *out);
 

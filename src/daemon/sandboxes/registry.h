@@ -49,6 +49,11 @@ struct hu_sbx {
 	uint32_t cpu_millis;
 	uint64_t memory_bytes;
 	uint64_t disk_bytes;
+	/* what it holds now (memory charge, tasks), read at freeze, at a pool
+	 * build's end and by the sampler: a frozen or warm sandbox commits
+	 * these, not its limits (commit.h); 0 = not read yet */
+	uint64_t held_memory_bytes;
+	uint64_t held_pids;
 	struct hu_sandbox *rt;    /* runtime handle */
 	struct event *timer;      /* fires at end_at */
 	struct event *exit_watch; /* pidfd of hutch-init: the sandbox died */

@@ -13,6 +13,7 @@
 #include "daemon/common/fault.h"
 #include "daemon/sandboxes/pool.h"
 #include "daemon/common/stats.h"
+#include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/sandboxes/sbx_mounts.h"
 #include "daemon/sandboxes/sbx_network.h"
 #include "daemon/sandboxes/sbx_store.h"
@@ -373,19 +374,15 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 }
 
 /* Admission for s; the warm pools give way (a sandbox of theirs at a
- * time) to a create that would otherwise be refused for capacity. */
+ * time) to a create that would otherwise be refused for capacity, then
+ * frozen sandboxes are released (admission.h). */
 static int admit(struct hu_daemon *d, const struct hu_sbx *s, hu_err *err)
 {
 	while (d->cfg.max_sandboxes &&
 	       hu_registry_count(d->reg) + d->n_creating + hu_pool_count(d) >= d->cfg.max_sandboxes &&
 	       hu_pool_give_way(d))
 		;
-	for (;;) {
-		if (hu_admission_check(d, s->memory_bytes, s->cpu_millis, err) == 0)
-			return 0;
-		if (err->code != EAGAIN || !hu_pool_give_way(d))
-			return -1;
-	}
+	return hu_admit_with_room(d, s->team, NULL, s->memory_bytes, s->cpu_millis, err);
 }
 
 /* A create served by warm pool sandbox p (pool.h): the request's sandbox s
@@ -494,7 +491,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	/* before anything is built: a refused create leaves nothing behind */
 	if (admit(d, s, err) < 0) {
 		if (warm)
-			hu_pool_discard(d, warm);
+			hu_pool_put_back(d, warm);
 		hu_sbx_free(s);
 		free(pc);
 		return -1;
@@ -577,7 +574,15 @@ static int save(struct hu_daemon *d, struct hu_sbx *s, hu_err *err)
 	return 0;
 }
 
-int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err)
+static const enum hu_stat release_stat[] = {
+	[HU_RELEASE_ASKED] = HU_STAT_RELEASE_ASKED,
+	[HU_RELEASE_IDLE] = HU_STAT_RELEASE_IDLE,
+	[HU_RELEASE_PRESSURE] = HU_STAT_RELEASE_PRESSURE,
+	[HU_RELEASE_ROOM] = HU_STAT_RELEASE_ROOM,
+};
+
+int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, enum hu_release_reason reason, const char *why,
+		   hu_err *err)
 {
 	if (s->state != HU_SBX_PAUSED || s->released)
 		return hu_err_set(err, -EALREADY, "sandbox %s is not a paused sandbox holding memory", s->id);
@@ -591,7 +596,10 @@ int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_er
 	s->released = 1;
 	if (save(d, s, err) < 0)
 		return -1; /* the next start sees a paused sandbox without init: released */
+	s->held_memory_bytes = 0;
+	s->held_pids = 0;
 	hu_stat_add(HU_STAT_RELEASES, 1);
+	hu_stat_add(release_stat[reason], 1);
 	hu_log(HU_LOG_INFO, s->id, 0, "memory released (%s): processes stopped, files kept", why);
 	return 0;
 }
@@ -602,12 +610,14 @@ int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_e
 
 	if (s->state == HU_SBX_PAUSED) {
 		if (release_memory && !s->released)
-			return hu_sbx_release(d, s, "pause without memory", err);
+			return hu_sbx_release(d, s, HU_RELEASE_ASKED, "pause without memory", err);
 		return hu_err_set(err, -EALREADY, "sandbox %s is already paused", s->id);
 	}
 	if (hu_sandbox_freeze(s->rt, err) < 0)
 		return -1;
 	hu_fault_point("pause.frozen");
+	/* from now on it commits what it holds (commit.h) */
+	hu_sbx_read_held(s);
 	s->state = HU_SBX_PAUSED;
 	s->paused_at_ms = hu_wall_ms();
 	if (save(d, s, err) < 0) {
@@ -620,7 +630,7 @@ int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_e
 	hu_stat_add(HU_STAT_PAUSES, 1);
 	hu_log(HU_LOG_INFO, s->id, 0, "paused");
 	if (release_memory)
-		return hu_sbx_release(d, s, "pause without memory", err);
+		return hu_sbx_release(d, s, HU_RELEASE_ASKED, "pause without memory", err);
 	return 0;
 }
 
@@ -688,6 +698,15 @@ int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_e
 
 	if (s->state == HU_SBX_RUNNING)
 		return hu_err_set(err, -EALREADY, "sandbox %s is already running", s->id);
+	/* a resume is admitted like a create: its full limits back, frozen
+	 * sandboxes released for it if need be; refused whole, before
+	 * anything changed, with 503 and Retry-After */
+	if (hu_admit_with_room(d, s->team, s, s->memory_bytes, s->cpu_millis, err) < 0) {
+		if (err->code == EAGAIN)
+			err->code = ENOMEM;
+		hu_err_prefix(err, "resume sandbox %s", s->id);
+		return -1;
+	}
 	if (s->released ? restart_init(d, s, err) < 0 : hu_sandbox_thaw(s->rt, err) < 0)
 		return -1;
 	s->state = HU_SBX_RUNNING;

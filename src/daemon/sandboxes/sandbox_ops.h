@@ -60,7 +60,14 @@ void hu_sbx_finish_kills(struct hu_daemon *d);
 int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_err *err);
 /* Memory release of a paused sandbox: every process ends, the files (its
  * writable layer) stay; a resume starts a fresh init over them. */
-int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, const char *why, hu_err *err);
+enum hu_release_reason {
+	HU_RELEASE_ASKED,    /* the client asked (pause or resume without memory) */
+	HU_RELEASE_IDLE,     /* paused longer than pause.release_after */
+	HU_RELEASE_PRESSURE, /* the host is short of memory */
+	HU_RELEASE_ROOM,     /* a create or resume needed its budget (commit.h) */
+};
+int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, enum hu_release_reason reason, const char *why,
+		   hu_err *err);
 /* Resume a paused sandbox (EALREADY if running): thaw it, or restart its
  * init if its memory was released. The new deadline is now + timeout_s
  * (0: the sandbox's own window). */

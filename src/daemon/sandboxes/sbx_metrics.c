@@ -50,6 +50,7 @@ int hu_sbx_metrics_take(struct hu_sbx *s, struct hu_metric_sample *out, hu_err *
 		.mem_total = st.memory_limit ? st.memory_limit : s->memory_bytes,
 		.disk_used = disk_used,
 		.disk_total = s->disk_bytes,
+		.pids = st.pids_current,
 	};
 	baseline(s, &prev_ts, &prev_cpu);
 	allowance = s->cpu_millis ? s->cpu_millis / 1000.0 : hu_sbx_cpu_count(s);
@@ -69,6 +70,10 @@ int hu_sbx_metrics_record(struct hu_sbx *s, hu_err *err)
 		return hu_err_set(err, ENOMEM, "metrics");
 	if (hu_sbx_metrics_take(s, &smp, err) < 0)
 		return -1;
+	if (!s->released) {
+		s->held_memory_bytes = smp.mem_used;
+		s->held_pids = smp.pids;
+	}
 	s->metrics->ring[s->metrics->head] = smp;
 	s->metrics->head = (s->metrics->head + 1) % HU_METRICS_RING;
 	if (s->metrics->count < HU_METRICS_RING)
@@ -112,4 +117,20 @@ json_t *hu_sbx_metrics_json(const struct hu_sbx *s, int64_t start_ms, int64_t en
 fail:
 	json_decref(arr);
 	return NULL;
+}
+
+void hu_sbx_read_held(struct hu_sbx *s)
+{
+	struct hu_cgroup_stats st = {0};
+	uint64_t disk_used;
+	hu_err ignored;
+
+	/* unread (0) counts as the limits: the safe side */
+	if (s->rt && hu_sandbox_stats(s->rt, &st, &disk_used, &ignored) == 0) {
+		s->held_memory_bytes = st.memory_bytes;
+		s->held_pids = st.pids_current;
+	} else {
+		s->held_memory_bytes = 0;
+		s->held_pids = 0;
+	}
 }

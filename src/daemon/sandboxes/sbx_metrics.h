@@ -25,6 +25,7 @@ struct hu_metric_sample {
 	uint64_t mem_total;
 	uint64_t disk_used;
 	uint64_t disk_total;
+	uint64_t pids;     /* tasks in its cgroup */
 };
 
 struct hu_sbx_metrics {
@@ -35,12 +36,16 @@ struct hu_sbx_metrics {
 
 /* A sample of s now, not recorded. */
 int hu_sbx_metrics_take(struct hu_sbx *s, struct hu_metric_sample *out, hu_err *err);
-/* Take a sample and record it in s's ring. */
+/* Take a sample and record it in s's ring; a running or frozen sandbox's
+ * holding figures (commit.h) follow it. */
 int hu_sbx_metrics_record(struct hu_sbx *s, hu_err *err);
 /* The recorded samples with start_ms <= ts <= end_ms, then `fresh` if it is
  * in range too (NULL: none), as the E2B SandboxMetric array. */
 json_t *hu_sbx_metrics_json(const struct hu_sbx *s, int64_t start_ms, int64_t end_ms,
 			    const struct hu_metric_sample *fresh);
+/* Read what s holds now (memory charge, tasks) into its holding figures;
+ * 0 and 0 (count as its limits) when they cannot be read. */
+void hu_sbx_read_held(struct hu_sbx *s);
 /* E2B's cpuCount: whole CPUs, at least one. */
 int hu_sbx_cpu_count(const struct hu_sbx *s);
 

@@ -77,4 +77,5 @@ void hu_daemon_net_config(const struct hu_config *cfg, struct hu_runtime_config 
 	take(rc->net_uplinks, sizeof(rc->net_uplinks), cfg->net_uplinks);
 	take(rc->net_allow, sizeof(rc->net_allow), cfg->net_allow);
 	take(rc->net_deny, sizeof(rc->net_deny), cfg->net_deny);
+	take(rc->net_flows, sizeof(rc->net_flows), cfg->net_flows);
 }

@@ -16,6 +16,7 @@
 enum hu_sbx_state { HU_SBX_RUNNING = 1, HU_SBX_PAUSED = 2, HU_SBX_CREATING = 3, HU_SBX_KILLING = 4 };
 
 #define HU_IDEM_KEY_MAX 129 /* Idempotency-Key: 1..128 printable characters */
+#define HU_NODE_NAME_MAX 64 /* node.name: 1..63 of [A-Za-z0-9._-] */
 
 /* A sandbox as the store keeps it. On put, the JSON values are borrowed;
  * a loaded row owns them (hu_sandbox_row_clear). */
@@ -32,6 +33,7 @@ struct hu_sandbox_row {
 	int32_t reclaim_after_s; /* 0 = the server's setting, -1 = never */
 	int released;            /* paused with memory released */
 	char idem_key[HU_IDEM_KEY_MAX]; /* "" = none; unique per team */
+	char owner[HU_NODE_NAME_MAX]; /* loaded rows: the node that runs it ("" = the only one) */
 	json_t *metadata;        /* object of string -> string */
 	json_t *env_vars;        /* object of string -> string */
 	json_t *mounts;          /* array: volumes and host mounts (sandboxes/sbx_mounts.h) */
@@ -60,6 +62,22 @@ struct hu_volume {
 	char name[HU_VOLUME_NAME_MAX];
 	uint64_t size; /* cap in bytes; 0 = none */
 	int64_t created_at_ms;
+};
+
+/* A hutch node of a shared store (cluster/node.h): what it offers and its
+ * lease. A node holds a lease that it renews; a new registration under the
+ * same name bumps the generation, which fences the previous holder out. */
+struct hu_node {
+	char name[HU_NODE_NAME_MAX];
+	char address[256];     /* the URL other nodes reach it at */
+	char labels[256];      /* comma-separated */
+	uint64_t memory_bytes; /* the admission budgets (admission.h) */
+	uint64_t cpu_millis;
+	uint64_t pids;
+	uint32_t max_sandboxes;
+	int64_t generation;
+	int alive;             /* loaded: its lease has not expired */
+	int64_t lease_left_ms; /* loaded: until the lease expires (negative: since) */
 };
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/store/backend.h"
+#include "daemon/store/pg.h"
 #include "daemon/store/sqlite.h"
 #include "util/hex.h"
 
@@ -22,9 +23,11 @@
 #define LEGACY_KEY_PREFIX "hutch_"
 #define KEY_MAX_HEX 128
 
-int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err)
+int hu_store_open(const char *location, struct hu_store **out, hu_err *err)
 {
-	return hu_store_sqlite_open(data_dir, out, err);
+	if (hu_store_pg_location(location))
+		return hu_store_pg_open(location, out, err);
+	return hu_store_sqlite_open(location, out, err);
 }
 
 void hu_store_close(struct hu_store *st)
@@ -176,4 +179,34 @@ int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err)
 int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err)
 {
 	return st->ops->volume_by_id(st, id, out, err);
+}
+
+int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
+			   hu_err *err)
+{
+	if (!st->ops->node_register)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_register(st, n, ttl_ms, generation, err);
+}
+
+int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err)
+{
+	if (!st->ops->node_renew)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_renew(st, ttl_ms, err);
+}
+
+int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err)
+{
+	if (!st->ops->node_each)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->node_each(st, fn, arg, err);
+}
+
+int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			   hu_err *err)
+{
+	if (!st->ops->sandbox_owner)
+		return hu_err_set(err, -ENOENT, "sandbox %s: one host, no other node", id);
+	return st->ops->sandbox_owner(st, id, team, n, owner, err);
 }

@@ -6,8 +6,9 @@
  * volumes.
  *
  * Backends (backend.h): SQLite in WAL mode in the data dir, the embedded
- * default (sqlite.c). The interface is written for a backend on the network
- * too, whose calls are slower and can fail for a while:
+ * default (sqlite.c), and PostgreSQL (pg.c), a database that several nodes
+ * share. The interface is written for a backend on the network, whose
+ * calls are slower and can fail for a while:
  *  - every call may fail; a caller changes nothing in memory until the
  *    store has accepted the change (sandboxes/ keeps to this);
  *  - a failure the caller may retry later (the backend is unreachable or
@@ -32,11 +33,12 @@
 
 struct hu_store;
 
-/* Open the store of a data dir (its hutch.db, made on first use), or
- * another backend's location once there is one (backend.h). */
-int hu_store_open(const char *data_dir, struct hu_store **out, hu_err *err);
+/* Open the store at `location`: a PostgreSQL connection URI
+ * ("postgresql://..." or "postgres://...", pg.h), or else a data dir whose
+ * hutch.db (SQLite, made on first use) is the store. */
+int hu_store_open(const char *location, struct hu_store **out, hu_err *err);
 void hu_store_close(struct hu_store *st);
-/* "sqlite", for logs and doctor. */
+/* "sqlite" or "postgresql", for logs and doctor. */
 const char *hu_store_backend_name(const struct hu_store *st);
 
 /* ---- API keys: shown once, stored as sha256 hex ---------------------------- */
@@ -88,5 +90,25 @@ int hu_store_volume_each(struct hu_store *st, const char *team, void (*fn)(const
 int hu_store_volume_delete(struct hu_store *st, const char *id, hu_err *err);
 /* Any team's volume by id (start-up housekeeping); ENOENT when none. */
 int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *out, hu_err *err);
+
+/* ---- nodes (a store that several hutch nodes share: PostgreSQL) ------------------ */
+/* Register this process as node n with a lease of ttl_ms, bumping the
+ * node's generation (a previous holder of the name is fenced out). From
+ * then on the store writes sandbox rows as this node's, only while its
+ * lease is live (ENOTCONN otherwise: a node whose lease expired admits no
+ * creates), and loads only this node's rows. ENOSYS: the backend has no
+ * nodes (SQLite: one host). */
+int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
+			   hu_err *err);
+/* Extend the lease by ttl_ms from now. ESTALE when the node was registered
+ * again (by another process: this one is fenced out for good). */
+int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+/* The node that owns sandbox id, when it is another node than this one:
+ * its name, address and whether its lease is live, and the sandbox's team.
+ * ENOENT when no other node owns it (or there is no such sandbox). */
+int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
+			   hu_err *err);
+/* Every registered node, by name. */
+int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 
 #endif

@@ -15,6 +15,8 @@
 #                                  need for the address to be the sandbox's own)
 #   echo:HOST,PORT,N            -> "echo HOST OK <bytes back> mtu <path MTU>" | "echo HOST FAIL <why>" (N bytes
 #                                  through an echo server; the path MTU the socket learnt)
+#   flood:HOST,PORT,N,TAG       -> "flood HOST N sent <count>" (N datagrams "TAG i", each from a socket of its
+#                                  own: N new flows; the ones the host drops are sent all the same)
 #   sleep:SECONDS               -> nothing (lets queued datagrams leave before the sandbox ends)
 #   "GW6" in a probe stands for the sandbox's IPv6 gateway (its /127 partner).
 # TCP to an address with a ':' is IPv6 (tcp:3fff:0:100::10:8080, tcp:fe80::1%eth0:8080).
@@ -174,6 +176,18 @@ for p in sys.argv[1:]:
         except OSError as e:
             print("echo %s FAIL %s" % (host, e.strerror or e))
         s.close()
+    elif kind == "flood":
+        host, port, n, tag = rest.split(",")
+        sent = 0
+        for i in range(int(n)):
+            u = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                u.sendto(("%s %d" % (tag, i)).encode(), (host, int(port)))
+                sent += 1
+            except OSError:
+                pass
+            u.close()
+        print("flood %s %s sent %d" % (host, n, sent))
     elif kind == "udp":
         print("udp %s %s" % (rest.split(",")[0], send_udp(rest)))
     elif kind == "udpfrom":

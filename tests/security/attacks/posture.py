@@ -10,7 +10,9 @@
 # "# uid_base N" so run.sh can compare two concurrent sandboxes); the cgroup
 # namespace is rooted at the sandbox's own group ("0::/"); nested user
 # namespaces are off (max_user_namespaces 0); the same posture holds for
-# hutch-init itself (NoNewPrivs, Seccomp).
+# hutch-init itself (NoNewPrivs, Seccomp, exactly HU_CAPS_ROOT_DEFAULT in
+# every set, nothing ambient: a bug in its request handling gets no more
+# than a root command has).
 #
 # Why it must hold: see docs/security.md, "Capabilities" and "Layers".
 MASK = 0xA00005FB
@@ -56,5 +58,8 @@ check("user.max_user_namespaces = 0", read_text("/proc/sys/user/max_user_namespa
 check("hostname is the sandbox id", read_text("/proc/sys/kernel/hostname").startswith("run-"))
 check("PID 1 runs with NoNewPrivs 1", status_field("NoNewPrivs", 1) == "1")
 check("PID 1 runs under the seccomp filter", status_field("Seccomp", 1) == "2")
-print(f"# PID 1 CapEff {status_field('CapEff', 1)} CapBnd {status_field('CapBnd', 1)}", flush=True)
+for f in ("CapInh", "CapPrm", "CapEff", "CapBnd"):
+    v = int(status_field(f, 1), 16)
+    check(f"PID 1 {f} = {v:#x}: no more than root's mask", v == MASK)
+check("PID 1 CapAmb = 0", int(status_field("CapAmb", 1), 16) == 0)
 end()

@@ -107,8 +107,14 @@ for line in mi.splitlines():
                 opts.append(o)
 check(f"overlay layer paths are relative ({','.join(opts)})",
       opts and all(not o.split("=", 1)[1].startswith("/") for o in opts), str(opts))
+# PID 1's OOM files, bound read-only on themselves (init_protect.py): paths
+# inside the sandbox's own proc
+OWN_PROC = {"/1/oom_score_adj", "/1/oom_adj", "/1/task/1/oom_score_adj", "/1/task/1/oom_adj"}
 for line in mi.splitlines():
     root_field = line.split()[3]
+    fstype = line.split(" - ", 1)[1].split()[0]
+    if fstype == "proc" and root_field in OWN_PROC:
+        continue
     # /boot_id: the sandbox's own boot id, a file on its own disk bound over
     # /proc/sys/kernel/random/boot_id (not a host path)
     if root_field not in ("/", "/boot_id") and not root_field.startswith(("/usr", "/null", "/zero", "/full", "/random", "/urandom", "/tty")):

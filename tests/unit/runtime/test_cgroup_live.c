@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,11 +44,11 @@ struct live {
 
 static const char *hier_root(const struct live *l, int i)
 {
-	const char *roots[] = { l->env.v1_memory, l->env.v1_pids,    l->env.v1_cpu,
-				l->env.v1_cpuacct, l->env.v1_freezer, l->env.v2_root };
+	const char *roots[] = { l->env.v1_memory,  l->env.v1_pids,    l->env.v1_cpu, l->env.v1_cpuacct,
+				l->env.v1_freezer, l->env.v1_blkio, l->env.v2_root };
 	return roots[i];
 }
-#define NROOTS 6
+#define NROOTS 7
 
 static void group_path(const char *root, const char *name, const char *knob, char *buf, size_t n)
 {
@@ -288,6 +289,7 @@ static void test_detect_hybrid_here(void **state)
 	assert_string_equal(l->env.v1_cpu, "/sys/fs/cgroup/cpu");
 	assert_string_equal(l->env.v1_cpuacct, "/sys/fs/cgroup/cpuacct");
 	assert_string_equal(l->env.v1_freezer, "/sys/fs/cgroup/freezer");
+	assert_string_equal(l->env.v1_blkio, "/sys/fs/cgroup/blkio");
 }
 
 /* Whether the kernel reports the group frozen, in the hierarchy the mode
@@ -590,6 +592,51 @@ static void test_open_existing(void **state)
 	assert_int_equal(err.code, ENOENT);
 }
 
+/* Block I/O on this host's real controller (v1 blkio here; io on cgroup2
+ * hosts): the weight and a cap on the disk holding "/" land in the kernel's
+ * files, a member process is in the blkio group, and destroy removes it. */
+static void test_block_io_here(void **state)
+{
+	struct live *l = ready(state);
+	struct hu_cgroup_limits lim = { .io = { .weight = 300, .bps = 8 << 20, .iops = 400, .n_dev = 1 } };
+	struct hu_cgroup_io_support io;
+	char path[96], want[96], got[256];
+	struct stat st;
+	hu_err err;
+
+	if (hu_cgroup_io_probe(&l->env, &io, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_int_equal(stat("/", &st), 0);
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/partition", major(st.st_dev), minor(st.st_dev));
+	if (!io.controller || io.unknown || !io.weight || !io.caps || access(path, F_OK) == 0 ||
+	    snprintf(path, sizeof(path), "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev)) < 0 ||
+	    access(path, F_OK) < 0)
+		skip(); /* no controller, or "/" on no whole disk of its own */
+	lim.io.dev[0].major = major(st.st_dev);
+	lim.io.dev[0].minor = minor(st.st_dev);
+	new_group(l, &lim);
+	const char *root = l->env.v1_blkio[0] ? l->env.v1_blkio : l->env.v2_root;
+	read_knob(root, l->name, io.weight, got, sizeof(got));
+	assert_true(!strcmp(got, "300") || !strcmp(got, "default 300"));
+	if (l->env.v1_blkio[0]) {
+		snprintf(want, sizeof(want), "%u:%u 8388608", major(st.st_dev), minor(st.st_dev));
+		expect_knob(root, l->name, "blkio.throttle.read_bps_device", want);
+		snprintf(want, sizeof(want), "%u:%u 400", major(st.st_dev), minor(st.st_dev));
+		expect_knob(root, l->name, "blkio.throttle.write_iops_device", want);
+		l->child = spawn_sleeper(l->cg);
+		expect_procs(l, root, l->child);
+		if (hu_cgroup_kill_all(l->cg, &err) < 0)
+			fail_msg("%s", err.msg);
+		expect_killed(l->child);
+		l->child = 0;
+	} else {
+		snprintf(want, sizeof(want), "%u:%u rbps=8388608 wbps=8388608 riops=400 wiops=400", major(st.st_dev),
+			 minor(st.st_dev));
+		expect_knob(root, l->name, "io.max", want);
+	}
+	destroy_group(l);
+}
+
 /* Remove the test parent group where no other run still uses it. */
 static int remove_parents(void **state)
 {
@@ -620,6 +667,7 @@ int main(void)
 		T(test_set_limits_up_and_down),
 		T(test_failed_create_leaves_nothing),
 		T(test_open_existing),
+		T(test_block_io_here),
 	};
 #undef T
 	/* grandchildren of a killed child are reaped here, not left as zombies */

@@ -143,8 +143,8 @@ static void test_v2_create_writes_limits(void **state)
 	fake_v2(t, &env, "sb1");
 	if (hu_cgroup_create(&env, "sb1", &lim, &cg, &err) < 0)
 		fail_msg("%s", err.msg);
-	expect_file(t, "cg2/cgroup.subtree_control", "+memory +pids +cpu");
-	expect_file(t, "cg2/hutch/cgroup.subtree_control", "+memory +pids +cpu");
+	expect_file(t, "cg2/cgroup.subtree_control", "+memory +pids +cpu +io");
+	expect_file(t, "cg2/hutch/cgroup.subtree_control", "+memory +pids +cpu +io");
 	expect_file(t, "cg2/hutch/sb1/memory.max", "268435456");
 	expect_file(t, "cg2/hutch/sb1/memory.swap.max", "0");
 	expect_file(t, "cg2/hutch/sb1/memory.oom.group", "0");
@@ -191,6 +191,85 @@ static void test_v2_set_limits(void **state)
 	expect_file(t, "cg2/hutch/sb3/pids.max", "7");
 	expect_file(t, "cg2/hutch/sb3/cpu.max", "250000 100000");
 	hu_cgroup_close(cg);
+}
+
+/* Block I/O on cgroup2: io.weight ("default N", iocost) and one io.max line
+ * per disk, read and write capped alike. */
+static void test_v2_io(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .weight = 300, .bps = 8 << 20, .iops = 400, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	hu_err err;
+
+	lim.io.dev[0].major = 8;
+	lim.io.dev[0].minor = 16;
+	fake_v2(t, &env, "io1");
+	put(t, "cg2/hutch/io1/io.weight", "");
+	put(t, "cg2/hutch/io1/io.max", "");
+	if (hu_cgroup_create(&env, "io1", &lim, &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	expect_file(t, "cg2/hutch/io1/io.weight", "default 300");
+	expect_file(t, "cg2/hutch/io1/io.max", "8:16 rbps=8388608 wbps=8388608 riops=400 wiops=400");
+	hu_cgroup_close(cg);
+
+	/* only an iops cap: bandwidth stays unlimited; every disk gets its line
+	 * (the fake file keeps the last one written) */
+	lim.io = (struct hu_cgroup_io){ .weight = 100, .iops = 1000, .n_dev = 2 };
+	lim.io.dev[0].major = 8;
+	lim.io.dev[1].major = 259;
+	lim.io.dev[1].minor = 3;
+	fake_v2(t, &env, "io2");
+	put(t, "cg2/hutch/io2/io.weight", "");
+	put(t, "cg2/hutch/io2/io.max", "");
+	assert_int_equal(hu_cgroup_create(&env, "io2", &lim, &cg, &err), 0);
+	expect_file(t, "cg2/hutch/io2/io.weight", "default 100");
+	expect_file(t, "cg2/hutch/io2/io.max", "259:3 rbps=max wbps=max riops=1000 wiops=1000");
+	hu_cgroup_close(cg);
+}
+
+/* bfq's weight where iocost is absent (its range ends at 1000); a kernel
+ * with neither knob, or without throttling, is no error. */
+static void test_v2_io_fallbacks(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .weight = 5000, .bps = 1 << 20, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	hu_err err;
+
+	fake_v2(t, &env, "bfq");
+	put(t, "cg2/hutch/bfq/io.bfq.weight", "");
+	if (hu_cgroup_create(&env, "bfq", &lim, &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	expect_file(t, "cg2/hutch/bfq/io.bfq.weight", "1000");
+	assert_false(exists(t, "cg2/hutch/bfq/io.max"));
+	hu_cgroup_close(cg);
+
+	fake_v2(t, &env, "none");
+	put(t, "cg2/cgroup.controllers", "cpu memory pids\n");
+	assert_int_equal(hu_cgroup_create(&env, "none", &lim, &cg, &err), 0);
+	assert_false(exists(t, "cg2/hutch/none/io.weight"));
+	assert_false(exists(t, "cg2/hutch/none/io.bfq.weight"));
+	hu_cgroup_close(cg);
+}
+
+/* A cap the kernel refuses fails the create (and leaves nothing): the
+ * operator asked for it. The fake refuses by being a directory. */
+static void test_v2_io_refused_cap_fails(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .bps = 1 << 20, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	hu_err err;
+
+	fake_v2(t, &env, "ref");
+	put_dir(t, "cg2/hutch/ref/io.max");
+	assert_int_equal(hu_cgroup_create(&env, "ref", &lim, &cg, &err), -1);
+	assert_non_null(strstr(err.msg, "io.max"));
+	assert_null(cg);
 }
 
 /* Controllers already delegated (the kernel lists them without '+') are
@@ -478,6 +557,150 @@ static void test_hybrid_create(void **state)
 	hu_cgroup_close(cg);
 }
 
+/* v1 blkio: bfq's weight (else cfq's, from 10) and the four throttle
+ * files, one line per disk and cap. */
+static void fake_blkio(const struct tree *t, struct hu_cgroup_env *env, const char *name, int bfq)
+{
+	static const char *const knobs[] = { "cgroup.procs", "blkio.throttle.read_bps_device",
+					     "blkio.throttle.write_bps_device", "blkio.throttle.read_iops_device",
+					     "blkio.throttle.write_iops_device" };
+	char rel[256];
+
+	set_root(env->v1_blkio, t, "blkio");
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		snprintf(rel, sizeof(rel), "blkio/hutch/%s/%s", name, knobs[i]);
+		put(t, rel, "");
+	}
+	snprintf(rel, sizeof(rel), "blkio/hutch/%s/%s", name, bfq ? "blkio.bfq.weight" : "blkio.weight");
+	put(t, rel, "");
+}
+
+static void test_v1_io(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .weight = 300, .bps = 16 << 20, .iops = 500, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	hu_err err;
+
+	lim.io.dev[0].major = 254;
+	fake_v1_env(t, &env, HU_CGROUP_V1);
+	fake_v1_group(t, "b1");
+	fake_blkio(t, &env, "b1", 1);
+	if (hu_cgroup_create(&env, "b1", &lim, &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	expect_file(t, "blkio/hutch/b1/blkio.bfq.weight", "300");
+	expect_file(t, "blkio/hutch/b1/blkio.throttle.read_bps_device", "254:0 16777216");
+	expect_file(t, "blkio/hutch/b1/blkio.throttle.write_bps_device", "254:0 16777216");
+	expect_file(t, "blkio/hutch/b1/blkio.throttle.read_iops_device", "254:0 500");
+	expect_file(t, "blkio/hutch/b1/blkio.throttle.write_iops_device", "254:0 500");
+	hu_cgroup_close(cg);
+
+	/* cfq's weight starts at 10; no cap asked: the throttle files stay as they were */
+	lim.io = (struct hu_cgroup_io){ .weight = 1, .n_dev = 1 };
+	fake_v1_group(t, "b2");
+	fake_blkio(t, &env, "b2", 0);
+	assert_int_equal(hu_cgroup_create(&env, "b2", &lim, &cg, &err), 0);
+	expect_file(t, "blkio/hutch/b2/blkio.weight", "10");
+	expect_file(t, "blkio/hutch/b2/blkio.throttle.read_bps_device", "");
+	hu_cgroup_close(cg);
+}
+
+/* The hybrid mode takes blkio from v1 too; without a blkio mount, groups
+ * are made without one; a group made before blkio was there still opens. */
+static void test_hybrid_io_and_optional_blkio(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .weight = 200, .bps = 2 << 20, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	hu_err err;
+
+	lim.io.dev[0].major = 8;
+	fake_v1_env(t, &env, HU_CGROUP_HYBRID);
+	set_root(env.v2_root, t, "unified");
+	fake_v1_group(t, "hb");
+	fake_blkio(t, &env, "hb", 1);
+	put(t, "unified/hutch/hb/cgroup.procs", "");
+	put(t, "unified/hutch/hb/cgroup.events", "populated 0\nfrozen 0\n");
+	put(t, "unified/hutch/hb/cgroup.freeze", "");
+	if (hu_cgroup_create(&env, "hb", &lim, &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	expect_file(t, "blkio/hutch/hb/blkio.bfq.weight", "200");
+	expect_file(t, "blkio/hutch/hb/blkio.throttle.write_bps_device", "8:0 2097152");
+	hu_cgroup_close(cg);
+
+	env.v1_blkio[0] = '\0';
+	fake_v1_group(t, "nob");
+	put(t, "unified/hutch/nob/cgroup.procs", "");
+	put(t, "unified/hutch/nob/cgroup.events", "populated 0\nfrozen 0\n");
+	put(t, "unified/hutch/nob/cgroup.freeze", "");
+	assert_int_equal(hu_cgroup_create(&env, "nob", &lim, &cg, &err), 0);
+	assert_false(exists(t, "blkio/hutch/nob"));
+	hu_cgroup_close(cg);
+
+	set_root(env.v1_blkio, t, "blkio");
+	if (hu_cgroup_open(&env, "nob", &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	hu_cgroup_close(cg);
+}
+
+/* What hutch doctor is told: v2 without io, v2 with io not yet passed on
+ * (not looked at), v1 blkio (a throw-away group, removed again). */
+static void test_io_probe(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_io_support io;
+	hu_err err;
+
+	fake_v2(t, &env, "p");
+	put(t, "cg2/cgroup.controllers", "cpu memory pids\n");
+	assert_int_equal(hu_cgroup_io_probe(&env, &io, &err), 0);
+	assert_null(io.controller);
+	put(t, "cg2/cgroup.controllers", "cpu io memory pids\n");
+	assert_int_equal(hu_cgroup_io_probe(&env, &io, &err), 0);
+	assert_string_equal(io.controller, "io (cgroup2)");
+	assert_int_equal(io.unknown, 1);
+	put(t, "cg2/cgroup.subtree_control", "cpu io memory pids\n");
+	assert_int_equal(hu_cgroup_io_probe(&env, &io, &err), 0);
+	assert_int_equal(io.unknown, 0);
+	assert_null(io.weight); /* a plain directory has no knobs */
+	assert_int_equal(io.caps, 0);
+
+	fake_v1_env(t, &env, HU_CGROUP_HYBRID);
+	assert_int_equal(hu_cgroup_io_probe(&env, &io, &err), 0);
+	assert_null(io.controller);
+	set_root(env.v1_blkio, t, "blkio");
+	put_dir(t, "blkio");
+	assert_int_equal(hu_cgroup_io_probe(&env, &io, &err), 0);
+	assert_string_equal(io.controller, "blkio (v1)");
+	char probe[64];
+	snprintf(probe, sizeof(probe), "blkio/hutch-io-probe-%d", (int)getpid());
+	assert_false(exists(t, probe));
+}
+
+static void test_io_parse(void **state)
+{
+	struct hu_cgroup_io io = { 0 };
+	hu_err err;
+
+	assert_int_equal(hu_cgroup_io_parse("250", "64M", "1500", &io, &err), 0);
+	assert_int_equal(io.weight, 250);
+	assert_int_equal(io.bps, 64 << 20);
+	assert_int_equal(io.iops, 1500);
+	assert_int_equal(hu_cgroup_io_parse(NULL, "0", "0", &io, &err), 0);
+	assert_int_equal(io.weight, 250); /* NULL: left alone */
+	assert_int_equal(io.bps, 0);
+	assert_int_equal(io.iops, 0);
+	assert_int_equal(hu_cgroup_io_parse("10000", "1M", "100", &io, &err), 0);
+	static const char *const bad[][3] = { { "0", NULL, NULL },     { "10001", NULL, NULL }, { "-1", NULL, NULL },
+					      { NULL, "1023K", NULL }, { NULL, "lots", NULL },  { NULL, NULL, "99" },
+					      { NULL, NULL, "1e3" } };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(hu_cgroup_io_parse(bad[i][0], bad[i][1], bad[i][2], &io, &err), -1);
+}
+
 static void test_unconfigured_hierarchy(void **state)
 {
 	struct tree *t = *state;
@@ -521,6 +744,7 @@ static void test_detect_pure_v2(void **state)
 	snprintf(want, sizeof(want), "%s/cg2", t->root);
 	assert_string_equal(env.v2_root, want);
 	assert_string_equal(env.v1_memory, "");
+	assert_string_equal(env.v1_blkio, "");
 	assert_string_equal(env.parent, "hutch");
 	assert_string_equal(hu_cgroup_mode_name(env.mode), "v2");
 }
@@ -532,6 +756,7 @@ static const char hybrid_mountinfo[] =
 	"34 30 0:31 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
 	"36 30 0:33 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer\n"
 	"38 30 0:35 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+	"37 30 0:34 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio\n"
 	"39 30 0:36 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
 	"40 30 0:37 / /nonexistent/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
@@ -549,6 +774,7 @@ static void test_detect_hybrid(void **state)
 	assert_string_equal(env.v1_cpu, "/sys/fs/cgroup/cpu");
 	assert_string_equal(env.v1_cpuacct, "/sys/fs/cgroup/cpuacct");
 	assert_string_equal(env.v1_freezer, "/sys/fs/cgroup/freezer");
+	assert_string_equal(env.v1_blkio, "/sys/fs/cgroup/blkio");
 }
 
 static void test_detect_v1_comounted_and_escaped(void **state)
@@ -659,6 +885,9 @@ int main(void)
 		T(test_v2_create_writes_limits),
 		T(test_v2_unlimited),
 		T(test_v2_set_limits),
+		T(test_v2_io),
+		T(test_v2_io_fallbacks),
+		T(test_v2_io_refused_cap_fails),
 		T(test_v2_delegation_only_what_is_missing),
 		T(test_v2_busy_group_is_refused_and_kept),
 		T(test_v2_stats),
@@ -670,6 +899,10 @@ int main(void)
 		T(test_v1_comounted_cpu_cpuacct),
 		T(test_v1_failure_leaves_nothing),
 		T(test_hybrid_create),
+		T(test_v1_io),
+		T(test_hybrid_io_and_optional_blkio),
+		T(test_io_probe),
+		cmocka_unit_test(test_io_parse),
 		T(test_unconfigured_hierarchy),
 		T(test_detect_pure_v2),
 		T(test_detect_hybrid),

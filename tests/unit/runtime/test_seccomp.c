@@ -23,6 +23,7 @@
 #include <linux/netlink.h>
 #include <linux/seccomp.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -35,6 +36,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "runtime/seccomp.h"
+#include "util/cleanup.h"
 
 extern char **environ;
 
@@ -315,6 +318,95 @@ static int p_af_packet_hibits(void)
 
 static int p_unreviewed_nr(void) { return rc_errno(syscall(NR_UNREVIEWED, 0, 0, 0)); }
 
+/* Protocols the kernel would look up (and ask modprobe for when it has no
+ * handler): refused by the filter before that. MPTCP and UDP-Lite are built
+ * into most kernels, so on those these two fail only because of the filter. */
+static int p_sctp(void) { return sock_errno(AF_INET, SOCK_STREAM, IPPROTO_SCTP); }
+static int p_sctp_seqpacket(void) { return sock_errno(AF_INET6, SOCK_SEQPACKET, IPPROTO_SCTP); }
+static int p_dccp(void) { return sock_errno(AF_INET, SOCK_DCCP, IPPROTO_DCCP); }
+static int p_l2tp(void) { return sock_errno(AF_INET, SOCK_DGRAM, 115 /* IPPROTO_L2TP */); }
+static int p_mptcp(void) { return sock_errno(AF_INET, SOCK_STREAM, 262 /* IPPROTO_MPTCP */); }
+static int p_udplite(void) { return sock_errno(AF_INET6, SOCK_DGRAM, IPPROTO_UDPLITE); }
+static int p_proto_unknown(void) { return sock_errno(AF_INET, SOCK_DGRAM, 200); }
+static int p_unix_proto(void) { return sock_errno(AF_UNIX, SOCK_STREAM, 2); }
+static int p_netlink_sock_diag(void) { return sock_errno(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG); }
+/* socketpair runs the family's create code for the protocol too */
+static int p_socketpair_netfilter(void)
+{
+	int sv[2];
+	if (socketpair(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER, sv) == 0)
+		return 0;
+	return errno;
+}
+
+/* io_setup: fs.aio-max-nr is one counter for the whole host. */
+static int p_io_setup(void)
+{
+	unsigned long ctx = 0;
+	long r = syscall(SYS_io_setup, 1, &ctx);
+	if (r == 0)
+		syscall(SYS_io_destroy, ctx);
+	return rc_errno(r);
+}
+
+/* RLIMIT_CORE may not change in any direction (a piped core_pattern ignores
+ * a limit of 0): setting it succeeds and changes nothing. Returns 0 for
+ * that, -1 if the limit changed. The host's own limit is not 0/0 where
+ * these run (a soft 0 under an unlimited hard limit is the usual default),
+ * so a change would show. */
+static int core_unchanged_after(long r, const struct rlimit *before)
+{
+	struct rlimit after;
+	if (r < 0)
+		return errno;
+	if (getrlimit(RLIMIT_CORE, &after) < 0)
+		return -1000;
+	return after.rlim_cur == before->rlim_cur && after.rlim_max == before->rlim_max ? 0 : -1;
+}
+
+static int p_setrlimit_core(void)
+{
+	struct rlimit before, rl = { 0, 0 };
+	if (getrlimit(RLIMIT_CORE, &before) < 0 || (before.rlim_cur == 0 && before.rlim_max == 0))
+		return -1000;
+	return core_unchanged_after(setrlimit(RLIMIT_CORE, &rl), &before);
+}
+
+static int p_setrlimit_core_raw(void)
+{
+	struct rlimit before, rl = { 0, 0 };
+	if (getrlimit(RLIMIT_CORE, &before) < 0 || (before.rlim_cur == 0 && before.rlim_max == 0))
+		return -1000;
+	return core_unchanged_after(syscall(SYS_setrlimit, RLIMIT_CORE, &rl), &before);
+}
+
+static int p_prlimit_core(void)
+{
+	struct rlimit before, rl = { 0, 0 };
+	if (getrlimit(RLIMIT_CORE, &before) < 0 || (before.rlim_cur == 0 && before.rlim_max == 0))
+		return -1000;
+	return core_unchanged_after(syscall(SYS_prlimit64, 0, RLIMIT_CORE, &rl, NULL), &before);
+}
+
+/* With an old-value pointer a faked success would leave it unset: EINVAL. */
+static int p_prlimit_core_old(void)
+{
+	struct rlimit rl = { 0, 0 }, old;
+	return rc_errno(syscall(SYS_prlimit64, 0, RLIMIT_CORE, &rl, &old));
+}
+
+/* The parent (the test process) stands in for a sandbox's PID 1 only in the
+ * BPF tests below; live, a new limit for PID 1 of the host's namespace must
+ * be refused before the kernel's permission check. The limit asked for
+ * is the one it has, so nothing changes if the filter lets it through. */
+static int p_prlimit_pid1(void)
+{
+	struct rlimit rl;
+	if (syscall(SYS_prlimit64, 1, RLIMIT_NOFILE, NULL, &rl) < 0)
+		return -1000;
+	return rc_errno(syscall(SYS_prlimit64, 1, RLIMIT_NOFILE, &rl, NULL));
+}
+
 /* ---- foreign ABIs: run in a grandchild, the filter may kill it ------- */
 
 /* Exit code of a grandchild whose foreign-ABI call succeeded. */
@@ -412,7 +504,29 @@ static int p_af_inet(void) { return sock_errno(AF_INET, SOCK_STREAM, 0); }
 static int p_af_inet6(void) { return sock_errno(AF_INET6, SOCK_DGRAM, 0); }
 static int p_af_unix(void) { return sock_errno(AF_UNIX, SOCK_STREAM, 0); }
 static int p_netlink_route(void) { return sock_errno(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE); }
-static int p_netlink_diag(void) { return sock_errno(AF_NETLINK, SOCK_RAW, NETLINK_SOCK_DIAG); }
+static int p_inet_tcp(void) { return sock_errno(AF_INET, SOCK_STREAM, IPPROTO_TCP); }
+static int p_inet6_udp(void) { return sock_errno(AF_INET6, SOCK_DGRAM, IPPROTO_UDP); }
+static int p_unix_pf_unix(void) { return sock_errno(AF_UNIX, SOCK_DGRAM, PF_UNIX); }
+static int p_socketpair_unix(void)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return errno;
+	close(sv[0]);
+	close(sv[1]);
+	return 0;
+}
+
+/* Reading limits (no new value) stays allowed, PID 1's included; so does
+ * setting a limit other than RLIMIT_CORE on oneself. */
+static int p_rlimits_read_and_own(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_CORE, &rl) < 0 || syscall(SYS_prlimit64, 1, RLIMIT_CORE, NULL, &rl) < 0 ||
+	    getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return errno;
+	return rc_errno(setrlimit(RLIMIT_NOFILE, &rl));
+}
 
 static int p_file_io(void)
 {
@@ -538,6 +652,30 @@ static void test_denied_socket_families(void **state)
 	EXPECT(p_af_key, EAFNOSUPPORT);
 	EXPECT(p_netlink_netfilter, EAFNOSUPPORT);
 	EXPECT(p_netlink_audit, EAFNOSUPPORT);
+}
+
+static void test_denied_socket_protocols(void **state)
+{
+	EXPECT(p_sctp, EPROTONOSUPPORT);
+	EXPECT(p_sctp_seqpacket, ESOCKTNOSUPPORT);
+	EXPECT(p_dccp, ESOCKTNOSUPPORT);
+	EXPECT(p_l2tp, EPROTONOSUPPORT);
+	EXPECT(p_mptcp, EPROTONOSUPPORT);
+	EXPECT(p_udplite, EPROTONOSUPPORT);
+	EXPECT(p_proto_unknown, EPROTONOSUPPORT);
+	EXPECT(p_unix_proto, EPROTONOSUPPORT);
+	EXPECT(p_netlink_sock_diag, EAFNOSUPPORT);
+	EXPECT(p_socketpair_netfilter, EAFNOSUPPORT);
+}
+
+static void test_denied_host_counters_and_limits(void **state)
+{
+	EXPECT(p_io_setup, ENOSYS);
+	EXPECT(p_setrlimit_core, 0);
+	EXPECT(p_setrlimit_core_raw, 0);
+	EXPECT(p_prlimit_core, 0);
+	EXPECT(p_prlimit_core_old, EINVAL);
+	EXPECT(p_prlimit_pid1, EPERM);
 }
 
 static void test_unreviewed_syscall_enosys(void **state)
@@ -688,30 +826,137 @@ static void test_bpf_personality_values(void **state)
 	free(f);
 }
 
-/* socket: only AF_UNIX/INET/INET6/NETLINK(ROUTE, SOCK_DIAG) pass. */
+static uint32_t eval_args(const struct sock_filter *f, size_t n, int nr, uint64_t a0, uint64_t a1, uint64_t a2,
+			  uint64_t a3)
+{
+	struct seccomp_data d;
+	memset(&d, 0, sizeof(d));
+	d.arch = AUDIT_ARCH_X86_64;
+	d.nr = nr;
+	d.args[0] = a0;
+	d.args[1] = a1;
+	d.args[2] = a2;
+	d.args[3] = a3;
+	return bpf_run(f, n, &d);
+}
+
+/* socket and socketpair: only AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK
+ * (with NETLINK_ROUTE) pass; garbage in the upper half of the family is
+ * refused, not truncated. */
 static void test_bpf_socket_families(void **state)
 {
 	size_t n;
 	struct sock_filter *f = export_filter(&n);
-	for (uint64_t fam = 0; fam < 64; fam++) {
-		bool ok = fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK;
-		uint32_t want = ok ? SECCOMP_RET_ALLOW : RET_ERRNO(EAFNOSUPPORT);
-		if (eval(f, n, AUDIT_ARCH_X86_64, SYS_socket, fam, SOCK_STREAM) != want)
-			fail_msg("socket family %llu", (unsigned long long)fam);
-		if (ok && eval(f, n, AUDIT_ARCH_X86_64, SYS_socket, fam | (1ULL << 32), SOCK_STREAM) == SECCOMP_RET_ALLOW)
-			fail_msg("socket family %llu with upper bits allowed", (unsigned long long)fam);
+	static const int creators[] = { SYS_socket, SYS_socketpair };
+	for (size_t c = 0; c < 2; c++) {
+		for (uint64_t fam = 0; fam < 64; fam++) {
+			bool ok = fam == AF_UNIX || fam == AF_INET || fam == AF_INET6 || fam == AF_NETLINK;
+			uint32_t want = ok ? SECCOMP_RET_ALLOW : RET_ERRNO(EAFNOSUPPORT);
+			if (eval_args(f, n, creators[c], fam, SOCK_DGRAM, 0, 0) != want)
+				fail_msg("syscall %d, socket family %llu", creators[c], (unsigned long long)fam);
+			if (eval_args(f, n, creators[c], fam | (1ULL << 32), SOCK_DGRAM, 0, 0) != RET_ERRNO(EAFNOSUPPORT))
+				fail_msg("syscall %d, family %llu with upper bits not refused", creators[c],
+					 (unsigned long long)fam);
+		}
+		for (uint64_t proto = 0; proto < 64; proto++) {
+			uint32_t want = proto == NETLINK_ROUTE ? SECCOMP_RET_ALLOW : RET_ERRNO(EAFNOSUPPORT);
+			if (eval_args(f, n, creators[c], AF_NETLINK, SOCK_RAW, proto, 0) != want)
+				fail_msg("syscall %d, netlink protocol %llu", creators[c], (unsigned long long)proto);
+		}
+		assert_int_equal(eval_args(f, n, creators[c], AF_NETLINK, SOCK_RAW, 1ULL << 32, 0),
+				 RET_ERRNO(EAFNOSUPPORT));
+		assert_int_equal(eval_args(f, n, creators[c], (uint64_t)-1, SOCK_RAW, 0, 0), RET_ERRNO(EAFNOSUPPORT));
 	}
-	for (uint64_t proto = 0; proto < 64; proto++) {
-		struct seccomp_data d;
-		memset(&d, 0, sizeof(d));
-		d.arch = AUDIT_ARCH_X86_64;
-		d.nr = SYS_socket;
-		d.args[0] = AF_NETLINK;
-		d.args[2] = proto;
-		bool ok = proto == NETLINK_ROUTE || proto == NETLINK_SOCK_DIAG;
-		if (bpf_run(f, n, &d) != (ok ? SECCOMP_RET_ALLOW : RET_ERRNO(EAFNOSUPPORT)))
-			fail_msg("netlink protocol %llu", (unsigned long long)proto);
+	free(f);
+}
+
+/* The policy for AF_INET/AF_INET6 (and AF_UNIX), written out the plain way
+ * to check the hand-written BPF against. */
+static uint32_t inet_policy(int fam, unsigned type, uint64_t proto)
+{
+	if (proto >> 32)
+		return RET_ERRNO(EPROTONOSUPPORT);
+	if (fam == AF_UNIX)
+		return proto == 0 || proto == PF_UNIX ? SECCOMP_RET_ALLOW : RET_ERRNO(EPROTONOSUPPORT);
+	switch (type & 0xf) {
+	case SOCK_RAW:
+		return SECCOMP_RET_ALLOW; /* CAP_NET_RAW decides; no module lookup */
+	case SOCK_STREAM:
+		return proto == 0 || proto == IPPROTO_TCP ? SECCOMP_RET_ALLOW : RET_ERRNO(EPROTONOSUPPORT);
+	case SOCK_DGRAM:
+		if (proto == 0 || proto == IPPROTO_UDP || (fam == AF_INET && proto == IPPROTO_ICMP) ||
+		    (fam == AF_INET6 && proto == IPPROTO_ICMPV6))
+			return SECCOMP_RET_ALLOW;
+		return RET_ERRNO(EPROTONOSUPPORT);
+	default:
+		return RET_ERRNO(ESOCKTNOSUPPORT);
 	}
+}
+
+/* Every type (with and without SOCK_CLOEXEC|SOCK_NONBLOCK and upper-half
+ * garbage) and protocols 0-299 plus the interesting large ones, for each
+ * family with a protocol rule; SCTP (132), DCCP (33), L2TP (115), MPTCP
+ * (262) and UDP-Lite (136) among them. */
+static void test_bpf_socket_protocols(void **state)
+{
+	size_t n;
+	struct sock_filter *f = export_filter(&n);
+	static const int fams[] = { AF_UNIX, AF_INET, AF_INET6 };
+	static const uint64_t big[] = { 255, 256, 262, 0x7fffffff, 0x80000000, 0xffffffff, 1ULL << 32,
+					(1ULL << 32) | IPPROTO_TCP, (1ULL << 32) | IPPROTO_SCTP, ~0ULL };
+	static const uint64_t type_bits[] = { 0, SOCK_CLOEXEC | SOCK_NONBLOCK, 1ULL << 40 };
+	static const int creators[] = { SYS_socket, SYS_socketpair };
+	for (size_t c = 0; c < 2; c++)
+		for (size_t fi = 0; fi < 3; fi++)
+			for (unsigned type = 0; type < 16; type++)
+				for (size_t tb = 0; tb < 3; tb++)
+					for (size_t pi = 0; pi < 300 + HU_ARRAY_LEN(big); pi++) {
+						uint64_t proto = pi < 300 ? pi : big[pi - 300];
+						uint64_t t = type | type_bits[tb];
+						uint32_t got = eval_args(f, n, creators[c], fams[fi], t, proto, 0);
+						uint32_t want = inet_policy(fams[fi], type, proto);
+						if (got != want)
+							fail_msg("syscall %d (%d, %#llx, %#llx): got %#x, want %#x",
+								 creators[c], fams[fi], (unsigned long long)t,
+								 (unsigned long long)proto, got, want);
+					}
+	free(f);
+}
+
+/* RLIMIT_CORE cannot change (setting it is a success without effect, EINVAL
+ * when the old value is asked for too); nothing sets PID 1's limits;
+ * io_setup is absent. Everything else about limits is left alone. */
+static void test_bpf_limits_and_aio(void **state)
+{
+	size_t n;
+	struct sock_filter *f = export_filter(&n);
+	const uint64_t ptr = 0x7ffc0000;
+	const uint32_t ignored = RET_ERRNO(0);
+	for (uint64_t res = 0; res < 16; res++) {
+		bool core = res == RLIMIT_CORE;
+		assert_int_equal(eval_args(f, n, SYS_setrlimit, res, ptr, 0, 0), core ? ignored : SECCOMP_RET_ALLOW);
+		assert_int_equal(eval_args(f, n, SYS_prlimit64, 0, res, ptr, 0), core ? ignored : SECCOMP_RET_ALLOW);
+		assert_int_equal(eval_args(f, n, SYS_prlimit64, 0, res, ptr, ptr),
+				 core ? RET_ERRNO(EINVAL) : SECCOMP_RET_ALLOW);
+		assert_int_equal(eval_args(f, n, SYS_prlimit64, 42, res, ptr, 0), core ? ignored : SECCOMP_RET_ALLOW);
+		/* reading, PID 1's included */
+		assert_int_equal(eval_args(f, n, SYS_prlimit64, 0, res, 0, ptr), SECCOMP_RET_ALLOW);
+		assert_int_equal(eval_args(f, n, SYS_prlimit64, 1, res, 0, ptr), SECCOMP_RET_ALLOW);
+		/* a new limit for PID 1: refused (RLIMIT_CORE by its own rule,
+		 * which also leaves it unchanged) */
+		uint32_t pid1 = eval_args(f, n, SYS_prlimit64, 1, res, ptr, 0);
+		if (pid1 != RET_ERRNO(EPERM) && !(core && pid1 == ignored))
+			fail_msg("prlimit64(1, %llu, new): %#x", (unsigned long long)res, pid1);
+		assert_true(eval_args(f, n, SYS_prlimit64, (1ULL << 32) | 1, res, ptr, 0) != SECCOMP_RET_ALLOW);
+		assert_true(eval_args(f, n, SYS_prlimit64, 1, res, 1ULL << 32, 0) != SECCOMP_RET_ALLOW);
+	}
+	/* the kernel reads the resource as an unsigned int */
+	assert_int_equal(eval_args(f, n, SYS_setrlimit, (1ULL << 32) | RLIMIT_CORE, ptr, 0, 0), ignored);
+	assert_int_equal(eval_args(f, n, SYS_prlimit64, 0, (1ULL << 32) | RLIMIT_CORE, ptr, 0), ignored);
+	assert_int_equal(eval_args(f, n, SYS_prlimit64, 0, RLIMIT_CORE, ptr, 1ULL << 32), RET_ERRNO(EINVAL));
+	assert_int_equal(eval_args(f, n, SYS_io_setup, 1, ptr, 0, 0), RET_ERRNO(ENOSYS));
+	assert_int_equal(eval_args(f, n, SYS_io_setup, 0, 0, 0, 0), RET_ERRNO(ENOSYS));
+	assert_int_equal(eval_args(f, n, SYS_io_submit, 0, 0, 0, 0), SECCOMP_RET_ALLOW);
 	free(f);
 }
 
@@ -759,9 +1004,13 @@ static void test_allowed_io_and_sockets(void **state)
 	EXPECT(p_af_inet, 0);
 	EXPECT(p_af_inet6, 0);
 	EXPECT(p_af_unix, 0);
+	EXPECT(p_inet_tcp, 0);
+	EXPECT(p_inet6_udp, 0);
+	EXPECT(p_unix_pf_unix, 0);
+	EXPECT(p_socketpair_unix, 0);
 	EXPECT(p_netlink_route, 0);
-	EXPECT(p_netlink_diag, 0);
 	EXPECT(p_pty_ioctls, 0);
+	EXPECT(p_rlimits_read_and_own, 0);
 }
 
 static void test_allowed_personality(void **state)
@@ -781,12 +1030,16 @@ int main(void)
 		cmocka_unit_test(test_denied_tty_injection),
 		cmocka_unit_test(test_denied_personality),
 		cmocka_unit_test(test_denied_socket_families),
+		cmocka_unit_test(test_denied_socket_protocols),
+		cmocka_unit_test(test_denied_host_counters_and_limits),
 		cmocka_unit_test(test_unreviewed_syscall_enosys),
 		cmocka_unit_test(test_i386_syscall_fails),
 		cmocka_unit_test(test_x32_syscall_fails),
 		cmocka_unit_test(test_bpf_foreign_arch_killed),
 		cmocka_unit_test(test_bpf_personality_values),
 		cmocka_unit_test(test_bpf_socket_families),
+		cmocka_unit_test(test_bpf_socket_protocols),
+		cmocka_unit_test(test_bpf_limits_and_aio),
 		cmocka_unit_test(test_bpf_unreviewed_range),
 		cmocka_unit_test(test_bpf_program_size),
 		cmocka_unit_test(test_allowed_process_ops),

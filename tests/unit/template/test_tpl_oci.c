@@ -100,6 +100,7 @@ static void test_meta_roundtrip(void **state)
 	snprintf(m.start_cmd, sizeof(m.start_cmd), "server --port 8080");
 	snprintf(m.ready_cmd, sizeof(m.ready_cmd), "curl -sf localhost:8080");
 	m.ready_timeout_s = 30;
+	snprintf(m.recipe, sizeof(m.recipe), "%064d", 7);
 	json_t *j = hu_tpl_meta_stored(&m);
 	char *text = json_dumps(j, 0);
 	assert_int_equal(hu_tpl_meta_parse(text, strlen(text), &back, &err), 0);
@@ -112,7 +113,9 @@ static void test_meta_roundtrip(void **state)
 	assert_string_equal(back.start_cmd, "server --port 8080");
 	assert_string_equal(back.ready_cmd, "curl -sf localhost:8080");
 	assert_int_equal(back.ready_timeout_s, 30);
+	assert_string_equal(back.recipe, m.recipe);
 	json_t *view = hu_tpl_meta_json(&back);
+	assert_string_equal(json_string_value(json_object_get(view, "recipe")), m.recipe);
 	assert_int_equal(json_integer_value(json_object_get(view, "memoryMB")), 256);
 	assert_int_equal(json_integer_value(json_object_get(view, "cpuCount")), 2);
 	json_decref(view);
@@ -122,7 +125,8 @@ static void test_meta_roundtrip(void **state)
 	hu_tpl_meta_free(&m);
 	static const char *const bad[] = {"{}", "{\"id\":\"Bad/Id\"}", "{\"id\":\"x\",\"envs\":{\"a\":1}}",
 					  "{\"id\":\"x\",\"cpuMillis\":-1}", "not json",
-					  "{\"id\":\"x\",\"readyTimeout\":99999}"};
+					  "{\"id\":\"x\",\"readyTimeout\":99999}",
+					  "{\"id\":\"x\",\"recipe\":\"0123456789012345678901234567890123456789012345678901234567890123456789012\"}"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(hu_tpl_meta_parse(bad[i], strlen(bad[i]), &back, &err), -1);
 }

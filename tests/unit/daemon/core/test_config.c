@@ -105,6 +105,10 @@ static void test_good_file(void **state)
 			    "network_dns = 198.51.100.53\n"
 			    "network_pool6 = fd00:1:2::/64\n"
 			    "network_allow = 10.1.2.3/32, 10.9.0.0/16, fd12::/16\n"
+			    "network_flows = 4096\n"
+			    "io.weight = 50\n"
+			    "io.bps = 100M\n"
+			    "io.iops = 2000\n"
 			    "log_level = debug\r\n");
 	/* <data_dir>/hutch.conf is read without --config. */
 	assert_int_equal(from_args(&cfg, &err, NULL), 0);
@@ -126,6 +130,10 @@ static void test_good_file(void **state)
 	assert_string_equal(cfg.net_dns, "198.51.100.53");
 	assert_string_equal(cfg.net_pool6, "fd00:1:2::/64");
 	assert_string_equal(cfg.net_allow, "10.1.2.3/32, 10.9.0.0/16, fd12::/16");
+	assert_string_equal(cfg.net_flows, "4096");
+	assert_string_equal(cfg.io_weight, "50");
+	assert_string_equal(cfg.io_bps, "100M");
+	assert_string_equal(cfg.io_iops, "2000");
 }
 
 static void assert_file_error(struct fixture *f, const char *text, const char *where, const char *what)
@@ -209,6 +217,13 @@ static void test_lifecycle_settings(void **state)
 	assert_file_error(f, "network_pool6 = 10.0.0.0/8\n", "1", "not an IPv6 address");
 	assert_file_error(f, "network_deny = fd00::/129\n", "1", "prefix length");
 	assert_file_error(f, "network_deny = 192.0.2.0/24, lan\n", "1", "'lan' is not an IPv4 address");
+	assert_file_error(f, "network_flows = 8\n", "1", "0 (no limit) or 16");
+	assert_file_error(f, "network_flows = 2000000\n", "1", "0 (no limit) or 16");
+	assert_file_error(f, "network_flows = many\n", "1", "many");
+	assert_file_error(f, "io.weight = 0\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.weight = 10001\n", "1", "1 .. 10000");
+	assert_file_error(f, "io.bps = 512K\n", "1", "at least 1M");
+	assert_file_error(f, "io.iops = 99\n", "1", "at least 100");
 }
 
 static void test_flags_override(void **state)
@@ -294,6 +309,44 @@ static void test_bad_flags(void **state)
 	assert_int_equal(cfg.port, 3000);
 }
 
+/* The store and node keys: a store is sqlite or a postgresql:// URI (the
+ * flag over the file), node names and addresses are checked. */
+static void test_store_and_node(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+
+	write_conf(f->conf, "store = postgresql:///hutch?host=/tmp/pg\nnode.name = n-1.a_b\n"
+			    "node.address = http://10.0.0.5:3000\nnode.labels = zone=a,gpu=no\nslots_dir = /run/hutch-slots\n");
+	assert_int_equal(from_args(&cfg, &err, NULL), 0);
+	assert_string_equal(cfg.store, "postgresql:///hutch?host=/tmp/pg");
+	assert_string_equal(hu_config_store_location(&cfg), "postgresql:///hutch?host=/tmp/pg");
+	assert_string_equal(cfg.node_name, "n-1.a_b");
+	assert_string_equal(cfg.node_address, "http://10.0.0.5:3000");
+	assert_string_equal(cfg.node_labels, "zone=a,gpu=no");
+	assert_string_equal(cfg.slots_dir, "/run/hutch-slots");
+	assert_int_equal(from_args(&cfg, &err, "--store", "sqlite", NULL), 0);
+	assert_string_equal(cfg.store, "");
+	assert_string_equal(hu_config_store_location(&cfg), f->dir); /* the data dir's hutch.db */
+	assert_int_equal(from_args(&cfg, &err, "--store", "postgres://db/x", "--node-name", "n2", NULL), 0);
+	assert_string_equal(cfg.store, "postgres://db/x");
+	assert_string_equal(cfg.node_name, "n2");
+
+	hu_config_defaults(&cfg);
+	assert_int_equal(hu_config_set(&cfg, "store", "mysql://x", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "store", "/var/lib/other", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "a b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.name", "../x/y", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.address", "10.0.0.5:3000", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.address", "http://a b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "node.labels", "a;b", &err), -1);
+	assert_int_equal(hu_config_set(&cfg, "slots_dir", "relative", &err), -1);
+	assert_string_equal(cfg.store, "");
+	assert_string_equal(cfg.node_name, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -305,6 +358,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_flags_override, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_volume_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_and_node, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -126,6 +126,11 @@ static void test_sizes(void **state)
 
 	hu_config_defaults(&cfg);
 	assert_int_equal(hu_pool_size_for(&cfg, "base"), 2);
+	assert_int_equal(cfg.pool_max, 64);
+	assert_int_equal(hu_config_set(&cfg, "pool.max", "100", &err), 0);
+	assert_int_equal(cfg.pool_max, 100);
+	assert_int_equal(hu_config_set(&cfg, "pool.max", "257", &err), -1);
+	assert_int_equal(cfg.pool_max, 100);
 	assert_int_equal(hu_pool_size_for(&cfg, "python"), 0);
 	assert_int_equal(hu_config_set(&cfg, "pool.size", "5", &err), 0);
 	assert_int_equal(hu_config_set(&cfg, "pool.size.python", "3", &err), 0);
@@ -160,6 +165,63 @@ static void test_sizes(void **state)
 	assert_int_equal(hu_config_set(&cfg, "pool.size.t0", "2", &err), 0); /* replacing still works */
 }
 
+
+/* A burst of 50 creates within HU_POOL_BURST_MS makes the peak 50, across
+ * a bucket's boundary too; spread-out creates, and bursts a second apart,
+ * do not add up. */
+static void test_demand_peak(void **state)
+{
+	struct hu_pool_demand dm = {0};
+	int64_t t0 = 1700000009980; /* 20 ms before a bucket ends */
+
+	assert_int_equal(hu_pool_demand_peak(&dm, t0), 0);
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&dm, t0 + i); /* 50 ms: across the boundary */
+	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 1000), 50);
+	struct hu_pool_demand slow = {0};
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&slow, t0 + i * 1000); /* one a second */
+	assert_int_equal(hu_pool_demand_peak(&slow, t0 + 50 * 1000), 1);
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&dm, t0 + 1000 + i); /* the next burst, a second later */
+	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 2000), 50);
+	/* the ring holds the last HU_POOL_DEMAND_RECENT: a burst larger than
+	 * that counts as that many */
+	struct hu_pool_demand big = {0};
+	for (int i = 0; i < 400; i++)
+		hu_pool_demand_note(&big, t0);
+	assert_int_equal(hu_pool_demand_peak(&big, t0), HU_POOL_DEMAND_RECENT);
+}
+
+/* The target follows the peak between the configured size and pool.max,
+ * and falls back once the peak leaves the five-minute window; the surplus
+ * is what a shrink removes. */
+static void test_retarget(void **state)
+{
+	struct hu_pool_set ps = {.template_id = "base", .floor = 2, .target = 2};
+	int64_t t0 = 1700000000000;
+	hu_err err;
+
+	assert_int_equal(hu_pool_set_retarget(&ps, 64, t0), 2);
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&ps.demand, t0 + i);
+	assert_int_equal(hu_pool_set_retarget(&ps, 64, t0 + 100), 50);
+	assert_int_equal(hu_pool_set_missing(&ps), 50);
+	assert_int_equal(hu_pool_set_retarget(&ps, 16, t0 + 100), 16); /* pool.max bounds it */
+	assert_int_equal(hu_pool_set_retarget(&ps, 64, t0 + 4 * 60 * 1000), 50); /* still in the window */
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(hu_pool_set_push(&ps, sbx("r", 512, 0), &err), 0);
+	assert_int_equal(hu_pool_set_surplus(&ps), 0);
+	int64_t later = t0 + (int64_t)HU_POOL_DEMAND_BUCKETS * HU_POOL_DEMAND_BUCKET_MS + HU_POOL_DEMAND_BUCKET_MS;
+	assert_int_equal(hu_pool_set_retarget(&ps, 64, later), 2); /* demand fell: back to the floor */
+	assert_int_equal(hu_pool_set_surplus(&ps), 8);
+	assert_int_equal(hu_pool_set_missing(&ps), 0);
+	/* a floor above pool.max: the configured size wins */
+	ps.floor = 20;
+	assert_int_equal(hu_pool_set_retarget(&ps, 8, later), 20);
+	free_set(&ps);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -167,6 +229,8 @@ int main(void)
 		cmocka_unit_test(test_take_fits),
 		cmocka_unit_test(test_missing),
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_demand_peak),
+		cmocka_unit_test(test_retarget),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

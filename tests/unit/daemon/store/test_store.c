@@ -1,34 +1,68 @@
-/* The SQLite store: keys, teams, sandbox rows, schema version, file mode. */
+/* The store, against each backend: keys, teams, sandbox rows, schema
+ * version, write groups. SQLite always; PostgreSQL when HUTCH_TEST_PG holds
+ * the connection URI of a database the tests may wipe (tests/pg.sh starts
+ * one), else those runs are skipped with a message. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "daemon/store/backend.h"
 #include "daemon/store/store.h"
 #include "util/fileutil.h"
+
+static const char *pg_uri; /* NULL while the SQLite group runs */
 
 struct fixture {
 	char dir[64];
 	char db[128];
+	const char *location;
+	PGconn *admin; /* PostgreSQL: the test's own connection */
 	struct hu_store *st;
 };
+
+/* An empty database: the schema the store migrates goes with the test. */
+static int pg_wipe(PGconn *c)
+{
+	PGresult *r = PQexec(c, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+	int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+	if (!ok)
+		fprintf(stderr, "wipe: %s\n", PQerrorMessage(c));
+	PQclear(r);
+	return ok ? 0 : -1;
+}
 
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 	hu_err err;
 
+	if (!f)
+		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/hutch-store-XXXXXX");
-	if (!f || !mkdtemp(f->dir))
+	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->db, sizeof(f->db), "%s/hutch.db", f->dir);
-	if (hu_store_open(f->dir, &f->st, &err) < 0) {
+	f->location = f->dir;
+	if (pg_uri) {
+		f->location = pg_uri;
+		f->admin = PQconnectdb(pg_uri);
+		PQclear(PQexec(f->admin, "SET client_min_messages = warning"));
+		if (PQstatus(f->admin) != CONNECTION_OK || pg_wipe(f->admin) < 0) {
+			fprintf(stderr, "%s\n", PQerrorMessage(f->admin));
+			return -1;
+		}
+	}
+	if (hu_store_open(f->location, &f->st, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
 		return -1;
 	}
@@ -42,19 +76,36 @@ static int teardown(void **state)
 	hu_err err;
 
 	hu_store_close(f->st);
+	if (f->admin) {
+		pg_wipe(f->admin);
+		PQfinish(f->admin);
+	}
 	hu_rm_rf(f->dir, &err);
 	free(f);
 	return 0;
 }
 
-/* Query one integer from the database file directly. */
-static long long sql_int(const char *db, const char *sql, const char *arg)
+/* Query one integer (a boolean is 0 or 1) from the backend directly, with
+ * at most one text parameter ($1). */
+static long long sql_int(struct fixture *f, const char *sql, const char *arg)
 {
-	sqlite3 *h;
-	sqlite3_stmt *s;
 	long long v = -1;
 
-	assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	if (f->admin) {
+		const char *p[] = {arg};
+		PGresult *r = PQexecParams(f->admin, sql, arg ? 1 : 0, NULL, p, NULL, NULL, 0);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			fail_msg("%s: %s", sql, PQerrorMessage(f->admin));
+		if (PQntuples(r) == 1) {
+			const char *t = PQgetvalue(r, 0, 0);
+			v = !strcmp(t, "t") ? 1 : !strcmp(t, "f") ? 0 : strtoll(t, NULL, 10);
+		}
+		PQclear(r);
+		return v;
+	}
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_open_v2(f->db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK);
 	if (arg)
 		sqlite3_bind_text(s, 1, arg, -1, SQLITE_STATIC);
@@ -63,6 +114,16 @@ static long long sql_int(const char *db, const char *sql, const char *arg)
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	return v;
+}
+
+/* A statement of the test's own on the PostgreSQL database. */
+static void pg_exec(struct fixture *f, const char *sql)
+{
+	PGresult *r = PQexec(f->admin, sql);
+	ExecStatusType st = PQresultStatus(r);
+	PQclear(r);
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQerrorMessage(f->admin));
 }
 
 static void test_keys(void **state)
@@ -91,8 +152,8 @@ static void test_keys(void **state)
 	assert_string_equal(team, "other");
 
 	/* The key itself is never stored, only its hash. */
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM api_keys WHERE key_hash = ?1", key), 0);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM api_keys WHERE length(key_hash) = 64", NULL), 2);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM api_keys WHERE key_hash = $1", key), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM api_keys WHERE length(key_hash) = 64", NULL), 2);
 }
 
 static void test_unknown_key(void **state)
@@ -120,18 +181,10 @@ static void test_legacy_key(void **state)
 	/* sha256 of the string above (printf %s KEY | sha256sum) */
 	const char *hash = "90ae9dd7031ec319a48ab68a5a60b4b1c7e325d0644b96cc51d4f81b6a8f8911";
 	char team[64];
-	sqlite3 *h;
 	hu_err err;
 
-	assert_int_equal(sqlite3_open(f->db, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "INSERT OR IGNORE INTO teams (id, created_at) VALUES ('old', 0)", NULL, NULL, NULL), SQLITE_OK);
-	{
-		char sql[256];
-
-		snprintf(sql, sizeof(sql), "INSERT INTO api_keys (key_hash, team, created_at) VALUES ('%s', 'old', 0)", hash);
-		assert_int_equal(sqlite3_exec(h, sql, NULL, NULL, NULL), SQLITE_OK);
-	}
-	sqlite3_close(h);
+	/* stored the way every key is: by its hash, through the backend */
+	assert_int_equal(f->st->ops->key_add(f->st, "old", hash, &err), 0);
 	assert_true(hu_store_key_well_formed(legacy));
 	assert_int_equal(hu_store_key_team(f->st, legacy, team, sizeof(team), &err), 0);
 	assert_string_equal(team, "old");
@@ -204,21 +257,24 @@ static void test_sandbox_put_update_delete(void **state)
 	hu_err err;
 
 	assert_int_equal(hu_store_sandbox_put(f->st, s, &err), 0);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes WHERE id = ?1", "iabc123"), 1);
-	assert_int_equal(sql_int(f->db, "SELECT allow_internet IS NULL FROM sandboxes WHERE id = ?1", "iabc123"), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1", "iabc123"), 1);
+	assert_int_equal(sql_int(f, "SELECT allow_internet IS NULL FROM sandboxes WHERE id = $1", "iabc123"), 1);
 
 	/* Update in place: pause and a new deadline. */
 	s->state = HU_SBX_PAUSED;
 	s->end_at_ms = 1700000600000;
 	s->allow_internet = 0;
 	assert_int_equal(hu_store_sandbox_put(f->st, s, &err), 0);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes", NULL), 1);
-	assert_int_equal(sql_int(f->db, "SELECT end_at FROM sandboxes WHERE id = ?1", "iabc123"), 1700000600000);
-	assert_int_equal(sql_int(f->db, "SELECT state = 'paused' FROM sandboxes WHERE id = ?1", "iabc123"), 1);
-	assert_int_equal(sql_int(f->db, "SELECT json_extract(env_vars, '$.FOO') LIKE 'bar%' FROM sandboxes", NULL), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 1);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", "iabc123"), 1700000600000);
+	assert_int_equal(sql_int(f, "SELECT state = 'paused' FROM sandboxes WHERE id = $1", "iabc123"), 1);
+	assert_int_equal(sql_int(f, f->admin ? "SELECT env_vars->>'FOO' LIKE 'bar%' FROM sandboxes"
+					     : "SELECT json_extract(env_vars, '$.FOO') LIKE 'bar%' FROM sandboxes",
+				 NULL),
+			 1);
 
 	assert_int_equal(hu_store_sandbox_delete(f->st, "iabc123", &err), 0);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes", NULL), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 0);
 	/* Deleting what is not there is not an error (kill is idempotent). */
 	assert_int_equal(hu_store_sandbox_delete(f->st, "iabc123", &err), 0);
 	free_row(s);
@@ -258,12 +314,12 @@ static void test_lifecycle_rows(void **state)
 	snprintf(b->idem_key, sizeof(b->idem_key), "session-1");
 	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), -1);
 	assert_int_equal(err.code, EEXIST);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes WHERE id = ?1", "iabc123"), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1", "iabc123"), 1);
 	snprintf(b->team, sizeof(b->team), "team-b");
 	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), 0);
 	/* the same key in another team is another sandbox's */
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes WHERE idem_key = ?1", "session-1"), 2);
-	assert_int_equal(sql_int(f->db, "SELECT count(*) FROM sandboxes WHERE idem_key = ?1", "nope"), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE idem_key = $1", "session-1"), 2);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE idem_key = $1", "nope"), 0);
 
 	assert_int_equal(hu_store_sandbox_load(f->st, keep_loaded, &loaded, &err), 0);
 	assert_non_null(loaded);
@@ -279,7 +335,7 @@ static void test_lifecycle_rows(void **state)
 	free_row(loaded);
 
 	assert_int_equal(hu_store_sandbox_set_state(f->st, "iabc123", HU_SBX_KILLING, &err), 0);
-	assert_int_equal(sql_int(f->db, "SELECT state = 'killing' FROM sandboxes WHERE id = ?1", "iabc123"), 1);
+	assert_int_equal(sql_int(f, "SELECT state = 'killing' FROM sandboxes WHERE id = $1", "iabc123"), 1);
 
 	assert_int_equal(hu_store_lost_add(f->st, "igone", "default", "init died", &err), 0);
 	assert_int_equal(hu_store_lost_reason(f->st, "igone", "default", reason, sizeof(reason)), 1);
@@ -330,7 +386,13 @@ static void test_schema_and_mode(void **state)
 	struct fixture *f = *state;
 	struct stat st;
 
-	assert_int_equal(sql_int(f->db, "PRAGMA user_version", NULL), 3);
+	if (f->admin) {
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
+		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
+		return;
+	}
+	assert_string_equal(hu_store_backend_name(f->st), "sqlite");
+	assert_int_equal(sql_int(f, "PRAGMA user_version", NULL), 3);
 	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 0777, 0600);
 }
@@ -342,22 +404,198 @@ static void test_reopen_and_newer_schema(void **state)
 	struct fixture *f = *state;
 	char key[128], team[64];
 	struct hu_store *st2;
-	sqlite3 *h;
 	hu_err err;
 
 	assert_int_equal(hu_store_key_create(f->st, "default", key, sizeof(key), &err), 0);
 	hu_store_close(f->st);
 	f->st = NULL;
-	assert_int_equal(hu_store_open(f->dir, &st2, &err), 0);
+	assert_int_equal(hu_store_open(f->location, &st2, &err), 0);
 	assert_int_equal(hu_store_key_team(st2, key, team, sizeof(team), &err), 0);
 	hu_store_close(st2);
 
-	assert_int_equal(sqlite3_open(f->db, &h), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(h);
-	assert_int_equal(hu_store_open(f->dir, &st2, &err), -1);
+	if (f->admin) {
+		pg_exec(f, "UPDATE hutch_schema SET version = 99");
+	} else {
+		sqlite3 *h;
+		assert_int_equal(sqlite3_open(f->db, &h), SQLITE_OK);
+		assert_int_equal(sqlite3_exec(h, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+		sqlite3_close(h);
+	}
+	assert_int_equal(hu_store_open(f->location, &st2, &err), -1);
 	assert_null(st2);
+	assert_int_equal(err.code, EPROTO);
 	assert_non_null(strstr(err.msg, "newer"));
+}
+
+/* A group of writes (the lifecycle's periodic save) in which one row is
+ * refused (its idempotency key is taken) keeps the others: the refusal is
+ * that row's, not the group's. */
+static void test_group_with_a_refused_row(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_sandbox_row *a = sample_row(), *b = sample_row(), *c = sample_row();
+	hu_err err;
+
+	snprintf(a->idem_key, sizeof(a->idem_key), "k");
+	snprintf(b->id, sizeof(b->id), "ib");
+	snprintf(b->idem_key, sizeof(b->idem_key), "k");
+	snprintf(c->id, sizeof(c->id), "ic");
+	assert_int_equal(hu_store_begin(f->st, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), -1);
+	assert_int_equal(err.code, EEXIST);
+	assert_int_equal(hu_store_sandbox_put(f->st, c, &err), 0);
+	assert_int_equal(hu_store_commit(f->st, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 2);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1", "ib"), 0);
+	/* and the store is usable afterwards, outside any group */
+	snprintf(b->idem_key, sizeof(b->idem_key), "k2");
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 3);
+	free_row(a);
+	free_row(b);
+	free_row(c);
+}
+
+/* ---- PostgreSQL only: several nodes, a server that goes away ------------- */
+
+/* Two nodes (two connections) creating with one Idempotency-Key: the
+ * second is refused by the database, whichever node it came through. */
+static void test_pg_idem_across_nodes(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_sandbox_row *a, *b;
+	struct hu_store *other;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	b = sample_row();
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	snprintf(a->idem_key, sizeof(a->idem_key), "one");
+	snprintf(b->id, sizeof(b->id), "ifromother");
+	snprintf(b->idem_key, sizeof(b->idem_key), "one");
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, b, &err), -1);
+	assert_int_equal(err.code, EEXIST);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE idem_key = $1", "one"), 1);
+	/* once the first is gone the key is free again */
+	assert_int_equal(hu_store_sandbox_delete(f->st, a->id, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, b, &err), 0);
+	hu_store_close(other);
+	free_row(a);
+	free_row(b);
+}
+
+/* Eight nodes starting at once on an empty database: each migrates or
+ * waits for the one that does (the advisory lock), and all of them open. */
+static void test_pg_concurrent_migrations(void **state)
+{
+	struct fixture *f = *state;
+	pid_t kids[8];
+
+	if (!f->admin)
+		skip();
+	hu_store_close(f->st);
+	f->st = NULL;
+	assert_int_equal(pg_wipe(f->admin), 0);
+	for (int i = 0; i < 8; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			struct hu_store *st;
+			hu_err err;
+			if (hu_store_open(f->location, &st, &err) < 0) {
+				fprintf(stderr, "child %d: %s\n", i, err.msg);
+				_exit(1);
+			}
+			hu_store_close(st);
+			_exit(0);
+		}
+	}
+	for (int i = 0; i < 8; i++) {
+		int ws;
+		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
+		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+	}
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 2);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
+}
+
+/* Kill the store's server-side session, as a server restart would. */
+static void kill_store_session(struct fixture *f)
+{
+	pg_exec(f, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+		   " WHERE application_name = 'hutch' AND pid <> pg_backend_pid()");
+	usleep(200 * 1000); /* the server's goodbye reaches the store's socket */
+}
+
+/* A connection the server closed is noticed before the next call, which
+ * reconnects: nothing is lost and the caller sees no error. */
+static void test_pg_reconnects(void **state)
+{
+	struct fixture *f = *state;
+	char key[128], team[64];
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	assert_int_equal(hu_store_key_create(f->st, "default", key, sizeof(key), &err), 0);
+	kill_store_session(f);
+	assert_int_equal(hu_store_key_team(f->st, key, team, sizeof(team), &err), 0);
+	assert_string_equal(team, "default");
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hutch'", NULL),
+			 1);
+}
+
+/* A connection lost in the middle of a group: the rest of the group and
+ * its commit fail with ENOTCONN (the API's 503, retry later), nothing of
+ * the group is written, and the next call reconnects. */
+static void test_pg_lost_in_a_group(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_sandbox_row *a, *b;
+	int n = -1;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	b = sample_row();
+	snprintf(b->id, sizeof(b->id), "ib");
+	assert_int_equal(hu_store_begin(f->st, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	kill_store_session(f);
+	assert_int_equal(hu_store_sandbox_put(f->st, b, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(hu_store_commit(f->st, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 0);
+	assert_int_equal(hu_store_key_count(f->st, &n, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 1);
+	free_row(a);
+	free_row(b);
+}
+
+/* A server that cannot be reached is ENOTCONN (a daemon starting then
+ * says why and exits; a running one answers 503). */
+static void test_pg_unreachable(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_store *st = NULL;
+	char uri[256];
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	snprintf(uri, sizeof(uri), "postgresql:///hutch?host=%s&port=1", f->dir);
+	assert_int_equal(hu_store_open(uri, &st, &err), -1);
+	assert_null(st);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_non_null(strstr(err.msg, "postgresql"));
 }
 
 static void count_volume(const struct hu_volume *v, void *arg)
@@ -394,20 +632,229 @@ static void test_volumes(void **state)
 	assert_int_equal(hu_store_volume_find(f->st, "t2", "ws", &got, &err), 0);
 }
 
+/* ---- nodes ----------------------------------------------------------------- */
+
+static struct hu_node node_named(const char *name)
+{
+	struct hu_node n = {.memory_bytes = 8ull << 30, .cpu_millis = 4000, .pids = 100000, .max_sandboxes = 100};
+	snprintf(n.name, sizeof(n.name), "%s", name);
+	snprintf(n.address, sizeof(n.address), "http://127.0.0.1:1");
+	return n;
+}
+
+/* SQLite is one host: it has no nodes, and says so. */
+static void test_nodes_need_a_shared_store(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n = node_named("n1");
+	int64_t gen;
+	hu_err err;
+
+	if (f->admin)
+		skip();
+	assert_int_equal(hu_store_node_register(f->st, &n, 10000, &gen, &err), -1);
+	assert_int_equal(err.code, ENOSYS);
+}
+
+struct seen {
+	int n, alive;
+	char owners[4][HU_NODE_NAME_MAX];
+};
+
+static void see_row(struct hu_sandbox_row *row, void *arg)
+{
+	struct seen *s = arg;
+	if (s->n < 4)
+		snprintf(s->owners[s->n], sizeof(s->owners[0]), "%s:%s", row->id, row->owner);
+	s->n++;
+}
+
+static void see_node(const struct hu_node *n, void *arg)
+{
+	struct seen *s = arg;
+	s->n++;
+	s->alive += n->alive;
+}
+
+/* Every row a node writes is its own; a node adopts only its own rows and
+ * cannot overwrite another node's. */
+static void test_pg_nodes_own_their_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2");
+	struct hu_sandbox_row *a, *b;
+	struct hu_store *other;
+	struct seen seen = {0};
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	b = sample_row();
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(gen, 1);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	snprintf(b->id, sizeof(b->id), "ion2");
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, b, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1 AND owner = 'n1'", a->id), 1);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE id = $1 AND owner = 'n2'", b->id), 1);
+	assert_int_equal(hu_store_sandbox_load(f->st, see_row, &seen, &err), 0);
+	assert_int_equal(seen.n, 1);
+	assert_string_equal(seen.owners[0], "iabc123:n1");
+	/* n2 writing n1's sandbox changes nothing */
+	a->end_at_ms = 42;
+	assert_int_equal(hu_store_sandbox_put(other, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 1700000300000);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(hu_store_node_each(f->st, see_node, &seen, &err), 0);
+	assert_int_equal(seen.n, 2);
+	assert_int_equal(seen.alive, 2);
+	hu_store_close(other);
+	free_row(a);
+	free_row(b);
+}
+
+/* Where another node's sandbox is: its owner, live or not; nothing for
+ * this node's own sandboxes or unknown ids. */
+static void test_pg_sandbox_owner(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2"), owner;
+	struct hu_sandbox_row *a;
+	struct hu_store *other;
+	char team[64];
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin) {
+		assert_int_equal(hu_store_sandbox_owner(f->st, "iabc123", team, sizeof(team), &owner, &err), -1);
+		assert_int_equal(err.code, ENOENT);
+		return;
+	}
+	a = sample_row();
+	snprintf(n1.address, sizeof(n1.address), "http://127.0.0.1:4001");
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(hu_store_sandbox_owner(other, a->id, team, sizeof(team), &owner, &err), 0);
+	assert_string_equal(owner.name, "n1");
+	assert_string_equal(owner.address, "http://127.0.0.1:4001");
+	assert_string_equal(team, "default");
+	assert_true(owner.alive);
+	assert_int_equal(hu_store_sandbox_owner(f->st, a->id, team, sizeof(team), &owner, &err), -1);
+	assert_int_equal(err.code, ENOENT); /* n1's own */
+	assert_int_equal(hu_store_sandbox_owner(other, "inope", team, sizeof(team), &owner, &err), -1);
+	assert_int_equal(err.code, ENOENT);
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '30 seconds' WHERE name = 'n1'");
+	assert_int_equal(hu_store_sandbox_owner(other, a->id, team, sizeof(team), &owner, &err), 0);
+	assert_false(owner.alive);
+	assert_true(owner.lease_left_ms <= -29000);
+	hu_store_close(other);
+	free_row(a);
+}
+
+/* A lease that expired stops the node's writes (it admits no creates),
+ * whether this process noticed (its own clock) or only the database did;
+ * a renewal lets it write again. */
+static void test_pg_lease_expiry(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1");
+	struct hu_sandbox_row *a;
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	assert_int_equal(hu_store_node_register(f->st, &n1, 300, &gen, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	usleep(400 * 1000);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_non_null(strstr(err.msg, "lease"));
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	/* the database's clock is the one that counts */
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '1 second'");
+	a->end_at_ms = 42;
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 1700000300000);
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 42);
+	free_row(a);
+}
+
+/* A second process registering the same node name fences the first out:
+ * its renewal is refused (ESTALE) and it writes nothing from then on. */
+static void test_pg_fencing(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1");
+	struct hu_sandbox_row *a;
+	struct hu_store *second;
+	int64_t gen1, gen2;
+	hu_err err;
+
+	if (!f->admin)
+		skip();
+	a = sample_row();
+	assert_int_equal(hu_store_open(f->location, &second, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen1, &err), 0);
+	assert_int_equal(hu_store_node_register(second, &n1, 10000, &gen2, &err), 0);
+	assert_int_equal(gen2, gen1 + 1);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1); /* the database refuses the old generation */
+	assert_int_equal(err.code, ENOTCONN);
+	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), -1);
+	assert_int_equal(err.code, ESTALE);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
+	assert_int_equal(hu_store_sandbox_put(second, a, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE owner = 'n1'", NULL), 1);
+	hu_store_close(second);
+	free_row(a);
+}
+
+#define TESTS(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_legacy_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_key_shape, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_key_buffer_too_small, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sandbox_put_update_delete, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_lifecycle_rows, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_template_users, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_schema_and_mode, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_volumes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reopen_and_newer_schema, setup, teardown),
+		TESTS(test_keys),
+		TESTS(test_unknown_key),
+		TESTS(test_legacy_key),
+		TESTS(test_key_shape),
+		TESTS(test_key_buffer_too_small),
+		TESTS(test_sandbox_put_update_delete),
+		TESTS(test_lifecycle_rows),
+		TESTS(test_template_users),
+		TESTS(test_schema_and_mode),
+		TESTS(test_volumes),
+		TESTS(test_reopen_and_newer_schema),
+		TESTS(test_group_with_a_refused_row),
+		TESTS(test_pg_idem_across_nodes),
+		TESTS(test_pg_concurrent_migrations),
+		TESTS(test_pg_reconnects),
+		TESTS(test_pg_lost_in_a_group),
+		TESTS(test_pg_unreachable),
+		TESTS(test_nodes_need_a_shared_store),
+		TESTS(test_pg_nodes_own_their_rows),
+		TESTS(test_pg_lease_expiry),
+		TESTS(test_pg_fencing),
+		TESTS(test_pg_sandbox_owner),
 	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int rc = cmocka_run_group_tests_name("store: sqlite", tests, NULL, NULL);
+
+	pg_uri = getenv("HUTCH_TEST_PG");
+	if (!pg_uri || !*pg_uri) {
+		printf("store: postgresql: skipped, HUTCH_TEST_PG is not set (tests/pg.sh start makes a server)\n");
+		return rc;
+	}
+	return rc | cmocka_run_group_tests_name("store: postgresql", tests, NULL, NULL);
 }

@@ -1,0 +1,58 @@
+"""Runs in every Python kernel before the first cell, in a namespace of its own (runpy.run_path from
+ipykernel's exec_lines), so that nothing of it shows in the user's.
+
+It adds two things the server relies on, kept out of the user's namespace in a module named _hutch:
+- env_push/env_pop, which set a cell's env_vars for that cell only and then put back what was there;
+- a formatter that gives a pandas DataFrame a data representation (its columns as lists), which the server
+  sends as the result's "data".
+"""
+import os
+import sys
+import types
+
+import IPython
+from IPython.core.formatters import BaseFormatter
+from traitlets import ObjectName, Unicode
+
+_hutch = types.ModuleType("_hutch")
+_saved = []
+
+
+def _env_push(env):
+    _saved.append({k: os.environ.get(k) for k in env})
+    os.environ.update(env)
+
+
+def _env_pop():
+    for k, v in (_saved.pop() if _saved else {}).items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+class _DataFormatter(BaseFormatter):
+    format_type = Unicode("application/vnd.hutch.data+json")
+    print_method = ObjectName("_repr_hutch_data_")
+    _return_type = (dict,)
+
+    def __call__(self, obj):
+        # only a DataFrame, and pandas is looked up, not imported: a plain `1 + 1` costs nothing
+        pandas = sys.modules.get("pandas")
+        if pandas is None or not isinstance(obj, pandas.DataFrame):
+            return None
+        try:
+            cols = obj.to_dict(orient="list")
+            return {str(k): [v.isoformat() if hasattr(v, "isoformat") else v for v in vals] for k, vals in cols.items()}
+        except Exception:
+            return None
+
+
+_hutch.env_push = _env_push
+_hutch.env_pop = _env_pop
+sys.modules["_hutch"] = _hutch
+
+_ip = IPython.get_ipython()
+if _ip is not None:
+    _ip.display_formatter.formatters[_DataFormatter.format_type.default_value] = _DataFormatter(
+        parent=_ip.display_formatter)

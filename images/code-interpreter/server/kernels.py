@@ -1,0 +1,337 @@
+"""The kernels a context runs its code in.
+
+Two kinds, with one interface (begin a cell, poll it for events until it is done, interrupt, stop):
+- JupyterKernel drives a Jupyter kernel with jupyter_client: ipykernel for Python (rich results: matplotlib figures,
+  pandas tables) and IRkernel for R.
+- PipeKernel drives a small kernel of our own over pipes: pipe_kernel.js for JavaScript and TypeScript on Node.js,
+  pipe_kernel.sh for bash. Their stdout and stderr are the cell's output; requests go in on one pipe and events
+  (result, error, done) come back on another.
+
+Every kernel is its own process group (session), so an interrupt (SIGINT) reaches what the cell started too.
+"""
+import codecs
+import json
+import os
+import queue
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import events
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class KernelError(Exception):
+    """A kernel could not be started or talked to."""
+
+
+def env_names_ok(env):
+    return all(k and (k[0].isalpha() or k[0] == "_") and all(c.isalnum() or c == "_" for c in k) and k.isascii()
+               for k in env)
+
+
+class JupyterKernel:
+    """A Jupyter kernel (ipykernel, IRkernel) through jupyter_client's blocking client."""
+
+    def __init__(self, language, cwd, spec_manager, spec_name):
+        self.language = language
+        self.cwd = cwd
+        self._ksm = spec_manager
+        self._spec = spec_name
+        self.km = None
+        self.kc = None
+        self._msg = None
+
+    def start(self):
+        from jupyter_client import KernelManager
+
+        self.km = KernelManager(kernel_name=self._spec, kernel_spec_manager=self._ksm)
+        self.km.start_kernel(cwd=self.cwd, env=dict(os.environ), independent=False)
+        self.kc = self.km.blocking_client()
+        self.kc.start_channels()
+        try:
+            self.kc.wait_for_ready(timeout=60)
+        except RuntimeError as e:
+            self.stop()
+            raise KernelError(f"the {self.language} kernel did not start: {e}") from e
+
+    def alive(self):
+        return self.km is not None and self.km.is_alive()
+
+    def exit_status(self):
+        p = getattr(self.km, "provisioner", None)
+        proc = getattr(p, "process", None)
+        return proc.poll() if proc is not None else None
+
+    def _quiet(self, code, timeout=15):
+        """Runs code without history, output or a count (the per-execution environment), waiting for it."""
+        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                if not self.alive():
+                    return
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return
+
+    def _env_push(self, env):
+        if self.language == "python":
+            self._quiet(f"__import__('_hutch').env_push({env!r})")
+        elif self.language == "r":
+            keys = ", ".join(json.dumps(k) for k in env)
+            sets = ", ".join(f"`{k}` = {json.dumps(v)}" for k, v in env.items())
+            self._quiet(f".hutch_env <- Sys.getenv(c({keys}), unset = NA); Sys.setenv({sets})")
+
+    def _env_pop(self):
+        if self.language == "python":
+            self._quiet("__import__('_hutch').env_pop()")
+        elif self.language == "r":
+            self._quiet("local({o <- .hutch_env; for (k in names(o)) if (is.na(o[[k]])) Sys.unsetenv(k) else "
+                        "do.call(Sys.setenv, setNames(list(o[[k]]), k))}); rm(.hutch_env)")
+
+    def begin(self, code, env):
+        self._env = bool(env)
+        if env:
+            self._env_push(env)
+        self._msg = self.kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=True)
+
+    def poll(self, timeout):
+        """Events of the running cell that arrived within timeout, and whether the cell is done."""
+        out = []
+        try:
+            msg = self.kc.get_iopub_msg(timeout=timeout)
+        except queue.Empty:
+            return out, False
+        while True:
+            if msg["parent_header"].get("msg_id") == self._msg and self._event(msg, out):
+                return out + self._finish(), True
+            try:
+                msg = self.kc.get_iopub_msg(timeout=0)
+            except queue.Empty:
+                return out, False
+
+    def _event(self, msg, out):
+        kind, c = msg["header"]["msg_type"], msg["content"]
+        if kind == "stream":
+            out.append(events.stream("stderr" if c.get("name") == "stderr" else "stdout", c.get("text", "")))
+        elif kind in ("execute_result", "display_data"):
+            out.append(events.result(c.get("data", {}), kind == "execute_result"))
+        elif kind == "error":
+            out.append(events.error(c.get("ename", ""), c.get("evalue", ""), "\n".join(c.get("traceback", []))))
+        elif kind == "status" and c.get("execution_state") == "idle":
+            return True
+        return False
+
+    def _finish(self):
+        out = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") == self._msg:
+                n = reply["content"].get("execution_count")
+                if isinstance(n, int):
+                    out.append(events.count(n))
+                break
+        if self._env:
+            self._env_pop()
+        return out
+
+    def interrupt(self):
+        self.km.interrupt_kernel()
+
+    def stop(self):
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            try:
+                self.km.shutdown_kernel(now=True)
+            except Exception:  # a dead kernel has nothing left to shut down
+                pass
+        self.kc = self.km = None
+
+
+class PipeKernel:
+    """One of our own kernels, spoken to over pipes (see the module comment)."""
+
+    def __init__(self, language, cwd):
+        self.language = language
+        self.cwd = cwd
+        self.proc = None
+        self._id = 0
+        self._buf = b""
+        self._tmp = None
+
+    def _argv(self):
+        if self.language in ("javascript", "typescript"):
+            node = shutil.which("node") or shutil.which("nodejs") or "node"
+            return [node, os.path.join(HERE, "pipe_kernel.js"), self.language]
+        return ["/bin/bash", "--noprofile", "--norc", os.path.join(HERE, "pipe_kernel.sh")]
+
+    def start(self):
+        self._tmp = tempfile.mkdtemp(prefix=f"hutch-{self.language}-")
+        req_r, self._req = os.pipe()
+        self._ev, ev_w = os.pipe()
+        env = dict(os.environ, HUTCH_KERNEL_REQ_FD=str(req_r), HUTCH_KERNEL_EV_FD=str(ev_w),
+                   HUTCH_KERNEL_DIR=self._tmp)
+        try:
+            self.proc = subprocess.Popen(self._argv(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE, pass_fds=(req_r, ev_w), cwd=self.cwd, env=env,
+                                         start_new_session=True)
+        except OSError as e:
+            for fd in (req_r, ev_w, self._req, self._ev):
+                os.close(fd)
+            raise KernelError(f"the {self.language} kernel did not start: {e}") from e
+        finally:
+            if self.proc is not None:
+                os.close(req_r)
+                os.close(ev_w)
+        self._decoders = {self.proc.stdout.fileno(): ("stdout", codecs.getincrementaldecoder("utf-8")("replace")),
+                          self.proc.stderr.fileno(): ("stderr", codecs.getincrementaldecoder("utf-8")("replace"))}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            got, _ = self._read(0.2)
+            if any(e.get("type") == "ready" for e in got):
+                return
+            if self.proc.poll() is not None:
+                break
+        err = self.proc.stderr.read1(4096).decode(errors="replace") if self.proc.poll() is not None else ""
+        self.stop()
+        raise KernelError(f"the {self.language} kernel did not start {err}".strip())
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def exit_status(self):
+        return self.proc.poll() if self.proc is not None else None
+
+    def begin(self, code, env):
+        if not env_names_ok(env):
+            raise ValueError("env_vars: names are letters, digits and _")
+        self._id += 1
+        if self.language == "bash":
+            # bash reads the cell from files: no JSON parser needed in the kernel
+            with open(os.path.join(self._tmp, "cell"), "w") as f:
+                f.write(code)
+            with open(os.path.join(self._tmp, "env"), "w") as f:
+                f.write("".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()))
+            line = f"{self._id} {' '.join(env)}\n"
+        else:
+            line = json.dumps({"id": self._id, "code": code, "env": env}) + "\n"
+        data = line.encode()
+        while data:  # a large cell fills the pipe: the kernel reads as we write
+            data = data[os.write(self._req, data):]
+
+    def _read(self, timeout):
+        """What arrived within timeout: (the kernel's events, the cell's output as stream events)."""
+        fds = [self._ev] + list(self._decoders)
+        out, ctl = [], []
+        ready, _, _ = select.select(fds, [], [], timeout)
+        for fd in ready:
+            data = os.read(fd, 65536)
+            if fd == self._ev:
+                self._buf += data
+                *lines, self._buf = self._buf.split(b"\n")
+                for line in lines:
+                    try:
+                        ctl.append(json.loads(line))
+                    except ValueError:  # the cell's own processes inherit the pipe: what they write is no event
+                        continue
+            elif data:
+                name, dec = self._decoders[fd]
+                text = dec.decode(data)
+                if text:
+                    out.append(events.stream(name, text))
+        return ctl, out
+
+    def poll(self, timeout):
+        ctl, out = self._read(timeout)
+        done = False
+        for e in ctl:
+            if e.get("id") != self._id:
+                continue
+            kind = e.get("type")
+            if kind == "result":
+                out.append(events.result(e.get("data", {}), True))
+            elif kind == "error":
+                out.append(events.error(e.get("name", ""), e.get("value", ""), e.get("traceback", "")))
+            elif kind == "done":
+                done = True
+                # the cell's own writes reach the pipes before its done: read what is left of them
+                while True:
+                    _, rest = self._read(0)
+                    out.extend(rest)
+                    if not rest:
+                        break
+                if "count" in e:
+                    out.append(events.count(e["count"]))
+        return out, done
+
+    def interrupt(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+    def stop(self):
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc.stdout.close()
+            self.proc.stderr.close()
+            for fd in (self._req, self._ev):
+                os.close(fd)
+            self.proc = None
+        if self._tmp:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+
+def write_specs(directory):
+    """The Jupyter kernel specs this server starts: Python on this interpreter, R when IRkernel is there."""
+    specs = {
+        "hutch-python": {
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                     "--InteractiveShell.colors=NoColor", "--PlainTextFormatter.max_seq_length=0",
+                     f"--IPKernelApp.exec_lines=__import__('runpy').run_path({os.path.join(HERE, 'ipython_startup.py')!r}) and None"],
+            "display_name": "Python 3", "language": "python",
+            "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"},  # else the debugger warns on every start
+        },
+        "hutch-r": {
+            "argv": ["R", "--slave", "-e", "IRkernel::main()", "--args", "{connection_file}"],
+            "display_name": "R", "language": "R",
+        },
+    }
+    for name, spec in specs.items():
+        os.makedirs(os.path.join(directory, name), exist_ok=True)
+        with open(os.path.join(directory, name, "kernel.json"), "w") as f:
+            json.dump(spec, f)
+
+
+def r_available():
+    return shutil.which("R") is not None and any(
+        os.path.isdir(os.path.join(d, "IRkernel")) for d in ("/usr/lib/R/site-library", "/usr/local/lib/R/site-library",
+                                                           "/usr/lib/R/library"))
+
+
+def make(language, cwd, spec_manager):
+    """A kernel (not started) for one of the languages LANGUAGES lists."""
+    if language == "python":
+        return JupyterKernel(language, cwd, spec_manager, "hutch-python")
+    if language == "r":
+        return JupyterKernel(language, cwd, spec_manager, "hutch-r")
+    return PipeKernel(language, cwd)

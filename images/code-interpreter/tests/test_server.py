@@ -1,0 +1,436 @@
+"""The code interpreter's server against real kernels, on loopback (python3 -m pytest images/code-interpreter/tests).
+
+One server runs for the whole module, on an ephemeral port of 127.0.0.1, with a temporary home; each test uses
+contexts of its own where state matters. Needs python3-ipykernel, python3-jupyter-client, python3-matplotlib,
+python3-pandas, nodejs and node-typescript (scripts/install-deps.sh installs them).
+"""
+import base64
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "..", "server", "server.py")
+sys.path.insert(0, os.path.join(HERE, "..", "server"))
+import kernels  # noqa: E402
+
+PORT = None
+PROC = None
+HOME = None
+
+
+def start_server(home, extra_env=None):
+    env = dict(os.environ, TEST_ENV_VAR="supertest", HOME=home, **(extra_env or {}))
+    proc = subprocess.Popen([sys.executable, SERVER, "--host", "127.0.0.1", "--port", "0", "--keepalive", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=home,
+                            start_new_session=True)
+    line = proc.stdout.readline().decode()
+    if "listening on" not in line:
+        proc.kill()
+        raise RuntimeError(f"the server did not start: {line!r}")
+    return proc, int(line.rsplit(":", 1)[1])
+
+
+def stop_server(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def setUpModule():
+    global PORT, PROC, HOME
+    HOME = tempfile.mkdtemp(prefix="hutch-interp-test-")
+    PROC, PORT = start_server(HOME)
+
+
+def tearDownModule():
+    stop_server(PROC)
+    shutil.rmtree(HOME, ignore_errors=True)
+
+
+def request(method, path, body=None, port=None, timeout=60):
+    conn = http.client.HTTPConnection("127.0.0.1", port or PORT, timeout=timeout)
+    try:
+        conn.request(method, path, body=json.dumps(body) if body is not None else None,
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, data
+    finally:
+        conn.close()
+
+
+def execute(code, port=None, timeout=60, **kw):
+    """The events of one /execute, each with the monotonic time it was read at ("_t")."""
+    conn = http.client.HTTPConnection("127.0.0.1", port or PORT, timeout=timeout)
+    try:
+        conn.request("POST", "/execute", body=json.dumps(dict(code=code, **kw)),
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            return resp.status, resp.read().decode()
+        out = []
+        for line in resp:
+            ev = json.loads(line)
+            ev["_t"] = time.monotonic()
+            out.append(ev)
+        return 200, out
+    finally:
+        conn.close()
+
+
+def run(code, **kw):
+    status, evs = execute(code, **kw)
+    assert status == 200, (status, evs)
+    assert evs[-1]["type"] == "end_of_execution", evs
+    return evs
+
+
+def of(evs, kind):
+    return [e for e in evs if e["type"] == kind]
+
+
+def text(evs):
+    main = [e for e in of(evs, "result") if e["is_main_result"]]
+    return main[0].get("text") if main else None
+
+
+def stdout(evs):
+    return "".join(e["text"] for e in of(evs, "stdout"))
+
+
+def new_context(language="python", cwd=None):
+    status, data = request("POST", "/contexts", {"language": language, "cwd": cwd})
+    assert status == 200, data
+    return json.loads(data)
+
+
+def abandon(code, context_id, after=1.0):
+    """Sends a cell and goes away after `after` seconds, as a client that times out does."""
+    body = json.dumps({"code": code, "context_id": context_id}).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    s.sendall(b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    time.sleep(after)
+    s.close()
+
+
+class Python(unittest.TestCase):
+    def test_state_and_count(self):
+        ctx = new_context()
+        evs = run("x = 1", context_id=ctx["id"])
+        self.assertEqual(of(evs, "number_of_executions")[0]["execution_count"], 1)
+        evs = run("x += 1; x", context_id=ctx["id"])
+        self.assertEqual(text(evs), "2")
+        self.assertEqual(of(evs, "number_of_executions")[0]["execution_count"], 2)
+
+    def test_streaming_arrives_before_the_end(self):
+        evs = run("import time\nprint('a', flush=True)\ntime.sleep(1.5)\nprint('b')")
+        out = of(evs, "stdout")
+        self.assertEqual([e["text"] for e in out], ["a\n", "b\n"])
+        self.assertGreater(evs[-1]["_t"] - out[0]["_t"], 1.0)
+        self.assertIn("timestamp", out[0])
+
+    def test_stderr(self):
+        evs = run("import sys; print('oops', file=sys.stderr)")
+        self.assertEqual([e["text"] for e in of(evs, "stderr")], ["oops\n"])
+
+    def test_error(self):
+        evs = run("undefined_name")
+        err = of(evs, "error")
+        self.assertEqual(len(err), 1)
+        self.assertEqual(err[0]["name"], "NameError")
+        self.assertEqual(err[0]["value"], "name 'undefined_name' is not defined")
+        self.assertIn("NameError", err[0]["traceback"])
+        self.assertNotIn("\x1b[", err[0]["traceback"])  # no terminal colours
+
+    def test_string_result_reads_unquoted(self):
+        self.assertEqual(text(run("'bar'")), "bar")
+
+    def test_matplotlib_png(self):
+        evs = run("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()\n42")
+        res = of(evs, "result")
+        self.assertEqual(len(res), 2)
+        fig = res[0]
+        self.assertFalse(fig["is_main_result"])
+        self.assertTrue(base64.b64decode(fig["png"]).startswith(b"\x89PNG\r\n\x1a\n"))
+        self.assertIn("Figure", fig["text"])
+        self.assertEqual(fig["extra"], {})
+        self.assertEqual(text(evs), "42")
+
+    def test_pandas_html_and_data(self):
+        evs = run("import pandas as pd\npd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', 'z']})")
+        res = [e for e in of(evs, "result") if e["is_main_result"]][0]
+        self.assertIn("<table", res["html"])
+        self.assertEqual(res["data"], {"a": [1, 2, 3], "b": ["x", "y", "z"]})
+        self.assertNotIn("application/vnd.hutch.data+json", res["extra"])
+
+    def test_startup_leaves_the_namespace_alone(self):
+        ctx = new_context()
+        evs = run("sorted(k for k in globals() if not k.startswith('_') and k not in ('In', 'Out', 'exit', 'quit', "
+                  "'get_ipython', 'open'))", context_id=ctx["id"])
+        self.assertEqual(text(evs), "[]")
+
+    def test_display_data_is_not_main(self):
+        evs = run("from IPython.display import display, HTML\ndisplay(HTML('<b>hi</b>'))")
+        res = of(evs, "result")
+        self.assertEqual(res[0]["html"], "<b>hi</b>")
+        self.assertFalse(res[0]["is_main_result"])
+
+
+class Contexts(unittest.TestCase):
+    def test_create_list_remove(self):
+        ctx = new_context("python", "/tmp")
+        self.assertEqual(ctx["language"], "python")
+        self.assertEqual(ctx["cwd"], "/tmp")
+        status, data = request("GET", "/contexts")
+        self.assertEqual(status, 200)
+        listed = json.loads(data)
+        self.assertIn(ctx, listed)
+        self.assertTrue({"python", "javascript"} <= {c["language"] for c in listed})
+        self.assertEqual(request("DELETE", f"/contexts/{ctx['id']}")[0], 200)
+        self.assertNotIn(ctx["id"], [c["id"] for c in json.loads(request("GET", "/contexts")[1])])
+        status, _ = execute("1", context_id=ctx["id"])
+        self.assertEqual(status, 404)
+        self.assertEqual(request("DELETE", f"/contexts/{ctx['id']}")[0], 404)
+
+    def test_isolated_with_own_directory(self):
+        a, b = new_context(cwd="/tmp"), new_context()
+        run("secret = 7; import os; os.chdir('/')", context_id=a["id"])
+        evs = run("import os; (os.getcwd(), 'secret' in globals())", context_id=b["id"])
+        self.assertEqual(text(evs), f"('{HOME}', False)")
+        self.assertEqual(text(run("os.getcwd()", context_id=a["id"])), "/")
+
+    def test_default_cwd_is_home(self):
+        self.assertEqual(stdout(run("from pathlib import Path; print(Path.cwd())", language="python")).strip(), HOME)
+        self.assertEqual(text(run("process.cwd()", language="js")), HOME)
+        self.assertEqual(stdout(run("pwd", language="bash")).strip(), HOME)
+
+    def test_restart_forgets(self):
+        ctx = new_context()
+        run("x = 1", context_id=ctx["id"])
+        self.assertEqual(request("POST", f"/contexts/{ctx['id']}/restart")[0], 200)
+        err = of(run("x", context_id=ctx["id"]), "error")
+        self.assertEqual(err[0]["value"], "name 'x' is not defined")
+        self.assertEqual(request("POST", "/contexts/nope/restart")[0], 404)
+
+    def test_bad_requests(self):
+        ctx = new_context()
+        self.assertEqual(execute("1", context_id=ctx["id"], language="python")[0], 400)
+        self.assertEqual(execute("1", language="cobol")[0], 400)
+        self.assertEqual(execute("1", env_vars={"A-B": "x"})[0], 400)
+        self.assertEqual(execute(None)[0], 400)
+        self.assertEqual(request("POST", "/contexts", {"cwd": "relative"})[0], 400)
+        self.assertEqual(request("GET", "/nothing")[0], 404)
+        self.assertEqual(request("GET", "/health"), (200, b"OK"))
+
+
+class EnvVars(unittest.TestCase):
+    def check(self, language, read, read_default):
+        evs = run(read, language=language, env_vars={"FOO": "bar", "TEST_ENV_VAR": "overwrite"})
+        got = stdout(evs).strip() or (text(evs) or "").strip()
+        self.assertEqual(got, "bar overwrite")
+        evs = run(read_default, language=language)
+        got = stdout(evs).strip() or (text(evs) or "").strip()
+        self.assertEqual(got, "default supertest")
+
+    def test_python(self):
+        self.check("python", "import os; print(os.getenv('FOO'), os.getenv('TEST_ENV_VAR'))",
+                   "import os; print(os.getenv('FOO', 'default'), os.getenv('TEST_ENV_VAR'))")
+
+    def test_javascript(self):
+        self.check("javascript", "console.log(process.env.FOO, process.env.TEST_ENV_VAR)",
+                   "console.log(process.env.FOO || 'default', process.env.TEST_ENV_VAR)")
+
+    def test_bash(self):
+        self.check("bash", "echo $FOO $TEST_ENV_VAR", "echo ${FOO:-default} $TEST_ENV_VAR")
+
+    def test_quotes_survive(self):
+        value = "it's \"quoted\" $HOME `x` \\ ünïcode"
+        evs = run("import os; print(os.environ['Q'])", env_vars={"Q": value})
+        self.assertEqual(stdout(evs), value + "\n")
+        evs = run("echo \"$Q\"", language="bash", env_vars={"Q": value})
+        self.assertEqual(stdout(evs), value + "\n")
+
+
+class JavaScript(unittest.TestCase):
+    def test_declarations_persist(self):
+        ctx = new_context("javascript")
+        run("const a = 5; let [b, c] = [1, 2]; function f(x) { return x * a } class K { v() { return 3 } }",
+            context_id=ctx["id"])
+        self.assertEqual(text(run("f(b + c) + new K().v()", context_id=ctx["id"])), "18")
+        # a notebook re-runs cells: declaring again is no error
+        self.assertEqual(text(run("const a = 6; a", context_id=ctx["id"])), "6")
+
+    def test_console_and_objects(self):
+        evs = run("console.log('Hello World!'); ({x: [1, 2]})", language="js")
+        self.assertEqual(stdout(evs), "Hello World!\n")
+        self.assertEqual(text(evs), "{ x: [ 1, 2 ] }")
+
+    def test_imports_and_await(self):
+        evs = run("import { readFileSync } from 'fs'\nimport * as p from 'node:path'\nconsole.log(typeof readFileSync)\n"
+                  "await Promise.resolve(p.join('a', 'b'))", language="js")
+        self.assertEqual(stdout(evs), "function\n")
+        self.assertEqual(text(evs), "a/b")
+        self.assertEqual(text(run("(await import('os')).EOL.length", language="js")), "1")
+
+    def test_error(self):
+        err = of(run("null.x", language="js"), "error")[0]
+        self.assertEqual(err["name"], "TypeError")
+        self.assertIn("null", err["value"])
+        err = of(run("await Promise.reject(new RangeError('no'))", language="js"), "error")[0]
+        self.assertEqual((err["name"], err["value"]), ("RangeError", "no"))
+
+    def test_typescript(self):
+        ctx = new_context("ts")
+        self.assertEqual(ctx["language"], "typescript")
+        evs = run("interface P { n: number }\nconst message: string = 'Hello World!'\nconst p: P = { n: 2 }\n"
+                  "console.log(message)\np.n as number", context_id=ctx["id"])
+        self.assertEqual(stdout(evs), "Hello World!\n")
+        self.assertEqual(text(evs), "2")
+
+
+class Bash(unittest.TestCase):
+    def test_state(self):
+        ctx = new_context("bash")
+        run("X=3; cd /tmp; f() { echo f$1; }; declare -a arr=(a b); declare -i n=4", context_id=ctx["id"])
+        self.assertEqual(stdout(run("echo $X; pwd; f 1; echo ${arr[1]} $n", context_id=ctx["id"])),
+                         "3\n/tmp\nf1\nb 4\n")
+
+    def test_a_large_cell(self):
+        # far more than a pipe holds
+        evs = run("x=1\n" + "true\n" * 100000 + "echo $x", language="bash")
+        self.assertEqual(stdout(evs), "1\n")
+        self.assertEqual(text(run("let s = 0\n" + "s += 1\n" * 50000 + "s", language="js")), "50000")
+
+    def test_status_is_an_error(self):
+        evs = run("echo out; false", language="bash")
+        self.assertEqual(stdout(evs), "out\n")
+        self.assertEqual(of(evs, "error")[0]["value"], "exit status 1")
+
+
+class Interrupts(unittest.TestCase):
+    """A client that goes away interrupts its cell; the context keeps its state and takes the next cell."""
+
+    def check(self, language, setup, endless, probe, want):
+        ctx = new_context(language)
+        run(setup, context_id=ctx["id"])
+        abandon(endless, ctx["id"])
+        t0 = time.monotonic()
+        evs = run(probe, context_id=ctx["id"], timeout=20)
+        self.assertLess(time.monotonic() - t0, 8)
+        self.assertEqual(stdout(evs).strip() or text(evs), want)
+        self.assertEqual(of(evs, "stderr"), [])  # no restart: the state is still there
+
+    def test_python(self):
+        self.check("python", "kept = 41", "import time; time.sleep(300)", "kept + 1", "42")
+
+    def test_javascript_busy_loop(self):
+        self.check("javascript", "var kept = 41", "while (true) {}", "kept + 1", "42")
+
+    def test_javascript_await(self):
+        self.check("javascript", "var kept = 41", "await new Promise(() => {})", "kept + 1", "42")
+
+    def test_bash(self):
+        self.check("bash", "kept=42", "sleep 300; echo never", "echo $kept", "42")
+
+    def test_a_kernel_that_ignores_the_interrupt_is_restarted(self):
+        ctx = new_context()
+        run("kept = 1", context_id=ctx["id"])
+        abandon("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(300)", ctx["id"])
+        evs = run("'kept' in globals()", context_id=ctx["id"], timeout=30)
+        self.assertIn("did not stop", of(evs, "stderr")[0]["text"])
+        self.assertEqual(text(evs), "False")
+
+    def test_keepalives_while_silent(self):
+        evs = run("import time; time.sleep(2.5)")
+        self.assertGreaterEqual(len(of(evs, "keepalive")), 1)
+
+    def test_parallel_contexts(self):
+        # a long cell in one context does not hold up another
+        ctx = new_context()
+        abandon("import time; time.sleep(300)", ctx["id"], after=0.2)
+        t0 = time.monotonic()
+        self.assertEqual(text(run("1 + 1")), "2")
+        self.assertLess(time.monotonic() - t0, 5)
+
+
+class KernelDeath(unittest.TestCase):
+    def check(self, language, setup, suicide, probe):
+        ctx = new_context(language)
+        run(setup, context_id=ctx["id"])
+        evs = run(suicide, context_id=ctx["id"])
+        err = of(evs, "error")
+        self.assertEqual(err[0]["name"], "DeadKernelError")
+        self.assertIn("lost", err[0]["value"])
+        evs = run(probe, context_id=ctx["id"])
+        return evs
+
+    def test_python(self):
+        evs = self.check("python", "kept = 1", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", "kept")
+        self.assertEqual(of(evs, "error")[0]["name"], "NameError")
+        self.assertIn("restarted", of(evs, "stderr")[0]["text"])
+
+    def test_javascript(self):
+        evs = self.check("javascript", "var kept = 1", "process.kill(process.pid, 'SIGKILL')", "typeof kept")
+        self.assertEqual(text(evs), "undefined")
+
+    def test_death_between_cells_is_said(self):
+        ctx = new_context("bash")
+        run("kept=1", context_id=ctx["id"])
+        run("(sleep 0.3; kill -9 $$) &", context_id=ctx["id"])
+        time.sleep(1)
+        evs = run("echo ${kept:-gone}", context_id=ctx["id"])
+        self.assertIn("lost", of(evs, "stderr")[0]["text"])
+        self.assertEqual(stdout(evs), "gone\n")
+
+
+class Restarts(unittest.TestCase):
+    def test_a_new_server_says_the_state_was_lost(self):
+        home = tempfile.mkdtemp(prefix="hutch-interp-test-")
+        try:
+            proc, port = start_server(home)
+            try:
+                self.assertEqual(text(run("x = 5; x", port=port)), "5")
+                status, data = request("POST", "/contexts", {"language": "bash"}, port=port)
+                mine = json.loads(data)["id"]
+            finally:
+                stop_server(proc)
+            proc, port = start_server(home)
+            try:
+                evs = run("'x' in globals()", port=port)
+                self.assertIn("restarted", of(evs, "stderr")[0]["text"])
+                self.assertEqual(text(evs), "False")
+                evs = run("echo ok", port=port, context_id=mine)  # the context still exists, fresh
+                self.assertIn("restarted", of(evs, "stderr")[0]["text"])
+                self.assertEqual(of(run("echo again", port=port, context_id=mine), "stderr"), [])
+            finally:
+                stop_server(proc)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+@unittest.skipUnless(kernels.r_available(), "R with IRkernel is not installed here (the template has it)")
+class R(unittest.TestCase):
+    def test_r(self):
+        ctx = new_context("r")
+        run("x <- 41", context_id=ctx["id"])
+        self.assertEqual(text(run("x + 1", context_id=ctx["id"])), "[1] 42")
+        evs = run("Sys.getenv('FOO')", context_id=ctx["id"], env_vars={"FOO": "bar"})
+        self.assertEqual(text(evs), '[1] "bar"')
+        self.assertEqual(text(run("Sys.getenv('FOO', 'default')", context_id=ctx["id"])), '[1] "default"')
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+/*
+ * Where the sandboxes' writable layers live: one btrfs subvolume per
+ * sandbox under <data_dir>/layers/, capped by a quota group. The btrfs is
+ * the data dir's own file system when that is btrfs with quota groups
+ * enabled ("data-dir"); otherwise hutch keeps one image for the host,
+ * <data_dir>/layers.img, loop-mounted on <data_dir>/layers ("image").
+ * docs/operations.md ("Storage") says why.
+ */
+#ifndef HUTCH_RUNTIME_LAYERS_H
+#define HUTCH_RUNTIME_LAYERS_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include "runtime/sandbox.h"
+#include "util/err.h"
+
+enum hu_layers_kind { HU_LAYERS_DATA_DIR = 1, HU_LAYERS_IMAGE = 2 };
+
+/* What the choice depends on, gathered from the data dir (or made up by a
+ * test). */
+struct hu_layers_facts {
+	int on_btrfs;      /* the data dir is on btrfs */
+	int btrfs_quota;   /* ... with quota groups enabled */
+	char fs_name[16];  /* the data dir's file system, for the reason */
+	char want[16];     /* HUTCH_LAYERS: "auto" (or ""), "data-dir", "image" */
+};
+
+/* Pure: the backend for these facts and, in reason, why. EINVAL when
+ * `want` names an unknown backend or one these facts cannot give. */
+int hu_layers_choose(const struct hu_layers_facts *f, enum hu_layers_kind *kind, char *reason, size_t n,
+		     hu_err *err);
+
+struct hu_layers {
+	enum hu_layers_kind kind;
+	char root[PATH_MAX];  /* <data_dir>/layers: a subvolume per sandbox */
+	char image[PATH_MAX]; /* <data_dir>/layers.img ("image" only) */
+	char fsid[40];        /* /sys/fs/btrfs/<fsid>/ */
+	char quota[16];       /* "simple" or "qgroup" */
+	char reason[256];
+	int root_fd;
+	int lock_fd;          /* <data_dir>/layers.lock: held while bringing it up or down */
+	int users_fd;         /* <data_dir>/layers.users: held shared while open */
+};
+
+/* Choose and bring up the backend (making, attaching and mounting the image
+ * when it is the image's turn). Every runtime of the host holds
+ * layers.users shared while open, so that hu_layers_close can tell when it
+ * is the last; layers.lock serialises bringing the image up and down. */
+int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu_err *err);
+/* Close; the last runtime to close an image that holds no layer unmounts
+ * it (the loop device goes with it), so throw-away data dirs leave nothing. */
+void hu_layers_close(struct hu_layers *ly);
+/* Without side effects: which backend hu_layers_open would use, and why. */
+int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err);
+
+/* One sandbox's layer: <root>/<id>, a subvolume capped at `bytes` holding
+ * rootfs/, lower/, upper/, work/ and bootid/ (mount points and the overlay's
+ * dirs), all owned by `owner` (the sandbox's
+ * host uid base, which identifies its uid slot again later), and with
+ * `ephemeral` the marker file of that name. */
+int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
+		    hu_err *err);
+/* Was the layer made for a sandbox that dies with its creator (hutch run)?
+ * Such a layer is debris once its run dir is gone (a reboot). */
+int hu_layer_ephemeral(const struct hu_layers *ly, const char *id);
+/* Remove the layer and everything in it; a missing one is fine. */
+int hu_layer_destroy(const struct hu_layers *ly, const char *id, hu_err *err);
+int hu_layer_path(const struct hu_layers *ly, const char *id, char *buf, size_t n, hu_err *err);
+/* Bytes the layer holds (as of the file system's last commit). */
+int hu_layer_usage(const struct hu_layers *ly, const char *id, uint64_t *bytes, hu_err *err);
+/* The owner of the layer's top directory (ENOENT: no such layer). */
+int hu_layer_owner(const struct hu_layers *ly, const char *id, uint32_t *uid, hu_err *err);
+
+#endif
