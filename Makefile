@@ -1,7 +1,7 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
-PKGS      := libevent jansson sqlite3 libpq libseccomp zlib libcrypto libnftables libarchive
+PKGS      := libevent libevent_openssl libssl jansson sqlite3 libpq libseccomp zlib libcrypto libnftables libarchive
 CC        ?= cc
 SAN       ?= 0
 PREFIX    ?= /usr/local

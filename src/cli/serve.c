@@ -29,6 +29,8 @@
 #include "daemon/dispatch.h"
 #include "daemon/envd/handlers.h"
 #include "daemon/http/server.h"
+#include "daemon/http/tls.h"
+#include "daemon/ingress/ingress.h"
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
@@ -108,7 +110,7 @@ static void log_admits(const struct hu_config *cfg)
 static void base_url(const struct hu_config *cfg, char *out, size_t n)
 {
 	int v6 = strchr(cfg->listen_addr, ':') != NULL;
-	snprintf(out, n, "http://%s%s%s:%u", v6 ? "[" : "", cfg->listen_addr, v6 ? "]" : "", (unsigned)cfg->port);
+	snprintf(out, n, "%s://%s%s%s:%u", cfg->tls_cert[0] ? "https" : "http", v6 ? "[" : "", cfg->listen_addr, v6 ? "]" : "", (unsigned)cfg->port);
 }
 
 /* The first start has no key yet: create one and show it, once. */
@@ -137,6 +139,20 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	hu_log(HU_LOG_INFO, NULL, 0, "%s: shutting down", strsignal((int)sig));
 	d->stopping = 1;
 	event_base_loopbreak(d->base);
+}
+
+/* SIGHUP: the TLS certificate and key are read again (renewed certificates
+ * need no restart); a pair that does not load leaves the old one serving. */
+static void on_hup(evutil_socket_t sig, short what, void *arg)
+{
+	struct hu_daemon *d = arg;
+	hu_err err;
+	if (!d->tls)
+		return;
+	if (hu_tls_reload(d->tls, &err) < 0)
+		hu_log(HU_LOG_WARN, NULL, 0, "SIGHUP: %s (the old certificate stays)", err.msg);
+	else
+		hu_log(HU_LOG_INFO, NULL, 0, "SIGHUP: TLS certificate reloaded from %s", d->cfg.tls_cert);
 }
 
 static int open_runtime(struct hu_daemon *d, hu_err *err)
@@ -181,7 +197,16 @@ static int http_new(struct hu_daemon *d, hu_err *err)
 
 	if (hu_routes_check(err) < 0)
 		return -1;
-	return hu_http_new(d->base, &set, &hooks, d, &d->http, err);
+	if (!d->cfg.tls_cert[0] != !d->cfg.tls_key[0])
+		return hu_err_set(err, EINVAL, "tls_cert and tls_key go together: set both or neither");
+	if (hu_http_new(d->base, &set, &hooks, d, &d->http, err) < 0)
+		return -1;
+	if (d->cfg.tls_cert[0]) {
+		if (hu_tls_new(d->cfg.tls_cert, d->cfg.tls_key, &d->tls, err) < 0)
+			return -1;
+		hu_http_use_tls(d->http, d->tls);
+	}
+	return 0;
 }
 
 /* The sweep skips what the daemon owns (registered at adoption). */
@@ -246,7 +271,9 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 		return -1;
 	sigs[0] = evsignal_new(d->base, SIGINT, on_signal, d);
 	sigs[1] = evsignal_new(d->base, SIGTERM, on_signal, d);
-	if (!sigs[0] || !sigs[1] || evsignal_add(sigs[0], NULL) < 0 || evsignal_add(sigs[1], NULL) < 0)
+	sigs[2] = evsignal_new(d->base, SIGHUP, on_hup, d);
+	if (!sigs[0] || !sigs[1] || !sigs[2] || evsignal_add(sigs[0], NULL) < 0 || evsignal_add(sigs[1], NULL) < 0 ||
+	    evsignal_add(sigs[2], NULL) < 0)
 		return hu_err_set(err, ENOMEM, "install signal handlers");
 	base_url(&d->cfg, url, sizeof(url));
 	printf("hutch: listening on %s\n", url);
@@ -259,7 +286,7 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
  * then the registry, then what is left of the server. */
 static void stop(struct hu_daemon *d, struct event **sigs)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
 	/* Freeing the signal events restored the default action: a second
@@ -269,7 +296,9 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	 * bounded; SIGKILL still ends it. */
 	signal(SIGTERM, SIG_IGN);
 	signal(SIGINT, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
 	d->stopping = 1;
+	hu_ingress_free(d); /* its dials hold requests, its relays connections */
 	hu_http_close(d->http);
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */
@@ -291,6 +320,8 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 		hu_registry_free(d->reg);
 	hu_http_free(d->http);
 	d->http = NULL;
+	hu_tls_free(d->tls); /* after the connections that use it */
+	d->tls = NULL;
 	if (d->store)
 		hu_store_close(d->store);
 	if (d->rt)
@@ -305,7 +336,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 int cmd_serve(int argc, char **argv)
 {
 	struct hu_daemon d = {0};
-	struct event *sigs[2] = {NULL, NULL};
+	struct event *sigs[3] = {NULL, NULL, NULL};
 	hu_err err;
 	int rc = 0;
 

@@ -14,12 +14,14 @@
 #include <openssl/crypto.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "daemon/common/json.h"
 #include "daemon/common/stats.h"
 #include "daemon/envd/signed_url.h"
+#include "daemon/ingress/ingress.h"
 #include "daemon/routes.h"
 #include "daemon/sandboxes/elsewhere.h"
 #include "daemon/sandboxes/registry.h"
@@ -210,14 +212,88 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	route(r, hu_data_routes, hu_n_data_routes, 1);
 }
 
+/* A port other than envd's. With public traffic (the default, as on E2B)
+ * the port needs no credential; a sandbox created with allowPublicTraffic
+ * false needs its traffic token on every request. Only a request that got
+ * this far may resume a paused sandbox (autoResume). */
+static void dispatch_port(struct hu_req *r, const char *sbx_id, uint16_t port)
+{
+	struct hu_daemon *d = hu_req_daemon(r);
+	struct hu_sbx *s = d->reg && strlen(sbx_id) < HU_ID_MAX ? hu_registry_get(d->reg, sbx_id) : NULL;
+
+	if (!s || (s->state != HU_SBX_RUNNING && !s->auto_resume)) {
+		reply_sandbox_unavailable(r, sbx_id, s);
+		return;
+	}
+	r->target = s;
+	snprintf(r->target_id, sizeof(r->target_id), "%s", s->id);
+	if (s->traffic_token[0]) {
+		const char *given = hu_req_header(r, "E2B-Traffic-Access-Token");
+		size_t n = strlen(s->traffic_token);
+		if (!given || strlen(given) != n || CRYPTO_memcmp(given, s->traffic_token, n) != 0) {
+			hu_reply_error(r, 403, "port %u of sandbox %s needs its E2B-Traffic-Access-Token", (unsigned)port,
+				       s->id);
+			return;
+		}
+	}
+	if (s->state == HU_SBX_PAUSED) {
+		hu_err err;
+		if (hu_sbx_resume(d, s, 0, &err) < 0) {
+			hu_log(HU_LOG_WARN, s->id, r->id, "auto-resume: %s", err.msg);
+			reply_sandbox_unavailable(r, sbx_id, s);
+			return;
+		}
+		hu_stat_add(HU_STAT_AUTO_RESUMES, 1);
+	}
+	hu_sbx_touch(s);
+	hu_ingress_handle(r, s, port);
+}
+
+/* E2b-Sandbox-Port as a port number; 0 when absent or not one. */
+static uint16_t header_port(struct hu_req *r)
+{
+	const char *h = hu_req_header(r, "E2b-Sandbox-Port");
+	size_t n = h ? strspn(h, "0123456789") : 0;
+	if (!h || n == 0 || n > 5 || h[n])
+		return 0;
+	unsigned long v = strtoul(h, NULL, 10);
+	return v <= 65535 ? (uint16_t)v : 0;
+}
+
+/* Host `<port>-<id>.<sandbox_domain>[:listen port]` -> port and id. */
+static uint16_t host_port(struct hu_req *r, char *id, size_t cap)
+{
+	const char *host = hu_req_header(r, "Host");
+	const char *domain = hu_req_daemon(r)->cfg.sandbox_domain;
+	size_t digits, dlen = strlen(domain);
+
+	if (!host || !hu_signed_host_id(host, id, cap))
+		return 0;
+	digits = strspn(host, "0123456789");
+	const char *rest = host + digits + 1 + strlen(id) + 1; /* after "<port>-<id>." */
+	size_t rlen = strcspn(rest, ":");
+	if (rlen != dlen || strncasecmp(rest, domain, dlen) || (rest[rlen] && strspn(rest + rlen + 1, "0123456789") !=
+									       strlen(rest + rlen + 1)))
+		return 0;
+	unsigned long v = strtoul(host, NULL, 10);
+	return v >= 1 && v <= 65535 ? (uint16_t)v : 0;
+}
 
 void hu_dispatch(struct hu_req *r)
 {
 	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
 	struct hu_sbx *signed_for;
+	char host_id[HU_ID_MAX];
+	uint16_t port;
 
-	if (sbx_id)
+	if (sbx_id && (port = header_port(r)) && port != HU_ENVD_PORT)
+		dispatch_port(r, sbx_id, port);
+	else if (sbx_id)
 		dispatch_data_plane(r, sbx_id, NULL);
+	else if ((port = host_port(r, host_id, sizeof(host_id))) && port != HU_ENVD_PORT)
+		dispatch_port(r, host_id, port);
+	else if (port == HU_ENVD_PORT)
+		dispatch_data_plane(r, host_id, NULL);
 	else if (hu_signed_present(r)) {
 		/* a signed /files URL names its sandbox only through the signature */
 		if ((signed_for = hu_signed_resolve(r)))

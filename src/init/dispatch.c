@@ -1,6 +1,7 @@
 #include "init/dispatch.h"
 
 #include "init/fileops.h"
+#include "init/portconn.h"
 #include "init/proc.h"
 #include "init/request.h"
 #include "init/watch.h"
@@ -48,6 +49,9 @@ int hu_dispatch(struct hu_conn *c, const struct hu_frame_hdr *hdr, const uint8_t
 		break;
 	case HU_MSG_LIST_PROCS:
 		hu_proc_list(c, &req);
+		break;
+	case HU_MSG_PORT_CONNECT:
+		hu_port_connect(c, &req);
 		break;
 	case HU_MSG_WATCH_START:
 		hu_dirwatch_start(c, &req);

@@ -10,7 +10,7 @@
 #define DEFAULT_COLS 80
 
 /* Which fields a request type must carry. */
-enum need { NEED_ARG = 1, NEED_PID = 2, NEED_PID_OR_TAG = 4, NEED_PATH = 8, NEED_DEST = 16, NEED_SIGNUM = 32, NEED_SIZE = 64 };
+enum need { NEED_ARG = 1, NEED_PID = 2, NEED_PID_OR_TAG = 4, NEED_PATH = 8, NEED_DEST = 16, NEED_SIGNUM = 32, NEED_SIZE = 64, NEED_PORT = 128 };
 
 static int needs_of(uint8_t type, unsigned *need)
 {
@@ -48,6 +48,9 @@ static int needs_of(uint8_t type, unsigned *need)
 		return 0;
 	case HU_MSG_MOVE:
 		*need = NEED_PATH | NEED_DEST;
+		return 0;
+	case HU_MSG_PORT_CONNECT:
+		*need = NEED_PORT;
 		return 0;
 	default:
 		return -1;
@@ -166,6 +169,12 @@ static int decode_field(struct hu_request *req, const struct hu_field *f, hu_err
 			return hu_err_set(err, EINVAL, "DEPTH %u over the limit of %d", u32, HU_REQ_MAX_DEPTH);
 		req->depth = u32;
 		return 0;
+	case HU_F_PORT:
+		if (hu_field_u16(f, &req->port, err) < 0)
+			return -1;
+		if (req->port == 0)
+			return hu_err_set(err, EINVAL, "PORT 0");
+		return 0;
 	case HU_F_DATA:
 		if (req->data)
 			return hu_err_set(err, EINVAL, "duplicate DATA field");
@@ -191,6 +200,8 @@ static int check_needs(const struct hu_request *req, unsigned need, hu_err *err)
 		return hu_err_set(err, EINVAL, "request needs a non-empty DEST");
 	if ((need & NEED_SIGNUM) && req->signum == 0)
 		return hu_err_set(err, EINVAL, "request needs a SIGNUM");
+	if ((need & NEED_PORT) && req->port == 0)
+		return hu_err_set(err, EINVAL, "PORT_CONNECT needs a PORT");
 	if ((need & NEED_SIZE) && (req->rows == 0 || req->cols == 0))
 		return hu_err_set(err, EINVAL, "request needs non-zero PTY_ROWS and PTY_COLS");
 	return 0;

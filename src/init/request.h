@@ -46,6 +46,7 @@ struct hu_request {
 	uint32_t pid;
 	int signum;
 	uint32_t depth;
+	uint16_t port; /* PORT_CONNECT */
 
 	/* DATA points into the payload the request was decoded from. */
 	const uint8_t *data;

@@ -64,6 +64,14 @@ enum hu_msg_type {
 	                          * watch: overflow, the directory removed). DEPTH 1 (the
 	                          * default) watches the directory itself; DEPTH n > 1 also
 	                          * its subdirectories n-1 levels down, new ones included */
+	HU_MSG_PORT_CONNECT = 30, /* PORT -> PORT_SOCKET | ERROR. init connects a TCP socket to
+	                           * 127.0.0.1:PORT inside the sandbox's network namespace and
+	                           * passes it back (SCM_RIGHTS on the reply's bytes), so a
+	                           * loopback-only server is reachable without any route in.
+	                           * The socket may still be connecting (non-blocking): the
+	                           * client waits for it to become writable and reads SO_ERROR.
+	                           * Only on a connection with nothing else in flight: the
+	                           * reply is sent at once, ahead of any queued bytes */
 
 	/* init -> client replies and events */
 	HU_MSG_PONG = 64,
@@ -79,6 +87,7 @@ enum hu_msg_type {
 	HU_MSG_READ_END = 74, /* SIZE */
 	HU_MSG_WATCH_EVENT = 75, /* id = request id of WATCH_START; NAME (path relative to
 	                          * the watched directory, "." for itself) EVENT ENTRY? */
+	HU_MSG_PORT_SOCKET = 76, /* id = request id of PORT_CONNECT; no fields, one descriptor */
 };
 
 enum hu_field_tag {
@@ -121,6 +130,7 @@ enum hu_field_tag {
 	                      * user.e2b.* extended attributes */
 	HU_F_WITH_ENTRY = 34, /* u8 1 on WATCH_START: each WATCH_EVENT carries the ENTRY of
 	                       * the changed path when it still exists (envd includeEntry) */
+	HU_F_PORT = 35,      /* u16, a TCP port (PORT_CONNECT), never 0 */
 };
 
 enum hu_stream_kind { HU_STREAM_STDOUT = 1, HU_STREAM_STDERR = 2, HU_STREAM_PTY = 3 };

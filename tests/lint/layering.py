@@ -30,6 +30,7 @@ DAEMON_LAYERS = {
     # forwarding next; it reads the sandboxes' budgets (3) and the store,
     # and the dispatcher (5) will forward through it
     "cluster": 4,
+    "ingress": 4,    # port ingress: dial a sandbox's port through its init, relay bytes
     ".": 5,          # src/daemon/*.c: the dispatcher and the routing table
 }
 

@@ -238,6 +238,19 @@ int hu_api_decode_new_sandbox(const json_t *body, struct hu_new_sandbox *out, hu
 		if (hu_api_decode_network(field(body, "network"), &ns.net, err) < 0)
 			return -1;
 		ns.has_network = 1;
+		int public_traffic = -1;
+		if (opt_bool(field(body, "network"), "allowPublicTraffic", &public_traffic, err) < 0)
+			return -1;
+		ns.private_traffic = public_traffic == 0;
+		const json_t *mask = field(field(body, "network"), "maskRequestHost");
+		if (mask) {
+			const char *m = json_string_value(mask);
+			size_t ml = m ? strlen(m) : 0;
+			/* it becomes a header line: printable ASCII, no spaces */
+			if (!m || ml == 0 || ml >= sizeof(ns.mask_host) || strspn(m, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._:[]${}") != ml)
+				return BAD(err, "network.maskRequestHost must be a host name with an optional :port or :${PORT}");
+			snprintf(ns.mask_host, sizeof(ns.mask_host), "%s", m);
+		}
 		if (allow == 0 && hu_net_rules_any(&ns.net))
 			return BAD(err, "network rules need allow_internet_access (it is false)");
 	}

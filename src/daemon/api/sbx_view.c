@@ -13,10 +13,15 @@
 #define CLIENT_ID "hutch"
 #define MIB (1024ull * 1024ull)
 
+/* `domain` makes the SDK's getHost(port) name this server's sandbox host
+ * names; `trafficAccessToken` is null for a sandbox with public ports. */
 json_t *hu_sbx_json_sandbox(const struct hu_sbx *s)
 {
-	return json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", s->id, "templateID", s->template_id, "clientID",
-			 CLIENT_ID, "envdVersion", HU_ENVD_VERSION, "envdAccessToken", s->access_token);
+	const struct hu_daemon *d = s->reg ? hu_registry_daemon(s->reg) : NULL;
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:o, s:o}", "sandboxID", s->id, "templateID", s->template_id,
+			 "clientID", CLIENT_ID, "envdVersion", HU_ENVD_VERSION, "envdAccessToken", s->access_token,
+			 "domain", d ? json_string(d->cfg.sandbox_domain) : json_null(), "trafficAccessToken",
+			 s->traffic_token[0] ? json_string(s->traffic_token) : json_null());
 }
 
 json_t *hu_sbx_json_listed(const struct hu_sbx *s)

@@ -31,6 +31,9 @@ void hu_config_defaults(struct hu_config *cfg)
 	snprintf(cfg->run_dir, sizeof(cfg->run_dir), "%s", run && *run ? run : "/run/hutch");
 	cfg->max_body_bytes = 256ull << 20;
 	cfg->idle_timeout_s = 60;
+	snprintf(cfg->sandbox_domain, sizeof(cfg->sandbox_domain), "localhost");
+	cfg->ingress_max_per_sandbox = 256;
+	cfg->ingress_max_per_team = 1024;
 	cfg->default_timeout_s = 300;
 	cfg->default_memory_bytes = 512ull << 20;
 	cfg->default_cpu_millis = 1000;
@@ -156,6 +159,51 @@ static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
 	if (*out == 0)
 		return hu_err_set(err, -EINVAL, "size must be above 0");
 	return 0;
+}
+
+/* A DNS name the sandbox host names end in: letters, digits, '-' and '.',
+ * no empty label (it is matched against Host headers, and returned to SDKs
+ * that build URLs from it). */
+static int set_sandbox_domain(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n == 0 || n >= sizeof(cfg->sandbox_domain) ||
+	    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n || v[0] == '.' ||
+	    v[n - 1] == '.' || strstr(v, ".."))
+		return hu_err_set(err, -EINVAL, "'%s' is not a domain name (example: sandbox.example.com)", v);
+	snprintf(cfg->sandbox_domain, sizeof(cfg->sandbox_domain), "%s", v);
+	return 0;
+}
+
+static int set_count(uint32_t *dst, const char *v, hu_err *err)
+{
+	uint64_t n;
+	if (hu_parse_u64(v, &n, err) < 0)
+		return -1;
+	if (n < 1 || n > 1000000)
+		return hu_err_set(err, -ERANGE, "%s is out of range (1..1000000)", v);
+	*dst = (uint32_t)n;
+	return 0;
+}
+
+static int set_ingress_per_sandbox(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_count(&cfg->ingress_max_per_sandbox, v, err);
+}
+
+static int set_ingress_per_team(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_count(&cfg->ingress_max_per_team, v, err);
+}
+
+static int set_tls_cert(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->tls_cert, sizeof(cfg->tls_cert), v, err);
+}
+
+static int set_tls_key(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->tls_key, sizeof(cfg->tls_key), v, err);
 }
 
 static int set_max_body(struct hu_config *cfg, const char *v, hu_err *err)
@@ -562,6 +610,11 @@ static const struct {
 	{"node.address", NULL, set_node_address},
 	{"node.labels", NULL, set_node_labels},
 	{"max_body", NULL, set_max_body},
+	{"sandbox_domain", "--sandbox-domain", set_sandbox_domain},
+	{"ingress.max_per_sandbox", NULL, set_ingress_per_sandbox},
+	{"ingress.max_per_team", NULL, set_ingress_per_team},
+	{"tls_cert", "--tls-cert", set_tls_cert},
+	{"tls_key", "--tls-key", set_tls_key},
 	{"idle_timeout", NULL, set_idle_timeout},
 	{"default_timeout", NULL, set_default_timeout},
 	{"default_memory", NULL, set_default_memory},

@@ -34,6 +34,12 @@ struct hu_config {
 	char node_labels[256];
 	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
 	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
+	char sandbox_domain[128];      /* sandbox_domain: Host <port>-<id>.<domain> reaches a sandbox's port,
+					* and create/connect return it as `domain` (default localhost) */
+	uint32_t ingress_max_per_sandbox; /* ingress.max_per_sandbox: open proxied port connections (256) */
+	uint32_t ingress_max_per_team;    /* ingress.max_per_team (1024) */
+	char tls_cert[PATH_MAX];       /* tls_cert / tls_key: PEM files; both set = the listener is TLS only */
+	char tls_key[PATH_MAX];
 	uint32_t default_timeout_s;    /* sandbox timeout when create gives none, default 300 */
 	uint64_t default_memory_bytes; /* per sandbox, default 512 MiB */
 	uint32_t default_cpu_millis;   /* default 1000 */

@@ -23,6 +23,8 @@ struct hu_registry;
 struct hu_http;
 struct hu_sbx;
 struct hu_cluster;
+struct hu_ingress;
+struct hu_tls;
 
 /* The loop's priorities (serve.c): events get HU_LOOP_PRIORITIES / 2 by
  * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest. */
@@ -46,6 +48,8 @@ struct hu_daemon {
 	struct hu_pools *pools;       /* warm pools (pool.c) */
 	uint64_t lifecycle_ticks;
 	struct hu_dns_proxy *dns; /* dns_proxy.c (network nat only) */
+	struct hu_tls *tls;   /* http/tls.h: the listener's certificate, or NULL for plain HTTP */
+	struct hu_ingress *ingress; /* ingress/ingress.c: proxied port connections (created on first use) */
 	int datadir_lock;         /* datadir_lock.h: held shared while serving, -1 before */
 	struct hu_cluster *cluster; /* cluster/node.h: this node of a shared store, NULL on one host */
 };

@@ -321,6 +321,7 @@ void hu_http_close(struct hu_http *h)
 	for (struct req_priv *p = h->inflight; p; p = p->next)
 		if (!p->stream)
 			p->pub.ev = NULL;
+	hu_http_takeover_close_all(h);
 	evhttp_free(h->ev);
 	h->ev = NULL;
 }

@@ -56,4 +56,22 @@ void hu_http_free(struct hu_http *h);
  * memory. */
 void hu_http_forget_target(struct hu_http *h, const void *target);
 
+/* ---- taking a connection over ------------------------------------------ */
+/* The connection r arrived on leaves HTTP for good, for a relay that speaks
+ * raw bytes (port ingress): r counts as answered without a reply, and the
+ * caller reads and writes the client through the returned bufferevent,
+ * whose callbacks, timeouts and watermarks are its own from now on. Bytes
+ * the client sent past r's body are already in its input buffer. If the
+ * server shuts down first, `gone(arg)` is called and the connection is freed
+ * with it; otherwise the caller releases it with hu_http_conn_close. */
+struct hu_http_conn;
+struct bufferevent;
+struct hu_http_conn *hu_req_take_connection(struct hu_req *r, void (*gone)(void *arg), void *arg, hu_err *err);
+struct bufferevent *hu_http_conn_bev(struct hu_http_conn *c);
+void hu_http_conn_close(struct hu_http_conn *c);
+/* "https" on a TLS listener, else "http". */
+const char *hu_req_scheme(struct hu_req *r);
+/* The client's address (numeric) and port, as evhttp recorded it. */
+void hu_req_peer(struct hu_req *r, const char **addr, uint16_t *port);
+
 #endif

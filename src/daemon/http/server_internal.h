@@ -35,7 +35,13 @@ struct hu_http {
 	void *app;
 	uint64_t next_request_id;
 	struct req_priv *inflight;
+	struct hu_http_conn *taken; /* connections taken over (takeover.c) */
+	int tls;                    /* connections are TLS (tls.c) */
 };
+
+/* Shutdown: tell the owners of taken-over connections, before evhttp_free
+ * frees those connections. */
+void hu_http_takeover_close_all(struct hu_http *h);
 
 static inline struct req_priv *hu_req_priv(struct hu_req *r)
 {

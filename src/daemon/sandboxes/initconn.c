@@ -134,7 +134,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
 /* A nonblocking connect: on a unix socket it completes (or fails) at once,
  * so the loop never waits on it. */
-static int connect_unix(const char *sock_path, int *out, hu_err *err)
+int hu_init_connect_unix(const char *sock_path, int *out, hu_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 
@@ -161,7 +161,7 @@ int hu_initconn_open(struct event_base *base, const char *sock_path, hu_initconn
 {
 	int fd = -1;
 
-	if (connect_unix(sock_path, &fd, err) < 0)
+	if (hu_init_connect_unix(sock_path, &fd, err) < 0)
 		return -1;
 	struct hu_initconn *c = calloc(1, sizeof(*c));
 	if (!c) {

@@ -34,5 +34,9 @@ void hu_initconn_resume(struct hu_initconn *c);
 /* A new request id, unique on this connection. */
 uint32_t hu_initconn_next_id(struct hu_initconn *c);
 void hu_initconn_free(struct hu_initconn *c);
+/* A non-blocking, close-on-exec unix socket connected to init at sock_path
+ * (EAGAIN when init's backlog is full), for callers that speak the protocol
+ * themselves (port ingress receives descriptors, which a bufferevent drops). */
+int hu_init_connect_unix(const char *sock_path, int *out, hu_err *err);
 
 #endif

@@ -47,6 +47,8 @@ struct hu_new_sandbox {
 	struct hu_mount_reqs *mounts; /* volumeMounts + metadata["host-mount"] (owned), NULL = none */
 	int has_network;             /* a "network" object was given */
 	struct hu_net_rules net;     /* its allowOut / denyOut */
+	int private_traffic;         /* network.allowPublicTraffic: false: ports need a traffic token */
+	char mask_host[256];         /* network.maskRequestHost ("" = none): the Host port requests carry */
 };
 
 #endif

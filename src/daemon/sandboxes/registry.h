@@ -25,6 +25,8 @@ struct hu_sbx {
 	char team[64];
 	char template_id[HU_ID_MAX];
 	char access_token[65];    /* random hex; X-Access-Token on the data plane */
+	char traffic_token[65];   /* random hex, or "" with public traffic: E2B-Traffic-Access-Token on ports */
+	char mask_host[256];      /* maskRequestHost: the Host port requests are sent with ("${PORT}" = the port), or "" */
 	enum hu_sbx_state state;
 	int64_t started_at_ms;    /* unix ms */
 	int64_t end_at_ms;        /* unix ms: the idle deadline (HU_NEVER_MS: none) */

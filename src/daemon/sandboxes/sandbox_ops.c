@@ -160,6 +160,9 @@ static int sbx_init(struct hu_daemon *d, const char *team, const struct hu_new_s
 	s->auto_pause = req->auto_pause;
 	s->auto_pause_memory = req->auto_pause_memory;
 	s->auto_resume = req->auto_resume;
+	if (req->private_traffic && new_token(s->traffic_token, err) < 0)
+		return -1;
+	snprintf(s->mask_host, sizeof(s->mask_host), "%s", req->mask_host);
 	s->reclaim_after_s = req->reclaim_after_s;
 	s->allow_internet = req->allow_internet;
 	if (hu_sbx_net_init(d, req, s, err) < 0)

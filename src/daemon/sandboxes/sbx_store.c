@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "daemon/sandboxes/net_rules_json.h"
 #include "daemon/sandboxes/sbx_network.h"
@@ -40,6 +41,17 @@ int hu_sbx_store_put(struct hu_store *st, const struct hu_sbx *s, hu_err *err)
 	COPY(row.idem_key, s->idem_key);
 	/* the network, so that a restart sets up the same one */
 	row.network = hu_sbx_json_network(s);
+	/* the traffic token rides with the network: a restart must keep a
+	 * private sandbox private */
+	if ((s->traffic_token[0] || s->mask_host[0]) && !row.network)
+		row.network = json_object();
+	if ((s->traffic_token[0] &&
+	     (!row.network || json_object_set_new(row.network, "trafficAccessToken", json_string(s->traffic_token)) < 0)) ||
+	    (s->mask_host[0] &&
+	     (!row.network || json_object_set_new(row.network, "maskRequestHost", json_string(s->mask_host)) < 0))) {
+		json_decref(row.network);
+		return hu_err_set(err, ENOMEM, "store: encode the network of sandbox %s", s->id);
+	}
 	if (s->has_network && !row.network)
 		return hu_err_set(err, ENOMEM, "store: encode the network of sandbox %s", s->id);
 	rc = hu_store_sandbox_put(st, &row, err);
@@ -81,7 +93,14 @@ static struct hu_sbx *from_row(struct hu_sandbox_row *row)
 	row->metadata = row->env_vars = row->mounts = NULL;
 	/* rules the store holds were valid when written; a row that no longer
 	 * decodes gets none rather than wrong ones */
-	if (row->network && hu_net_rules_from_json(row->network, &s->net_rules, &ignored) == 0)
+	const char *tt = row->network ? json_string_value(json_object_get(row->network, "trafficAccessToken")) : NULL;
+	if (tt && strlen(tt) < sizeof(s->traffic_token))
+		COPY(s->traffic_token, tt);
+	const char *mh = row->network ? json_string_value(json_object_get(row->network, "maskRequestHost")) : NULL;
+	if (mh && strlen(mh) < sizeof(s->mask_host))
+		COPY(s->mask_host, mh);
+	if (row->network && json_object_get(row->network, "allowOut") &&
+	    hu_net_rules_from_json(row->network, &s->net_rules, &ignored) == 0)
 		s->has_network = 1;
 	s->last_active_ms = s->paused_at_ms ? s->paused_at_ms : s->started_at_ms;
 	return s;

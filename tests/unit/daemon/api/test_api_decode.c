@@ -113,8 +113,20 @@ static void test_new_sandbox_network(void **state)
 	assert_int_equal(ns.net.n_deny, 1);
 	assert_int_equal(ns.net.allow[0].addr, 0xc633640au);
 	assert_int_equal(ns.net.allow[1].len, 24);
+	assert_int_equal(ns.private_traffic, 1);
+	assert_string_equal(ns.mask_host, "");
 	hu_new_sandbox_clear(&ns);
 	json_decref(body);
+	body = js("{\"network\":{\"allowPublicTraffic\":true,\"maskRequestHost\":\"localhost:${PORT}\"}}");
+	assert_int_equal(hu_api_decode_new_sandbox(body, &ns, &err), 0);
+	assert_int_equal(ns.private_traffic, 0);
+	assert_string_equal(ns.mask_host, "localhost:${PORT}");
+	hu_new_sandbox_clear(&ns);
+	json_decref(body);
+	new_bad("{\"network\":{\"maskRequestHost\":\"a b\"}}", "maskRequestHost");
+	new_bad("{\"network\":{\"maskRequestHost\":\"x\\r\\nX-Evil: 1\"}}", "maskRequestHost");
+	new_bad("{\"network\":{\"maskRequestHost\":7}}", "maskRequestHost");
+	new_bad("{\"network\":{\"allowPublicTraffic\":\"no\"}}", "allowPublicTraffic");
 
 	new_bad("{\"network\":{\"allowOut\":\"1.2.3.4\"}}", "network.allowOut must be an array");
 	new_bad("{\"network\":{\"denyOut\":[5]}}", "network.denyOut[0] must be a string");

@@ -79,6 +79,9 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.max_sandboxes, 1000);
 	assert_string_equal(cfg.log_level, "info");
 	assert_string_equal(cfg.config_path, ""); /* no hutch.conf in the data dir */
+	assert_string_equal(cfg.sandbox_domain, "localhost");
+	assert_int_equal(cfg.ingress_max_per_sandbox, 256);
+	assert_int_equal(cfg.ingress_max_per_team, 1024);
 }
 
 static void test_good_file(void **state)
@@ -178,6 +181,32 @@ static void test_bad_values(void **state)
 	assert_file_error(f, "reclaim.after = 0s\n", "1", "reclaim.after");
 	assert_file_error(f, "pause.release_after = soon\n", "1", "soon");
 	assert_file_error(f, "watcher.idle_timeout = 0s\n", "1", "at least 1s");
+	assert_file_error(f, "sandbox_domain = a..b\n", "1", "a..b");
+	assert_file_error(f, "sandbox_domain = .example.com\n", "1", "not a domain");
+	assert_file_error(f, "sandbox_domain = ex ample.com\n", "1", "not a domain");
+	assert_file_error(f, "ingress.max_per_sandbox = 0\n", "1", "ingress.max_per_sandbox");
+	assert_file_error(f, "ingress.max_per_team = many\n", "1", "many");
+	assert_file_error(f, "tls_cert = cert.pem\n", "1", "absolute");
+}
+
+/* Port ingress: the sandbox domain and the connection limits. */
+static void test_ingress_settings(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+	hu_config_defaults(&cfg);
+	assert_int_equal(hu_config_set(&cfg, "sandbox_domain", "sbx.example.com", &err), 0);
+	assert_int_equal(hu_config_set(&cfg, "ingress.max_per_sandbox", "3", &err), 0);
+	assert_int_equal(hu_config_set(&cfg, "ingress.max_per_team", "7", &err), 0);
+	assert_string_equal(cfg.sandbox_domain, "sbx.example.com");
+	assert_int_equal(cfg.ingress_max_per_sandbox, 3);
+	assert_int_equal(cfg.ingress_max_per_team, 7);
+	assert_int_equal(hu_config_set(&cfg, "tls_cert", "/etc/hutch/cert.pem", &err), 0);
+	assert_int_equal(hu_config_set(&cfg, "tls_key", "/etc/hutch/key.pem", &err), 0);
+	assert_string_equal(cfg.tls_cert, "/etc/hutch/cert.pem");
+	assert_string_equal(cfg.tls_key, "/etc/hutch/key.pem");
+	(void)f;
 }
 
 /* The lifecycle and admission settings (docs/operations.md). */
@@ -353,6 +382,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_good_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ingress_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_values, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lifecycle_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flags_override, setup, teardown),

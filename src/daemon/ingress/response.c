@@ -1,0 +1,121 @@
+#include "daemon/ingress/response.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const dropped[] = {"Connection", "Keep-Alive", "Proxy-Connection"};
+
+static bool is_dropped(const char *line, size_t len)
+{
+	for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++) {
+		size_t n = strlen(dropped[i]);
+		if (len > n && line[n] == ':' && !strncasecmp(line, dropped[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* Parse "HTTP/1.x NNN ..." into its status code; -1 when it is not one. */
+static int status_of(const char *line, size_t len)
+{
+	if (len < 12 || strncmp(line, "HTTP/1.", 7) || (line[7] != '0' && line[7] != '1') || line[8] != ' ')
+		return -1;
+	int code = 0;
+	for (int i = 9; i < 12; i++) {
+		if (line[i] < '0' || line[i] > '9')
+			return -1;
+		code = code * 10 + (line[i] - '0');
+	}
+	if (code < 100 || (len > 12 && line[12] != ' '))
+		return -1;
+	return code;
+}
+
+/* Every CR in s is the start of a CRLF. */
+static bool crlf_only(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '\r' && (i + 1 == len || s[i + 1] != '\n'))
+			return false;
+	return true;
+}
+
+/* One head of `len` bytes (its blank line included) at head: copied to out,
+ * rewritten unless it is a 1xx. -2 on a bare CR, and then nothing is added to out. */
+static int emit(const char *head, size_t len, int code, struct evbuffer *out)
+{
+	const char *p = head, *end = head + len - 2; /* before the blank line */
+	struct evbuffer *tmp;
+	int rc = 0;
+
+	if (code < 200)
+		return !crlf_only(head, len) ? -2 : evbuffer_add(out, head, len);
+	/* built aside: on a refusal the caller writes a 502 to out instead */
+	if (!(tmp = evbuffer_new()))
+		return -1;
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		size_t n = eol ? (size_t)(eol - p) + 1 : (size_t)(end - p);
+		size_t content = n;
+		while (content > 0 && (p[content - 1] == '\n' || p[content - 1] == '\r'))
+			content--;
+		/* lines may end in a bare LF (normalised to CRLF); a CR anywhere
+		 * else could make the client see a line the server never sent */
+		if (memchr(p, '\r', content)) {
+			evbuffer_free(tmp);
+			return -2;
+		}
+		if (p == head || !is_dropped(p, content)) {
+			rc |= evbuffer_add(tmp, p, content);
+			rc |= evbuffer_add(tmp, "\r\n", 2);
+		}
+		p += n;
+	}
+	rc |= evbuffer_add(tmp, "Connection: close\r\n\r\n", 21);
+	rc |= evbuffer_add_buffer(out, tmp);
+	evbuffer_free(tmp);
+	return rc ? -1 : 0;
+}
+
+int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err)
+{
+	for (;;) {
+		struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (end.pos < 0) {
+			if (evbuffer_get_length(in) > HU_RESPONSE_HEAD_MAX)
+				return hu_err_set(err, EMSGSIZE, "the server's response head is over %u bytes",
+						  HU_RESPONSE_HEAD_MAX);
+			return 0;
+		}
+		size_t len = (size_t)end.pos + 4;
+		if (len > HU_RESPONSE_HEAD_MAX)
+			return hu_err_set(err, EMSGSIZE, "the server's response head is over %u bytes", HU_RESPONSE_HEAD_MAX);
+		char *head = malloc(len);
+		if (!head)
+			return hu_err_set(err, ENOMEM, "response head");
+		evbuffer_remove(in, head, len);
+		/* a NUL has no place in a head (RFC 9110 5.5) and would cut it
+		 * short for any client that reads it as a C string */
+		if (memchr(head, '\0', len)) {
+			free(head);
+			return hu_err_set(err, EPROTO, "the server's response head contains a NUL byte");
+		}
+		size_t first = strcspn(head, "\r\n");
+		int code = status_of(head, first);
+		if (code < 0) {
+			free(head);
+			return hu_err_set(err, EPROTO, "the server did not answer with HTTP/1.x");
+		}
+		int rc = emit(head, len, code, out);
+		free(head);
+		if (rc == -2)
+			return hu_err_set(err, EPROTO, "the server's response head has a CR inside a line");
+		if (rc < 0)
+			return hu_err_set(err, ENOMEM, "response head");
+		if (code >= 200 || code == 101) {
+			*status = code;
+			return 1;
+		}
+	}
+}

@@ -1,0 +1,27 @@
+/*
+ * The response head a sandbox's server sends, before it is relayed: read
+ * whole (bounded, so a server sending endless headers gets its client a
+ * 502 instead of holding it), and, for a plain response, its connection
+ * headers replaced by `Connection: close`. The client then knows the
+ * connection ends with this response and never sends another request on it
+ * (which the server, told `Connection: close`, would not read). A 101
+ * Switching Protocols head passes unchanged; interim 1xx heads (103 Early
+ * Hints) pass unchanged and the next head is read.
+ */
+#ifndef HUTCH_DAEMON_INGRESS_RESPONSE_H
+#define HUTCH_DAEMON_INGRESS_RESPONSE_H
+
+#include <event2/buffer.h>
+#include <stdbool.h>
+
+#include "util/err.h"
+
+#define HU_RESPONSE_HEAD_MAX (64u * 1024)
+
+/* Move complete heads from `in` to `out`. 1: the final head is in out
+ * (*status its code, 101 for a switch), and what follows it stays in in;
+ * 0: more bytes needed; -1: not an HTTP/1.x response, or a head over
+ * HU_RESPONSE_HEAD_MAX. */
+int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err);
+
+#endif
