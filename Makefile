@@ -57,7 +57,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(BUILDER) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -98,6 +98,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 
 deps:
 	scripts/install-deps.sh
+	tests/e2e-py/setup-venv.sh
 
 run: all
 	$(HUTCH) run -- python3 -c 'print(1)'
@@ -113,6 +114,9 @@ check-integration: all
 
 check-e2e: all
 	tests/e2e/run.sh $(BUILD)
+
+check-e2e-py: all
+	tests/e2e-py/run.sh $(BUILD)
 
 # The core end-to-end files again with the store in PostgreSQL (a server of
 # the run's own, tests/pg.sh).
@@ -140,6 +144,7 @@ check-interpreter-sandbox: all
 # (skipped with a message without one; docs/e2b-compat.md).
 check-conformance: all
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" $(BUILD)
+	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" $(BUILD)
 
 fuzz:
 	tests/fuzz/run.sh build
@@ -158,9 +163,11 @@ check:
 	tests/integration/run.sh build-san
 	tests/security/run.sh build-san
 	tests/e2e/run.sh build-san
+	tests/e2e-py/run.sh build-san
 	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh build-san
 	images/code-interpreter/tests/run.sh
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
+	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh
 

@@ -5,7 +5,7 @@ set -eu
 PKGS="build-essential pkg-config clang libclang-rt-14-dev valgrind
       libevent-dev libjansson-dev libsqlite3-dev libpq-dev postgresql-15 libseccomp-dev libcmocka-dev zlib1g-dev libssl-dev
       libnftables-dev nftables libarchive-dev
-      iproute2 util-linux procps python3 bash coreutils bubblewrap crun e2fsprogs btrfs-progs"
+      iproute2 util-linux procps python3 python3-venv bash coreutils bubblewrap crun e2fsprogs btrfs-progs"
 # What bench/peers.sh compares hutch with, its tasks' tools and its chart. Installed without
 # recommends: docker.io's and podman's pull in cgroupfs-mount, apparmor and needrestart, which
 # mount cgroups or restart services on the host.

@@ -306,6 +306,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	hu_envd_process_shutdown(d);
 	hu_api_abort_builds(d);
 	hu_api_abort_log_scans(d);
+	hu_envd_watchers_shutdown(d);
 	hu_sbx_abort_creates(d);
 	/* creates waiting for their template's readiness check fail and are
 	 * undone; restarted sandboxes keep running without the wait */

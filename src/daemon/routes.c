@@ -63,6 +63,9 @@ const struct hu_route hu_data_routes[] = {
 	{POST, "/filesystem.Filesystem/ListDir", 0, hu_envd_fs_list_dir},
 	{POST, "/filesystem.Filesystem/Remove", 0, hu_envd_fs_remove},
 	{POST, "/filesystem.Filesystem/WatchDir", 0, hu_envd_fs_watch_dir},
+	{POST, "/filesystem.Filesystem/CreateWatcher", 0, hu_envd_fs_create_watcher},
+	{POST, "/filesystem.Filesystem/GetWatcherEvents", 0, hu_envd_fs_get_watcher_events},
+	{POST, "/filesystem.Filesystem/RemoveWatcher", 0, hu_envd_fs_remove_watcher},
 	{GET, "/files", 0, hu_envd_files_get},
 	{POST, "/files", 0, hu_envd_files_post},
 };

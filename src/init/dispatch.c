@@ -21,7 +21,13 @@ int hu_dispatch(struct hu_conn *c, const struct hu_frame_hdr *hdr, const uint8_t
 	}
 	switch (req.type) {
 	case HU_MSG_PING:
-		hu_conn_send_empty(c, HU_MSG_PONG, req.id);
+		/* A PONG follows every event of c's watches that the kernel had
+		 * queued when the PING arrived: a polling watcher (the daemon's
+		 * GetWatcherEvents) pings to hand over everything a change it
+		 * already saw the answer of caused. */
+		hu_dirwatch_conn_drained(c);
+		if (!c->dead)
+			hu_conn_send_empty(c, HU_MSG_PONG, req.id);
 		break;
 	case HU_MSG_SPAWN:
 		hu_proc_spawn(c, &req);

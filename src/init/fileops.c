@@ -463,6 +463,14 @@ static int write_open(struct hu_conn *c, const struct hu_request *req, const cha
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
 	if (fd < 0)
 		return hu_err_sys(err, "open %s", path);
+	/* envd chowns every upload to its user after opening it, so a watcher
+	 * of the directory sees CREATE, CHMOD, WRITE; the file is already the
+	 * user's here, and chowning it to its own owner gives watchers the same
+	 * events. It changes nothing else, so a failure is of no consequence. */
+	struct stat st;
+	if (fstat(fd, &st) == 0 && fchown(fd, st.st_uid, st.st_gid) < 0) {
+		/* nothing to undo */
+	}
 	/* envd: an upload replaces the file's metadata, also with none */
 	if (hu_xmeta_replace(fd, req->metav, req->metac, err) < 0) {
 		close(fd);

@@ -189,7 +189,8 @@ static _Noreturn void child_main(const struct child_plan *p)
 		child_fail(p->errpipe_wr, &err);
 	umask(022);
 	if (p->cwd) {
-		if (chdir(p->cwd) < 0) {
+		/* a relative cwd is taken from the user's home, as envd resolves it */
+		if ((p->cwd[0] != '/' && chdir(p->user->home) < 0) || chdir(p->cwd) < 0) {
 			hu_err_sys(&err, "chdir %s", p->cwd);
 			child_fail(p->errpipe_wr, &err);
 		}
@@ -333,7 +334,12 @@ int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err)
 	if (!res->envv)
 		return -1;
 	plan.envv = res->envv;
-	res->cwd = strdup(req->cwd ? req->cwd : user.home);
+	if (req->cwd && req->cwd[0] != '/') {
+		if (asprintf(&res->cwd, "%s/%s", user.home, req->cwd) < 0)
+			res->cwd = NULL;
+	} else {
+		res->cwd = strdup(req->cwd ? req->cwd : user.home);
+	}
 	if (!res->cwd) {
 		hu_err_set(err, ENOMEM, "spawn");
 		goto fail;

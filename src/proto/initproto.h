@@ -41,7 +41,8 @@
 
 enum hu_msg_type {
 	/* client -> init requests (id = request id) */
-	HU_MSG_PING = 1,         /* -> PONG */
+	HU_MSG_PING = 1,         /* -> PONG, after the events the connection's watches had
+	                          * queued in the kernel */
 	HU_MSG_SPAWN = 2,        /* ARG+ ENV* CWD? USER? PTY_ROWS/PTY_COLS? STDIN? TAG? -> SPAWNED{PID} | ERROR */
 	HU_MSG_ATTACH = 3,       /* PID | TAG -> ATTACHED{PID} (+ EXIT at once if it already ended) | ERROR */
 	HU_MSG_STDIN = 4,        /* PID DATA -> OK | ERROR */

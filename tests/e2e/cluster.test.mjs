@@ -108,7 +108,7 @@ test("another node's sandbox: 421 naming its owner while it lives, 503 naming it
     assert.ok(dpText.includes('node n1') && !dpText.includes(nodes[0].url), dpText)
     // another team does not learn of it
     const other = execFileSync(join(root, process.env.HUTCH_BUILD || 'build', 'hutch'),
-      ['keys', 'create', '--team', 'cluster-other', '--store', uri]).toString().match(/(hutch_[0-9a-f]+)/)[1]
+      ['keys', 'create', '--team', 'cluster-other', '--store', uri]).toString().match(/((?:e2b|hutch)_[0-9a-f]+)/)[1]
     assert.equal((await api({ url: nodes[1].url, apiKey: other }, 'GET', `/sandboxes/${id}`)).status, 404)
     // n1 stops renewing (stopped, as if dead) and its lease runs out
     process.kill(nodes[0].pid, 'SIGSTOP')

@@ -116,7 +116,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   let apiKey = reuse?.apiKey
   let early = ''
   if (!apiKey) {
-    const w = await waitFor(proc, /(hutch_[0-9a-f]{16,})/, 20000)
+    const w = await waitFor(proc, /((?:e2b|hutch)_[0-9a-f]{16,})/, 20000)
     apiKey = w.match[1]
     early = w.output
   }

@@ -199,7 +199,7 @@ test('Idempotency-Key: 50 concurrent creates from separate processes give one sa
   assert.notEqual(fresh.json.sandboxID, id)
   // keys are per team
   const other = execFileSync(hutchBin, ['keys', 'create', '--team', 'other', ...d.storeArgs], { env: d.env }).toString()
-    .match(/(hutch_[0-9a-f]+)/)[1]
+    .match(/((?:e2b|hutch)_[0-9a-f]+)/)[1]
   const otherTeam = await api({ url: d.url, apiKey: other }, 'POST', '/v2/sandboxes', { timeout: 60 }, { 'Idempotency-Key': key })
   assert.equal(otherTeam.status, 201)
   assert.notEqual(otherTeam.json.sandboxID, fresh.json.sandboxID)

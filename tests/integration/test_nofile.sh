@@ -31,7 +31,7 @@ trap '[ -n "$holder" ] && kill "$holder" 2>/dev/null; stop_daemon; cleanup_test_
 
 key=
 for _ in $(seq 100); do
-	key=$(grep -o 'hutch_[0-9a-f]\{16,\}' "$log" | head -1)
+	key=$(grep -oE '(e2b|hutch)_[0-9a-f]{16,}' "$log" | head -1)
 	[ -n "$key" ] && curl -sfo /dev/null "$url/health" >/dev/null && break
 	sleep 0.1
 done

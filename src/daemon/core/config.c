@@ -42,6 +42,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->max_sandboxes = 1000;
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "info");
 	cfg->release_after_s = 600;
+	cfg->watcher_idle_s = 600;
 	cfg->reclaim_after_s = 86400;
 	cfg->pressure_psi_avg10 = 10;
 	cfg->admission_memory_overcommit = 4.0;
@@ -279,6 +280,11 @@ static int set_log_level(struct hu_config *cfg, const char *v, hu_err *err)
 		return hu_err_set(err, -EINVAL, "'%s' is not a log level (debug, info, warn, error)", v);
 	snprintf(cfg->log_level, sizeof(cfg->log_level), "%s", v);
 	return 0;
+}
+
+static int set_watcher_idle(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return parse_seconds(v, &cfg->watcher_idle_s, err);
 }
 
 static int set_release_after(struct hu_config *cfg, const char *v, hu_err *err)
@@ -661,6 +667,7 @@ static const struct {
 	{"max_sandboxes", NULL, set_max_sandboxes},
 	{"log_level", NULL, set_log_level},
 	{"pause.release_after", "--pause-release-after", set_release_after},
+	{"watcher.idle_timeout", NULL, set_watcher_idle},
 	{"reclaim.after", "--reclaim-after", set_reclaim_after},
 	{"pressure.min_available", NULL, set_min_available},
 	{"pressure.psi_avg10", NULL, set_psi_avg10},

@@ -48,6 +48,8 @@ struct hu_config {
 	uint32_t max_sandboxes;        /* default 1000 */
 	char log_level[16];            /* debug|info|warn|error, default info */
 	uint32_t release_after_s;      /* pause.release_after: paused this long, memory is released (600) */
+	uint32_t watcher_idle_s;       /* watcher.idle_timeout: a polling watcher (CreateWatcher) nobody
+					* polls this long is removed (600) */
 	uint32_t reclaim_after_s;      /* reclaim.after: paused this long, the sandbox is deleted (86400) */
 	uint64_t pressure_min_available; /* pressure.min_available: MemAvailable below it is pressure
 					  * (0 = 5% of MemTotal) */

@@ -1,8 +1,7 @@
 /*
  * envd's filesystem.Filesystem service: the calls the e2b SDK 2.51.0 makes
- * (Stat, MakeDir, Move, ListDir, Remove, WatchDir; CreateWatcher and the
- * other polling-watcher calls are never used by it, so they stay
- * unimplemented), each mapped onto one hutch-init file request made as the
+ * (Stat, MakeDir, Move, ListDir, Remove, WatchDir; the polling watcher the
+ * Python SDK uses is envd_watcher.c), each mapped onto one hutch-init file request made as the
  * calling user. Init resolves relative paths against the user's home and
  * runs inside the sandbox's root, so "../" and symlinks never leave it.
  *

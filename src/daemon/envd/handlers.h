@@ -30,6 +30,13 @@ void hu_envd_fs_move(struct hu_req *r);
 void hu_envd_fs_list_dir(struct hu_req *r);
 void hu_envd_fs_remove(struct hu_req *r);
 void hu_envd_fs_watch_dir(struct hu_req *r);
+/* filesystem.Filesystem's polling watcher (envd_watcher.c) */
+void hu_envd_fs_create_watcher(struct hu_req *r);
+void hu_envd_fs_get_watcher_events(struct hu_req *r);
+void hu_envd_fs_remove_watcher(struct hu_req *r);
+/* Remove every watcher (answering creates in flight): call where
+ * hu_envd_process_shutdown() is called. */
+void hu_envd_watchers_shutdown(struct hu_daemon *d);
 /* GET and POST /files (files.c) */
 void hu_envd_files_get(struct hu_req *r);
 void hu_envd_files_post(struct hu_req *r);

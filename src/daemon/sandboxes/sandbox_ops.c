@@ -803,8 +803,12 @@ static int set_deadline(struct hu_daemon *d, struct hu_sbx *s, int64_t end_at_ms
 
 int hu_sbx_set_timeout(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err)
 {
-	int32_t t = timeout_s ? timeout_s : (int32_t)d->cfg.default_timeout_s;
-	return set_deadline(d, s, hu_sbx_idle_deadline(t), t, err);
+	/* 0 is E2B's "time out now" (the SDKs' set_timeout(0) forces the
+	 * timeout action at once); the idle window stays what it was, for a
+	 * sandbox that the action pauses and that is resumed later */
+	if (timeout_s == 0)
+		return set_deadline(d, s, hu_wall_ms(), s->timeout_s, err);
+	return set_deadline(d, s, hu_sbx_idle_deadline(timeout_s), timeout_s, err);
 }
 
 int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err *err)

@@ -75,8 +75,9 @@ int hu_sbx_release(struct hu_daemon *d, struct hu_sbx *s, enum hu_release_reason
  * (0: the sandbox's own window). */
 int hu_sbx_resume(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err);
 
-/* end_at = now + timeout_s (0: the daemon's default, -1: never); the window
- * becomes timeout_s. May shorten the deadline, as E2B's setTimeout does. */
+/* end_at = now + timeout_s (-1: never) and the window becomes timeout_s;
+ * 0: end_at = now (the timeout action at once), the window unchanged. May
+ * shorten the deadline, as E2B's setTimeout does. */
 int hu_sbx_set_timeout(struct hu_daemon *d, struct hu_sbx *s, int32_t timeout_s, hu_err *err);
 /* end_at = max(end_at, now + seconds): refreshes and connect never shorten. */
 int hu_sbx_extend(struct hu_daemon *d, struct hu_sbx *s, int32_t seconds, hu_err *err);

@@ -6,6 +6,7 @@
 #include "daemon/store/store.h"
 
 #include <openssl/evp.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "daemon/store/backend.h"
@@ -13,8 +14,14 @@
 #include "daemon/store/sqlite.h"
 #include "util/hex.h"
 
-#define KEY_PREFIX "hutch_"
-#define KEY_RANDOM_BYTES 24 /* 48 hex chars */
+/* E2B's key shape: the SDKs refuse, before sending anything, a key that is not
+ * "e2b_" + lowercase hex (E2B_VALIDATE_API_KEY, on by default). */
+#define KEY_PREFIX "e2b_"
+#define KEY_RANDOM_BYTES 20 /* 40 hex chars */
+/* Keys issued before the e2b_ shape; they keep working (a key is stored as
+ * the sha256 of all of it, prefix included, so nothing changes for them). */
+#define LEGACY_KEY_PREFIX "hutch_"
+#define KEY_MAX_HEX 128
 
 int hu_store_open(const char *location, struct hu_store **out, hu_err *err)
 {
@@ -64,9 +71,28 @@ int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, si
 	return 0;
 }
 
+/* True when s is prefix followed by 1..KEY_MAX_HEX lowercase hex digits. */
+static bool has_shape(const char *s, const char *prefix)
+{
+	size_t p = strlen(prefix), h;
+
+	if (strncmp(s, prefix, p) != 0)
+		return false;
+	h = strspn(s + p, "0123456789abcdef");
+	return h > 0 && h <= KEY_MAX_HEX && s[p + h] == '\0';
+}
+
+bool hu_store_key_well_formed(const char *key)
+{
+	return key && (has_shape(key, KEY_PREFIX) || has_shape(key, LEGACY_KEY_PREFIX));
+}
+
 int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err)
 {
 	char hash[65];
+
+	if (!hu_store_key_well_formed(key))
+		return hu_err_set(err, ENOENT, "store: no such key");
 
 	if (key_hash(key, hash, err) < 0)
 		return -1;

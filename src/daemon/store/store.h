@@ -24,6 +24,7 @@
 #define HUTCH_DAEMON_STORE_STORE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,9 +43,12 @@ const char *hu_store_backend_name(const struct hu_store *st);
 
 /* ---- API keys: shown once, stored as sha256 hex ---------------------------- */
 /* Create a key for `team` (the team is created if needed); key_out gets the
- * plaintext key ("hutch_" + 48 hex chars). */
+ * plaintext key ("e2b_" + 40 lowercase hex chars, the shape E2B's SDKs check). */
 int hu_store_key_create(struct hu_store *st, const char *team, char *key_out, size_t n, hu_err *err);
-/* The team of a key, or -1 with ENOENT when the key is unknown. */
+/* Whether key has a shape this store ever issued: "e2b_" + lowercase hex, or
+ * "hutch_" + lowercase hex (keys issued before the e2b_ shape). */
+bool hu_store_key_well_formed(const char *key);
+/* The team of a key, or -1 with ENOENT when the key is unknown or malformed. */
 int hu_store_key_team(struct hu_store *st, const char *key, char *team_out, size_t n, hu_err *err);
 /* Number of keys (the first start creates one when there is none). */
 int hu_store_key_count(struct hu_store *st, int *count, hu_err *err);

@@ -180,6 +180,7 @@ static void test_bad_values(void **state)
 	assert_file_error(f, "pressure.psi_avg10 = 101\n", "1", "pressure.psi_avg10");
 	assert_file_error(f, "reclaim.after = 0s\n", "1", "reclaim.after");
 	assert_file_error(f, "pause.release_after = soon\n", "1", "soon");
+	assert_file_error(f, "watcher.idle_timeout = 0s\n", "1", "at least 1s");
 	assert_file_error(f, "sandbox_domain = a..b\n", "1", "a..b");
 	assert_file_error(f, "sandbox_domain = .example.com\n", "1", "not a domain");
 	assert_file_error(f, "sandbox_domain = ex ample.com\n", "1", "not a domain");
@@ -218,14 +219,17 @@ static void test_lifecycle_settings(void **state)
 	hu_config_defaults(&cfg);
 	assert_int_equal(cfg.release_after_s, 600);
 	assert_int_equal(cfg.reclaim_after_s, 86400);
+	assert_int_equal(cfg.watcher_idle_s, 600);
 	assert_true(cfg.admission_memory_overcommit == 4.0);
 	assert_true(cfg.admission_cpu_overcommit == 0);
 	assert_true(cfg.admission_refuse_under_pressure);
 	write_conf(f->conf, "pause.release_after = 5m\nreclaim.after = 2h\npressure.min_available = 2G\n"
 			    "pressure.psi_avg10 = 25\nadmission.reserve = 1G\nadmission.memory_overcommit = 1.5\n"
-			    "admission.cpu_overcommit = 2\nadmission.refuse_under_pressure = false\n");
+			    "admission.cpu_overcommit = 2\nadmission.refuse_under_pressure = false\n"
+			    "watcher.idle_timeout = 3s\n");
 	hu_config_defaults(&cfg);
 	assert_int_equal(hu_config_load_file(&cfg, f->conf, &err), 0);
+	assert_int_equal(cfg.watcher_idle_s, 3);
 	assert_int_equal(cfg.release_after_s, 300);
 	assert_int_equal(cfg.reclaim_after_s, 7200);
 	assert_int_equal(cfg.pressure_min_available, 2ull << 30);

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/store/backend.h"
 #include "daemon/store/store.h"
 #include "util/fileutil.h"
 
@@ -135,9 +136,11 @@ static void test_keys(void **state)
 	assert_int_equal(hu_store_key_count(f->st, &count, &err), 0);
 	assert_int_equal(count, 0);
 	assert_int_equal(hu_store_key_create(f->st, "default", key, sizeof(key), &err), 0);
-	assert_int_equal(strlen(key), 6 + 48);
-	assert_memory_equal(key, "hutch_", 6);
-	assert_int_equal(strspn(key + 6, "0123456789abcdef"), 48);
+	/* E2B's SDKs refuse any key that is not e2b_ + lowercase hex. */
+	assert_int_equal(strlen(key), 4 + 40);
+	assert_memory_equal(key, "e2b_", 4);
+	assert_int_equal(strspn(key + 4, "0123456789abcdef"), 40);
+	assert_true(hu_store_key_well_formed(key));
 	assert_int_equal(hu_store_key_create(f->st, "other", key2, sizeof(key2), &err), 0);
 	assert_string_not_equal(key, key2);
 	assert_int_equal(hu_store_key_count(f->st, &count, &err), 0);
@@ -161,9 +164,52 @@ static void test_unknown_key(void **state)
 
 	assert_int_equal(hu_store_key_team(f->st, "hutch_nope", team, sizeof(team), &err), -1);
 	assert_int_equal(err.code, ENOENT);
+	assert_int_equal(hu_store_key_team(f->st, "e2b_0123abcd", team, sizeof(team), &err), -1);
+	assert_int_equal(err.code, ENOENT);
 	assert_int_equal(hu_store_key_team(f->st, "", team, sizeof(team), &err), -1);
 	assert_int_equal(err.code, ENOENT);
 	assert_string_equal(team, "unchanged");
+}
+
+/* A key issued before the e2b_ shape ("hutch_" + 48 hex) is stored as the
+ * sha256 of the whole key, exactly like a new one: it keeps working with
+ * nothing to migrate. */
+static void test_legacy_key(void **state)
+{
+	struct fixture *f = *state;
+	const char *legacy = "hutch_0123456789abcdef0123456789abcdef0123456789abcdef";
+	/* sha256 of the string above (printf %s KEY | sha256sum) */
+	const char *hash = "90ae9dd7031ec319a48ab68a5a60b4b1c7e325d0644b96cc51d4f81b6a8f8911";
+	char team[64];
+	hu_err err;
+
+	/* stored the way every key is: by its hash, through the backend */
+	assert_int_equal(f->st->ops->key_add(f->st, "old", hash, &err), 0);
+	assert_true(hu_store_key_well_formed(legacy));
+	assert_int_equal(hu_store_key_team(f->st, legacy, team, sizeof(team), &err), 0);
+	assert_string_equal(team, "old");
+}
+
+/* Only the two shapes this store ever issued reach the backend. */
+static void test_key_shape(void **state)
+{
+	char longkey[200];
+
+	(void)state;
+	assert_true(hu_store_key_well_formed("e2b_0a"));
+	assert_true(hu_store_key_well_formed("hutch_0a"));
+	assert_false(hu_store_key_well_formed(NULL));
+	assert_false(hu_store_key_well_formed(""));
+	assert_false(hu_store_key_well_formed("e2b_"));
+	assert_false(hu_store_key_well_formed("e2b_0A"));
+	assert_false(hu_store_key_well_formed("e2b_0a "));
+	assert_false(hu_store_key_well_formed("E2B_0a"));
+	assert_false(hu_store_key_well_formed("sk_0a"));
+	assert_false(hu_store_key_well_formed("hutch_xyz"));
+	memset(longkey, 'a', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	memcpy(longkey, "e2b_", 4);
+	assert_false(hu_store_key_well_formed(longkey));
 }
 
 static void test_key_buffer_too_small(void **state)
@@ -838,6 +884,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TESTS(test_keys),
 		TESTS(test_unknown_key),
+		TESTS(test_legacy_key),
+		TESTS(test_key_shape),
 		TESTS(test_key_buffer_too_small),
 		TESTS(test_sandbox_put_update_delete),
 		TESTS(test_lifecycle_rows),
