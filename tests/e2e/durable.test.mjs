@@ -295,7 +295,7 @@ test('another team can neither see, use, delete, take nor fork snapshots and san
   const d = await startDaemon()
   const o = opts(d)
   try {
-    const other = execFileSync(hutchBin, ['keys', 'create', '--team', 'other'], { env: d.env }).toString().match(/(hutch_[0-9a-f]+)/)[1]
+    const other = execFileSync(hutchBin, ['keys', 'create', '--team', 'other'], { env: d.env }).toString().match(/\b(e2b_[0-9a-f]{40})\b/)[1]
     const them = { url: d.url, apiKey: other }
     const src = await Sandbox.create({ ...o, timeoutMs: 60000 })
     await src.files.write('/home/user/secret.txt', 'mine')

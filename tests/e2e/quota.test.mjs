@@ -18,7 +18,7 @@ before(async () => {
     'default_memory = 128M\nquota.sandboxes = 2\nquota.memory = 300M\nquota.builds = 1\n')
   d = await startDaemon(['--config', join(work, 'hutch.conf')])
   const key = execFileSync(hutchBin, ['keys', 'create', '--team', 'team-b', '--data-dir', join(d.base, 'data')], { env: d.env })
-    .toString().match(/(hutch_[0-9a-f]+)/)[1]
+    .toString().match(/\b(e2b_[0-9a-f]{40})\b/)[1]
   b = { url: d.url, apiKey: key }
 })
 after(async () => {
