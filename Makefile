@@ -1,6 +1,21 @@
 # hutch build. `make` builds build/; `make SAN=1` builds the ASan+UBSan tree in
 # build-san/. `make check` builds both and runs every test suite (README.md).
 
+ifneq ($(filter deps,$(MAKECMDGOALS)),)
+# `make deps [GOAL...]` on a fresh machine: the rest of this Makefile reads the installed
+# packages (pkg-config, the lazy libraries' sonames) while it is parsed, before any recipe
+# runs. So install first, then make the other goals in a new make that sees the packages.
+OTHER_GOALS := $(filter-out deps,$(MAKECMDGOALS))
+.PHONY: deps $(OTHER_GOALS)
+deps:
+	scripts/install-deps.sh
+	tests/e2e-py/setup-venv.sh
+ifneq ($(OTHER_GOALS),)
+$(OTHER_GOALS): deps
+	@$(MAKE) --no-print-directory $@
+endif
+else
+
 PKGS      := libevent libevent_openssl libssl jansson sqlite3 libpq libseccomp zlib libcrypto libnftables libarchive
 CC        ?= cc
 SAN       ?= 0
@@ -96,10 +111,6 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB) $(LDFLAGS) $(LIBS) -lm
 
-deps:
-	scripts/install-deps.sh
-	tests/e2e-py/setup-venv.sh
-
 run: all
 	$(HUTCH) run -- python3 -c 'print(1)'
 
@@ -181,3 +192,5 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(shell find build build-san -name '*.d' 2>/dev/null)
+
+endif # not `make deps`
