@@ -152,6 +152,19 @@ const char *hu_config_store_location(const struct hu_config *cfg)
 	return cfg->store[0] ? cfg->store : cfg->data_dir;
 }
 
+void hu_config_node_name(const struct hu_config *cfg, char *out, size_t n)
+{
+	char host[64] = "hutch";
+
+	if (cfg->node_name[0]) {
+		snprintf(out, n, "%s", cfg->node_name);
+		return;
+	}
+	gethostname(host, sizeof(host) - 1);
+	host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")] = '\0';
+	snprintf(out, n, "%.50s-%u", host[0] ? host : "hutch", cfg->port);
+}
+
 static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
 {
 	if (hu_parse_size(v, out, err) < 0)

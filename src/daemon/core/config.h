@@ -112,6 +112,8 @@ struct hu_config {
 void hu_config_defaults(struct hu_config *cfg);
 /* Where the store is, for hu_store_open: the store URI, or the data dir. */
 const char *hu_config_store_location(const struct hu_config *cfg);
+/* This daemon's node name in a shared store: node.name, or <host name>-<port>. */
+void hu_config_node_name(const struct hu_config *cfg, char *out, size_t n);
 /* Set one config-file key from its text value (EINVAL: unknown key or bad value). */
 int hu_config_set(struct hu_config *cfg, const char *key, const char *value, hu_err *err);
 /* Apply a config file; errors name "file:line". */

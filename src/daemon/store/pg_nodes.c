@@ -60,8 +60,8 @@ int hu_pg_node_register(struct hu_store *base, const struct hu_node *n, int64_t 
 int hu_pg_node_renew(struct hu_store *base, int64_t ttl_ms, hu_err *err)
 {
 	struct pg_store *st = hu_pg(base);
-	char ttl[24];
-	const char *p[] = {st->node, st->generation, ttl};
+	char ttl[24], wall[24];
+	const char *p[] = {st->node, st->generation, ttl, wall};
 	int64_t t0 = hu_mono_ms();
 	PGresult *res;
 	int renewed;
@@ -69,10 +69,14 @@ int hu_pg_node_renew(struct hu_store *base, int64_t ttl_ms, hu_err *err)
 	if (!st->node[0])
 		return hu_err_set(err, -EINVAL, "store: not registered as a node");
 	snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+	/* the node's clock as it sends, against the server's as it runs the
+	 * statement: the skew, plus half a round trip (well under a ms here) */
+	snprintf(wall, sizeof(wall), "%" PRId64, hu_wall_ms());
 	if (hu_pg_exec(st, "renew the lease",
-		       "UPDATE nodes SET lease_until = now() + $3::bigint * interval '1 millisecond'"
+		       "UPDATE nodes SET lease_until = now() + $3::bigint * interval '1 millisecond',"
+		       " clock_skew_ms = $4::bigint - (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 		       " WHERE name = $1 AND generation = $2::bigint",
-		       3, p, &res, err) < 0) {
+		       4, p, &res, err) < 0) {
 		hu_err_prefix(err, "node %s", st->node);
 		return -1;
 	}
@@ -94,7 +98,7 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 
 	if (hu_pg_exec(hu_pg(base), "list nodes",
 		       "SELECT name, address, labels, memory, cpu, pids, max_sandboxes, generation, lease_until > now(),"
-		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint FROM nodes ORDER BY name",
+		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint, clock_skew_ms FROM nodes ORDER BY name",
 		       0, NULL, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
@@ -109,6 +113,7 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 		n.generation = strtoll(PQgetvalue(res, r, 7), NULL, 10);
 		n.alive = PQgetvalue(res, r, 8)[0] == 't';
 		n.lease_left_ms = strtoll(PQgetvalue(res, r, 9), NULL, 10);
+		n.clock_skew_ms = strtoll(PQgetvalue(res, r, 10), NULL, 10);
 		fn(&n, arg);
 	}
 	PQclear(res);

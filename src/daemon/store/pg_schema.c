@@ -96,6 +96,9 @@ static const char *const migrations[] = {
 	"  memory bigint NOT NULL,"
 	"  disk bigint NOT NULL,"
 	"  UNIQUE (team, name));",
+	/* 3 -> 4: each node's wall clock against the server's, as it last
+	 * renewed (hutch doctor compares the nodes') */
+	"ALTER TABLE nodes ADD COLUMN clock_skew_ms bigint NOT NULL DEFAULT 0;",
 };
 
 int hu_pg_schema_version(void)
