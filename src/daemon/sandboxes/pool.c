@@ -224,9 +224,6 @@ static int room_for_one(struct hu_daemon *d, const struct hu_sbx *s)
 	char why[160];
 	hu_err ignored;
 
-	if (d->cfg.max_sandboxes &&
-	    hu_registry_count(d->reg) + d->n_creating + hu_pool_count(d) >= d->cfg.max_sandboxes)
-		return 0;
 	if (hu_lifecycle_under_pressure(d, why, sizeof(why)))
 		return 0;
 	return hu_admission_check(d, s->memory_bytes, s->cpu_millis, &ignored) == 0;
