@@ -121,15 +121,30 @@ async function latency(kind, poolSize) {
 }
 
 // One burst of 50 Sandbox.create() at once; resolves with their latencies
-// once all 50 are killed again.
-async function burst50(d, o) {
+// once all 50 are killed again. Each burst also prints what else the daemon
+// did while it ran (a pool build completed, a create served cold) and the
+// load average: what a slow burst coincided with.
+const counter = (m, series) => Number(m.match(new RegExp(series.replace(/[{}]/g, '\\$&') + ' (\\d+)'))?.[1] ?? 0)
+const BUILT = 'hutch_pool_events_total{event="built"}'
+const COLD = 'hutch_sandbox_creates_by_source_total{source="cold"}'
+async function burst50(d, o, label) {
   const lat = []
+  const m0 = (await request(d, 'GET', '/metrics')).body
+  const t0 = now()
   const made = await Promise.all(Array.from({ length: 50 }, async () => {
     const t = now()
     const s = await Sandbox.create(o)
     lat.push(now() - t)
     return s
   }))
+  const span = now() - t0
+  const m1 = (await request(d, 'GET', '/metrics')).body
+  if (label) {
+    const st = stats(lat)
+    process.stderr.write(`${label}: p95 ${st.p95.toFixed(1)} ms, all 50 in ${span.toFixed(1)} ms; during it: ` +
+      `${counter(m1, BUILT) - counter(m0, BUILT)} pool builds finished, ${counter(m1, COLD) - counter(m0, COLD)} cold creates; ` +
+      `load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`)
+  }
   await Promise.all(made.map((s) => s.kill()))
   return lat
 }
@@ -157,14 +172,14 @@ async function concurrent50(name, poolSize, firstName) {
     // as in an agent platform's long-running client
     for (let w = 0; w < sdkWarmup; w++) {
       await poolReady(d, poolSize)
-      const lat = await burst50(d, o)
+      const lat = await burst50(d, o, `${name} warm-up ${w + 1}`)
       if (w === 0 && firstName) for (const l of lat) add(firstName, l, 0)
     }
     await poolReady(d, poolSize)
     poolCost(name, (await request(d, 'GET', '/metrics')).body)
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
-      for (const l of await burst50(d, o)) add(name, l, r)
+      for (const l of await burst50(d, o, `${name} round ${r + 1}`)) add(name, l, r)
       process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
     }
   })
