@@ -19,7 +19,10 @@
 
 #define REFILL_RETRY_MS 1000 /* a refill that admission or pressure held back tries again */
 #define REFILL_BUSY_MS 20     /* requests' creates in progress go first */
-#define REFILL_QUIET_MS 20    /* after a take: a burst of creates is rarely one request */
+/* after a take: a burst of creates is rarely one request, and a build in
+ * the middle of one takes the loop and a core from the creates still to
+ * come; the same quiet as ends a burst (pool.h) */
+#define REFILL_QUIET_MS HU_POOL_BURST_MS
 #define BUILD_TIMEOUT_S 15
 
 /* ---- bookkeeping (no I/O) ------------------------------------------------ */
@@ -78,25 +81,21 @@ unsigned hu_pool_set_missing(const struct hu_pool_set *ps)
 void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms)
 {
 	int64_t epoch = now_ms / HU_POOL_DEMAND_BUCKET_MS;
-	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS), in_sec = 0;
+	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS);
 
-	dm->recent[dm->head] = now_ms;
-	dm->head = (dm->head + 1) % HU_POOL_DEMAND_RECENT;
-	if (dm->n < HU_POOL_DEMAND_RECENT)
-		dm->n++;
-	/* newest first, until one is HU_POOL_BURST_MS old */
-	for (unsigned k = 0; k < dm->n; k++) {
-		int64_t t = dm->recent[(dm->head + HU_POOL_DEMAND_RECENT - 1 - k) % HU_POOL_DEMAND_RECENT];
-		if (now_ms - t >= HU_POOL_BURST_MS)
-			break;
-		in_sec++;
-	}
+	/* the same burst while the gap stays short (a clock that went back
+	 * too: never a negative gap read as a long one) */
+	if (dm->last_ms && now_ms - dm->last_ms < HU_POOL_BURST_MS)
+		dm->run = dm->run < HU_POOL_DEMAND_RECENT ? dm->run + 1 : HU_POOL_DEMAND_RECENT;
+	else
+		dm->run = 1;
+	dm->last_ms = now_ms;
 	if (dm->bucket[i].epoch != epoch) {
 		dm->bucket[i].epoch = epoch;
 		dm->bucket[i].peak = 0;
 	}
-	if (in_sec > dm->bucket[i].peak)
-		dm->bucket[i].peak = in_sec;
+	if (dm->run > dm->bucket[i].peak)
+		dm->bucket[i].peak = dm->run;
 }
 
 unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms)
@@ -555,7 +554,7 @@ void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)
 				    ps->template_id, ps->floor);
 	}
 	evbuffer_add_printf(o, "# HELP hutch_pool_demand_peak Warm pools: the most concurrent creates of a template "
-			       "(within 100 ms of each other) over the last five minutes (what the target follows).\n"
+			       "(a burst: each within 100 ms of the one before) over the last five minutes (what the target follows).\n"
 			       "# TYPE hutch_pool_demand_peak gauge\n");
 	for (size_t i = 0; pl && i < pl->n_sets; i++) {
 		const struct hu_pool_set *ps = &pl->sets[i];

@@ -166,9 +166,9 @@ static void test_sizes(void **state)
 }
 
 
-/* A burst of 50 creates within HU_POOL_BURST_MS makes the peak 50, across
- * a bucket's boundary too; spread-out creates, and bursts a second apart,
- * do not add up. */
+/* A burst of 50 creates, each within HU_POOL_BURST_MS of the one before,
+ * makes the peak 50, across a bucket's boundary too; creates a second
+ * apart, and bursts a second apart, do not add up. */
 static void test_demand_peak(void **state)
 {
 	struct hu_pool_demand dm = {0};
@@ -185,8 +185,23 @@ static void test_demand_peak(void **state)
 	for (int i = 0; i < 50; i++)
 		hu_pool_demand_note(&dm, t0 + 1000 + i); /* the next burst, a second later */
 	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 2000), 50);
-	/* the ring holds the last HU_POOL_DEMAND_RECENT: a burst larger than
-	 * that counts as that many */
+	/* a burst spread out (a loaded client: 50 creates over 1.2 s, 25 ms
+	 * apart) is still one burst of 50 */
+	struct hu_pool_demand spread = {0};
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&spread, t0 + i * 25);
+	assert_int_equal(hu_pool_demand_peak(&spread, t0 + 2000), 50);
+	/* one gap of HU_POOL_BURST_MS ends it: two bursts of 25 */
+	struct hu_pool_demand two = {0};
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&two, t0 + i + (i >= 25 ? HU_POOL_BURST_MS : 0));
+	assert_int_equal(hu_pool_demand_peak(&two, t0 + 2000), 25);
+	/* a clock that went back does not start a new burst nor count a long gap */
+	struct hu_pool_demand back = {0};
+	hu_pool_demand_note(&back, t0 + 50);
+	hu_pool_demand_note(&back, t0);
+	assert_int_equal(hu_pool_demand_peak(&back, t0 + 50), 2);
+	/* a burst larger than HU_POOL_DEMAND_RECENT counts as that many */
 	struct hu_pool_demand big = {0};
 	for (int i = 0; i < 400; i++)
 		hu_pool_demand_note(&big, t0);
