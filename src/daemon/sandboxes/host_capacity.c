@@ -62,7 +62,7 @@ void hu_admits_estimate(const struct hu_config *cfg, const struct hu_host_figure
 	 * ratio against the budget (commit.h) */
 	double weight = cfg->admission_memory_overcommit > 1.0 ? cfg->admission_memory_overcommit : 1.0;
 	limit(&paused, (uint64_t)((double)mem / ((double)HU_FROZEN_TYPICAL_MEM * weight)),
-	      "memory: more host memory, or a larger admission.reserve share for sandboxes");
+	      "memory: more host memory, or a smaller admission.reserve");
 	if (cfg->admission_cpu_overcommit > 0 && cfg->default_cpu_millis)
 		limit(&run,
 		      (uint64_t)((double)h->cpus * 1000.0 * cfg->admission_cpu_overcommit) / cfg->default_cpu_millis,

@@ -78,14 +78,14 @@ unsigned hu_pool_set_missing(const struct hu_pool_set *ps)
 	return have >= ps->target ? 0 : (unsigned)(ps->target - have);
 }
 
-void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms)
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms, int busy)
 {
 	int64_t epoch = now_ms / HU_POOL_DEMAND_BUCKET_MS;
 	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS);
 
 	/* the same burst while the gap stays short (a clock that went back
 	 * too: never a negative gap read as a long one) */
-	if (dm->last_ms && now_ms - dm->last_ms < HU_POOL_BURST_MS)
+	if (dm->last_ms && (busy || now_ms - dm->last_ms < HU_POOL_BURST_MS))
 		dm->run = dm->run < HU_POOL_DEMAND_RECENT ? dm->run + 1 : HU_POOL_DEMAND_RECENT;
 	else
 		dm->run = 1;
@@ -404,7 +404,7 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 		if (strcmp(pl->sets[i].template_id, want->template_id))
 			continue;
 		/* every create of the template is demand, served or not */
-		hu_pool_demand_note(&pl->sets[i].demand, hu_wall_ms());
+		hu_pool_demand_note(&pl->sets[i].demand, hu_wall_ms(), d->n_creating > 0);
 		hu_pool_set_retarget(&pl->sets[i], d->cfg.pool_max, hu_wall_ms());
 		struct hu_sbx *p;
 		while ((p = hu_pool_set_take(&pl->sets[i], want)) && dead(p)) {

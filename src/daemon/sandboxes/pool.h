@@ -71,8 +71,10 @@ struct hu_pool_demand {
 		unsigned peak;
 	} bucket[HU_POOL_DEMAND_BUCKETS];
 };
-/* One create of the template at now_ms. */
-void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms);
+/* One create of the template at now_ms; busy: other creates were still
+ * being built (cold) when it came, so it belongs to their burst whatever
+ * the gap (a loop busy with cold creates reads the next request late). */
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms, int busy);
 /* The peak of the window that ends at now_ms (0: no creates in it). */
 unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms);
 
