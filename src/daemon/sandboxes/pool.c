@@ -23,6 +23,9 @@
  * the middle of one takes the loop and a core from the creates still to
  * come; the same quiet as ends a burst (pool.h) */
 #define REFILL_QUIET_MS HU_POOL_BURST_MS
+/* but no later than this after the first take it waits for: a steady
+ * stream of creates never leaves the quiet, and must not starve the pool */
+#define REFILL_QUIET_MAX_MS 500
 #define BUILD_TIMEOUT_S 15
 
 /* ---- bookkeeping (no I/O) ------------------------------------------------ */
@@ -155,6 +158,7 @@ struct hu_pools {
 	struct build *building;
 	unsigned n_building;
 	struct event *refill; /* the refill step: soon after a take, and every REFILL_RETRY_MS */
+	int64_t quiet_since_ms; /* mono ms of the first take the refill waits quiet after (0: none) */
 	int stopping;
 };
 
@@ -163,6 +167,18 @@ static void schedule(struct hu_pools *pl, int64_t ms)
 	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 	if (!pl->stopping)
 		evtimer_add(pl->refill, &tv);
+}
+
+/* After a take: the refill waits for REFILL_QUIET_MS without one, and at
+ * most REFILL_QUIET_MAX_MS from the first take it waited for. */
+static void schedule_after_take(struct hu_pools *pl)
+{
+	int64_t now = hu_mono_ms();
+
+	if (!pl->quiet_since_ms)
+		pl->quiet_since_ms = now;
+	int64_t left = pl->quiet_since_ms + REFILL_QUIET_MAX_MS - now;
+	schedule(pl, left < REFILL_QUIET_MS ? (left > 0 ? left : 0) : REFILL_QUIET_MS);
 }
 
 /* Remove a pool sandbox: its processes and files, then its row. */
@@ -285,6 +301,7 @@ static void on_refill(evutil_socket_t fd, short what, void *arg)
 	int held_back = 0;
 	hu_err err;
 
+	pl->quiet_since_ms = 0;
 	/* a build takes the loop for a few ms: never while a request's create
 	 * is in progress */
 	if (pl->d->n_creating) {
@@ -411,7 +428,7 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", want->template_id);
 			hu_pool_discard(d, p);
 		}
-		schedule(pl, REFILL_QUIET_MS);
+		schedule_after_take(pl);
 		return p;
 	}
 	return NULL;
