@@ -110,7 +110,7 @@ static int render(struct hu_daemon *d, struct evbuffer *o)
 	hu_stats_render_events(o);
 
 	if (hu_capacity_read(d, &cap, &err) == 0) {
-		hu_stats_header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes (by state below), admission budget, host total and available.");
+		hu_stats_header(o, "hutch_memory_bytes", "gauge", "Memory: committed to sandboxes against the budget (by state below; what frozen and warm sandboxes hold counts admission.memory_overcommit times, being real memory), admission budget, host total and available.");
 		evbuffer_add_printf(o, "hutch_memory_bytes{kind=\"committed\"} %llu\nhutch_memory_bytes{kind=\"budget\"} %llu\n"
 				       "hutch_memory_bytes{kind=\"total\"} %llu\nhutch_memory_bytes{kind=\"available\"} %llu\n",
 				    (unsigned long long)cap.mem_committed, (unsigned long long)cap.mem_budget,

@@ -50,7 +50,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
-	cfg->pool_max = 64;
+	cfg->pool_max = 128; /* a burst of 100 concurrent creates from one client (issue 15) fits */
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
