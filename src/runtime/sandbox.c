@@ -95,7 +95,7 @@ static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_e
 
 /* <run>/sandboxes/<id>/ for what is volatile (the pid file), and the layer
  * under the data dir for the files: a capped subvolume holding everything
- * the sandbox's setup needs (rootfs/, lower/, upper/, work/). Nothing is
+ * the sandbox's setup needs (rootfs/, lower/, rw/upper/, rw/work/). Nothing is
  * mounted here: the child mounts its overlay in its own namespace. */
 static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err)
 {

@@ -10,9 +10,10 @@
 
 /* The "go" message from the parent: this header, then the compiled seccomp
  * program (bpf_len struct sock_filter), with SCM_RIGHTS fds: the idmapped
- * template mount, the idmapped read-only /usr mount, and an O_PATH fd of the
- * sandbox's layer (the capped subvolume holding rootfs/, lower/, upper/,
- * work/ and bootid/) in the child's own mount namespace. */
+ * template mount, the idmapped read-only /usr mount, an O_PATH fd of the
+ * sandbox's layer (the capped subvolume holding rootfs/, lower/, rw/ and
+ * bootid/) in the child's own mount namespace, and the idmapped writable
+ * mount of its rw/ (upper/, work/). */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
 #define HU_SETUP_DIE_WITH_PARENT 1u
 #define HU_SETUP_OWN_USR 2u /* the template brings its own /usr: the USR fd is a placeholder */
