@@ -33,10 +33,10 @@ int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const ch
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);
 void hu_net_runtime_close(struct hu_runtime *rt);
 /* Give the sandbox whose init is `pid` its veth, addresses, route, rules and
- * resolv.conf (in <layer>/upper/etc, owned by uid_base). Nothing is left
- * behind on failure. */
-int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *layer,
-		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err);
+ * resolv.conf (in <upper>/etc, owned by upper_root: the sandbox's root as
+ * that upper dir stores it). Nothing is left behind on failure. */
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *upper,
+		  uint32_t upper_root, const struct hu_net_spec *spec, hu_err *err);
 /* Remove every nft object of the sandbox, and with delete_link its host
  * end (which takes the sandbox end with it; without, the pair goes when the
  * kernel frees the dead sandbox's namespace). Missing pieces are fine. */

@@ -9,7 +9,8 @@
  * hutch-init over the unix socket at hu_sandbox_socket().
  *
  * Where a sandbox's state lives:
- * - <data_dir>/layers/<id>/: its files (upper/, work/ and the empty mount
+ * - <data_dir>/layers/<id>/: its files (rw/upper/, rw/work/, stored with
+ *   the ids the sandbox sees and mounted idmapped, and the empty mount
  *   points rootfs/ and lower/), a btrfs subvolume capped at disk_bytes by a
  *   quota group (EDQUOT inside). Owned by the sandbox's host uid base, which
  *   names its uid slot. Survives daemon restarts and host reboots; removed

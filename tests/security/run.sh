@@ -62,7 +62,7 @@ host_state() {
 # trusted.overlay.* at all.
 check_forged_xattrs() {
 	local dir=$1 tag=$2 upper
-	upper=$(ls -d "$HUTCH_DATA_DIR"/layers/*/upper 2>/dev/null | head -1)
+	upper=$(ls -d "$HUTCH_DATA_DIR"/layers/*/rw/upper "$HUTCH_DATA_DIR"/layers/*/upper 2>/dev/null | head -1)
 	if [ -z "$upper" ] || [ ! -d "$upper$dir" ]; then
 		not_ok "fs_links $tag forged xattrs: upper layer $upper$dir not found on the host"
 		return
