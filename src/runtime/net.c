@@ -10,6 +10,7 @@
 #include <nftables/libnftables.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -336,6 +337,53 @@ int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs
 		return 0;
 	hu_net_ifname(&rt->net, (sbx_addr - rt->net.pool.addr) / 2, ifname);
 	return hu_nft_learn(rt->nft, &rt->net, ifname, addrs, n, ttl, err);
+}
+
+struct hu_net_learner {
+	const struct hu_net_config *cfg; /* the runtime's: fixed once it is open */
+	struct nft_ctx *nft;             /* this learner's own */
+};
+
+int hu_net_learner_open(struct hu_runtime *rt, struct hu_net_learner **out, hu_err *err)
+{
+	if (rt->net.mode != HU_NET_NAT)
+		return hu_err_set(err, -EPERM, "this host gives sandboxes no network (mode none)");
+	struct hu_net_learner *l = calloc(1, sizeof(*l));
+	if (!l)
+		return hu_err_set(err, ENOMEM, "address learner");
+	l->cfg = &rt->net;
+	if (hu_nft_open(&l->nft, err) < 0) {
+		free(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+int hu_net_learner_run(struct hu_net_learner *l, const struct hu_net_learn_req *reqs, unsigned n, hu_err *err)
+{
+	struct hu_nft_learn_entry *e = calloc(n ? n : 1, sizeof(*e));
+
+	if (!e)
+		return hu_err_set(err, ENOMEM, "address learner");
+	for (unsigned i = 0; i < n; i++) {
+		e[i] = (struct hu_nft_learn_entry){.a4 = reqs[i].a4, .n4 = reqs[i].n4, .ttl4 = reqs[i].ttl4,
+						   .a6 = l->cfg->v6 ? reqs[i].a6 : NULL, .n6 = reqs[i].n6,
+						   .ttl6 = reqs[i].ttl6, .remove = reqs[i].remove};
+		hu_net_ifname(l->cfg, (reqs[i].sbx_addr - l->cfg->pool.addr) / 2, e[i].ifname);
+	}
+	int rc = hu_nft_learn_batch(l->nft, l->cfg, e, n, err);
+	free(e);
+	return rc;
+}
+
+void hu_net_learner_free(struct hu_net_learner *l)
+{
+	if (!l)
+		return;
+	if (l->nft)
+		nft_ctx_free(l->nft);
+	free(l);
 }
 
 int hu_net_learn6(struct hu_runtime *rt, uint32_t sbx_addr, const uint8_t (*addrs)[16], unsigned n, unsigned ttl,

@@ -29,6 +29,19 @@ int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const cha
 int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
 		  const uint8_t (*addrs)[16], unsigned n, unsigned ttl, hu_err *err);
 
+/* Several sandboxes' learned addresses in one transaction (the DNS
+ * proxy's worker batches them, net.h hu_net_learner_run). */
+struct hu_nft_learn_entry {
+	char ifname[IF_NAMESIZE];
+	const uint32_t *a4;
+	unsigned n4, ttl4;
+	const uint8_t (*a6)[16]; /* NULL where sandboxes have no IPv6 */
+	unsigned n6, ttl6;
+	int remove; /* take these elements out instead (whether they are there or not) */
+};
+int hu_nft_learn_batch(struct nft_ctx *ctx, const struct hu_net_config *cfg, const struct hu_nft_learn_entry *e,
+		       unsigned n, hu_err *err);
+
 /* net.c: called by runtime.c and sandbox.c */
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);
 void hu_net_runtime_close(struct hu_runtime *rt);

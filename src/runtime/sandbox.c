@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/coredump.h"
 #include "runtime/mountapi.h"
 #include "runtime/net_internal.h"
 #include "runtime/sandbox_internal.h"
@@ -293,6 +294,10 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	int sv[2];
 	char tpl[PATH_MAX], path[64], asan[320], rw[PATH_MAX + 8], upper[PATH_MAX + 16];
 
+	/* every start (create, resume, restart) looks again: the pattern is
+	 * host-wide and may change while the daemon runs */
+	if (hu_core_pattern_check(err) < 0)
+		return -1;
 	if (hu_template_rootfs(sb->rt, spec->template_name, tpl, sizeof(tpl), err) < 0)
 		return -1;
 	/* rw/ (idmapped: its files serve any uid slot), or a layer of an older

@@ -364,15 +364,25 @@ static int set_pids_overcommit(struct hu_config *cfg, const char *v, hu_err *err
 	return parse_ratio(v, &cfg->admission_pids_overcommit, err);
 }
 
-static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
+static int set_bool(int *out, const char *v, hu_err *err)
 {
 	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-		cfg->admission_refuse_under_pressure = 1;
+		*out = 1;
 	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-		cfg->admission_refuse_under_pressure = 0;
+		*out = 0;
 	else
 		return hu_err_set(err, -EINVAL, "'%s' is not true or false", v);
 	return 0;
+}
+
+static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_bool(&cfg->admission_refuse_under_pressure, v, err);
+}
+
+static int set_signed_url_scan(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_bool(&cfg->signed_url_scan, v, err);
 }
 
 /* "0" turns the limit off; otherwise a volume cap, 4 MiB .. 16 TiB. */
@@ -689,6 +699,7 @@ static const struct {
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
 	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
+	{"signed_url.scan", "--signed-url-scan", set_signed_url_scan},
 	{"quota.sandboxes", NULL, set_quota_sandboxes},
 	{"quota.memory", NULL, set_quota_memory},
 	{"quota.builds", NULL, set_quota_builds},

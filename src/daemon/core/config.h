@@ -64,6 +64,8 @@ struct hu_config {
 					   * times pid_max less a reserve (default 1: a fork bomb in every
 					   * sandbox at once still leaves the host its pids) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
+	int signed_url_scan; /* signed_url.scan: a signed URL that names no sandbox may be tried against
+			      * every token (rate-limited; default false: one token at most) */
 	/* per-team quotas, the same for every team (0 = none): quota.sandboxes
 	 * (sandboxes running or being created), quota.memory (memory limits of a
 	 * team's sandboxes that hold memory), quota.builds (template builds at once) */
