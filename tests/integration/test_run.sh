@@ -98,8 +98,9 @@ expect_eq "--volume through the template's /bin symlink fails (125)" "125" "$?"
 expect_match "--volume through a symlink says so" "symlink" "$out"
 
 # Libraries only some commands need are loaded when first used: a `hutch run` without internet
-# access maps neither libarchive (a template import) nor libnftables (HUTCH_NET=nat); a tar
-# import still works, loading libarchive then.
+# access maps neither libarchive (a template import) nor libnftables (HUTCH_NET=nat) nor libpq (a
+# PostgreSQL store; tests/e2e/cluster.test.mjs runs that); a tar import still works, loading
+# libarchive then.
 # (the hutch process itself, not hrun's timeout, whose maps are its own; the guard bounds it)
 "$HUTCH" run -- sleep 3 &
 runpid=$!
@@ -114,6 +115,7 @@ done
 expect_match "hutch run maps its own libraries" "libseccomp" "$maps"
 expect_no_match "hutch run maps no libarchive" "libarchive" "$maps"
 expect_no_match "hutch run maps no libnftables" "libnftables" "$maps"
+expect_no_match "hutch run maps no libpq" "libpq" "$maps"
 wait "$runpid"
 kill "$guard" 2>/dev/null
 mkdir -p "$HUTCH_TEST_TMP/tarsrc/etc" && echo lazy >"$HUTCH_TEST_TMP/tarsrc/etc/lazy"

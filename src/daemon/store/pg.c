@@ -52,6 +52,10 @@ int hu_store_pg_open(const char *uri, struct hu_store **out, hu_err *err)
 	struct pg_store *st;
 
 	*out = NULL;
+	if (hu_pq_lib_load(err) < 0) {
+		hu_err_prefix(err, "open the postgresql store");
+		return -1;
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->uri = strdup(uri))) {
 		free(st);
