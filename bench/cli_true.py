@@ -2,7 +2,7 @@
 """`hutch run -- true` as a whole process, against bwrap and the host, in one invocation.
 
     sudo bench/cli_true.py [--rounds 5] [--n 40] [--hutch build/hutch] [--json FILE]
-                           [--variant NAME=ENV,...]
+                           [--variant NAME=ENV,...] [--baseline OTHER/build/hutch]
 
 Each sample is one process started with posix_spawn and reaped with wait4: its wall time
 (spawn to reap) and its CPU time (user + system of it and every descendant it waited for:
@@ -52,6 +52,7 @@ def main():
     ap.add_argument('--warmup', type=int, default=5)
     ap.add_argument('--hutch', default='build/hutch')
     ap.add_argument('--variant', action='append', default=None)
+    ap.add_argument('--baseline', help='another build\'s hutch (its hutch-init beside it): figure "hutch run (baseline)"')
     ap.add_argument('--json')
     a = ap.parse_args()
     hutch = os.path.abspath(a.hutch)
@@ -60,9 +61,9 @@ def main():
     # deletes there cost ~1 ms more)
     shm = tempfile.mkdtemp(prefix='hutch-clibench.', dir='/dev/shm')
     # each hutch figure has data and run dirs of its own: one's layers image is not the other's
-    dirs = lambda d: dict(os.environ, HUTCH_DATA_DIR=f'{tmp}/{d}/data', HUTCH_RUN_DIR=f'{shm}/{d}/run',
+    dirs = lambda d, h=hutch: dict(os.environ, HUTCH_DATA_DIR=f'{tmp}/{d}/data', HUTCH_RUN_DIR=f'{shm}/{d}/run',
                           HUTCH_CGROUP_PARENT='hutch-clibench',
-                          HUTCH_INIT=os.path.join(os.path.dirname(hutch), 'hutch-init'))
+                          HUTCH_INIT=os.path.join(os.path.dirname(h), 'hutch-init'))
     figures = {'hutch run': ([hutch, 'run', '--', 'true'], dirs('default'))}
     for v in a.variant if a.variant is not None else ['linger0=HUTCH_LAYERS_LINGER=0']:
         name, _, kv = v.partition('=')
@@ -71,6 +72,9 @@ def main():
             k, _, val = pair.partition('=')
             env[k] = val
         figures[f'hutch run ({name})'] = ([hutch, 'run', '--', 'true'], env)
+    if a.baseline:
+        base = os.path.abspath(a.baseline)
+        figures['hutch run (baseline)'] = ([base, 'run', '--', 'true'], dirs('baseline', base))
     figures['bwrap'] = ([shutil.which('bwrap')] + BWRAP[1:], dict(os.environ))
     figures['host'] = (['/bin/true'], dict(os.environ))
     names = list(figures)

@@ -258,8 +258,9 @@ peers['hutch-api'] = {
     const h = await harness()
     api = h.api
     const conf = join(T, 'hutchd.conf')
-    // a memory budget that admits the idle phase's sandboxes
-    writeFileSync(conf, 'admission.memory_overcommit = 100\n')
+    // memory and pid budgets that admit the idle phase's sandboxes (200 idle shells at 512 pids each
+    // would be 102,400 pids promised; this host's pid_max is 32768)
+    writeFileSync(conf, 'admission.memory_overcommit = 100\nadmission.pids_overcommit = 8\n')
     process.env.TMPDIR = T // the daemon's data and run dirs
     daemon = await h.startDaemon(['--config', conf], null, { HUTCH_CGROUP_PARENT: `${TAG}-hutchd` })
   },
