@@ -107,6 +107,12 @@ def main():
             time.sleep(0.1)
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(shm, ignore_errors=True)
+        # the (empty) cgroup parents the runs made
+        for d in ['/sys/fs/cgroup/hutch-clibench'] + [f'/sys/fs/cgroup/{c}/hutch-clibench' for c in os.listdir('/sys/fs/cgroup')]:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
     n = len(wall[names[0]])
     print(f'# {n} samples per figure ({a.rounds} rounds x {a.n}); load average {os.getloadavg()[0]:.1f}')
     print('| figure | wall median | wall p99 | CPU median | CPU p99 | round medians (wall) |')
