@@ -41,6 +41,7 @@ struct hu_layers {
 	int root_fd;
 	int lock_fd;          /* <data_dir>/layers.lock: held while bringing it up or down */
 	int users_fd;         /* <data_dir>/layers.users: held shared while open */
+	unsigned linger_ms;   /* the config's layers_linger_ms */
 };
 
 /* Choose and bring up the backend (making, attaching and mounting the image
@@ -49,8 +50,23 @@ struct hu_layers {
  * is the last; layers.lock serialises bringing the image up and down. */
 int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu_err *err);
 /* Close; the last runtime to close an image that holds no layer unmounts
- * it (the loop device goes with it), so throw-away data dirs leave nothing. */
+ * it (the loop device goes with it), so throw-away data dirs leave nothing.
+ * With linger_ms, that last runtime hands the unmount to a keeper instead
+ * (hu_layers_linger). */
 void hu_layers_close(struct hu_layers *ly);
+/* Is this the last runtime out of an image that holds no layer? On 1,
+ * layers.lock and layers.users are held exclusively (the caller unmounts).
+ * The layers root is opened afresh and must still be this image's mount. */
+int hu_layers_last_out(struct hu_layers *ly);
+/* layers_keeper.c: with both locks held exclusively (hu_layers_last_out),
+ * start a detached keeper process that holds layers.users shared for
+ * linger_ms (a runtime opened meanwhile finds the image mounted and reuses
+ * it) and then unmounts the image if it is the last out by then; SIGTERM
+ * makes it decide at once. It keeps no other descriptor of the caller (its
+ * stdout and stderr are /dev/null). 0 when it took over (the caller only
+ * closes its descriptors), -1 when it could not be started (the caller
+ * unmounts itself). */
+int hu_layers_linger(struct hu_layers *ly);
 /* Without side effects: which backend hu_layers_open would use, and why. */
 int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err);
 

@@ -67,6 +67,10 @@ struct hu_runtime_config {
 	 * HUTCH_LAYERS_SIZE */
 	char layers[16];          /* auto (default) | data-dir | image */
 	char layers_size[24];     /* size of a new layers.img ("" = the data dir's free space) */
+	/* how long the image stays mounted after the last runtime closes (0 =
+	 * unmount at once): `hutch run` sets it, so that a run after a run does
+	 * not mount and unmount a btrfs each time (layers.h, hu_layers_linger) */
+	unsigned layers_linger_ms;
 };
 
 /* Where the writable layers live and why (hu_runtime_storage, hutch doctor). */

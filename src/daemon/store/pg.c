@@ -52,6 +52,10 @@ static int pg_open(const char *uri, int migrate, struct hu_store **out, hu_err *
 	struct pg_store *st;
 
 	*out = NULL;
+	if (hu_pq_lib_load(err) < 0) {
+		hu_err_prefix(err, "open the postgresql store");
+		return -1;
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->uri = strdup(uri))) {
 		free(st);

@@ -11,6 +11,7 @@
 
 #include "daemon/store/backend.h"
 #include "daemon/store/pg.h"
+#include "daemon/store/pq_lib.h"
 
 struct pg_store {
 	struct hu_store base;
