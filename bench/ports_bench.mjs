@@ -100,14 +100,15 @@ http {
 `
 
 // the reverse proxy hutch is compared with: a plain proxy_pass, the
-// X-Forwarded-* headers hutch sets too, everything else nginx's defaults
+// X-Forwarded-* headers hutch sets too, no body size limit, everything else
+// nginx's defaults (an access log line per request, as hutch logs one)
 const frontNginx = (dir) => `daemon off;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log;
 events { worker_connections 4096; }
 http {
-  access_log off;
+  access_log ${dir}/access.log; # its default (hutch logs every proxied request too)
   client_body_temp_path ${dir}/body;
   proxy_temp_path ${dir}/proxy;
   fastcgi_temp_path ${dir}/fastcgi;
