@@ -65,6 +65,29 @@ if [ -n "$peers" ]; then
 		exit 1
 	fi
 fi
+# The port ingress's conformance run and benchmark (tests/conformance/run-e2b-suite.sh,
+# bench/ports_bench.mjs): dnsmasq's binary alone (no service) answers the wildcard sandbox name
+# on a loopback address, nginx is the reverse proxy hutch is compared with, wrk the load.
+# nginx's package would start a server on port 80: no service starts during the install, and
+# the benchmark runs its own nginx with its own configuration.
+NPKGS="nginx-light wrk dnsmasq-base"
+nmissing=$(missing_of $NPKGS)
+if [ -n "$nmissing" ]; then
+	made_policy=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+		chmod 755 /usr/sbin/policy-rc.d
+		made_policy=1
+	fi
+	rc=0
+	apt-get -o DPkg::Lock::Timeout=600 update -qq || rc=$?
+	[ "$rc" != 0 ] || apt-get install -o DPkg::Lock::Timeout=600 -y -qq --no-install-recommends $nmissing || rc=$?
+	[ -z "$made_policy" ] || rm -f /usr/sbin/policy-rc.d
+	[ "$rc" = 0 ] || exit "$rc"
+	if [ -d /run/systemd/system ]; then
+		systemctl disable --now nginx.service >/dev/null 2>&1 || true
+	fi
+fi
 # The code interpreter's server and its tests (images/code-interpreter): Debian's Jupyter kernel stack, the
 # libraries its tests display, the TypeScript compiler its JavaScript kernel parses cells with, and debootstrap
 # for its template. Without recommendations: those would bring a desktop's worth of packages.

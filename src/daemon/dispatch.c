@@ -168,10 +168,14 @@ static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const st
 
 	/* a holder of its token learns why it is gone (init_death.h) */
 	const char *died = s ? NULL : hu_registry_death(hu_req_daemon(r)->reg, id, NULL, hu_req_header(r, "X-Access-Token"));
+	/* E2B's own wording for an unknown sandbox: its SDK tests compare the
+	 * message (the id is in sandboxId beside it) */
 	if (died)
-		snprintf(msg, sizeof(msg), "sandbox '%.64s' was not found: %s", id, died);
+		snprintf(msg, sizeof(msg), "The sandbox was not found: %s", died);
+	else if (s)
+		snprintf(msg, sizeof(msg), "sandbox '%.64s' is paused", id);
 	else
-		snprintf(msg, sizeof(msg), "sandbox '%.64s' %s", id, s ? "is paused" : "was not found");
+		snprintf(msg, sizeof(msg), "The sandbox was not found");
 	if (body) {
 		json_object_set_new(body, "sandboxId", hu_json_text(id));
 		json_object_set_new(body, "message", hu_json_text(msg));

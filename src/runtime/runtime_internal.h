@@ -16,7 +16,7 @@
 #define HU_SLOTS_MAX 16384u
 
 /* Bump when the layout of a built template changes, so old ones are rebuilt. */
-#define HU_TEMPLATE_LAYOUT 3
+#define HU_TEMPLATE_LAYOUT 4
 
 struct nft_ctx;
 

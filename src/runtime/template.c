@@ -196,6 +196,19 @@ static int mirror_usr_links(int root, hu_err *err)
 	return 0;
 }
 
+/* E2B's base template runs `python` as Python 3 (its SDK's tests start
+ * `python -m http.server`); Debian's /usr has only python3 unless
+ * python-is-python3 is installed. The link comes first on PATH and is only
+ * made when the host's /usr has no `python` of its own. */
+static int link_python(int root, hu_err *err)
+{
+	if (access("/usr/bin/python", F_OK) == 0)
+		return 0;
+	if (symlinkat("/usr/bin/python3", root, "opt/hutch/bin/python") < 0 && errno != EEXIST)
+		return hu_err_sys(err, "symlink opt/hutch/bin/python");
+	return 0;
+}
+
 static int chown_tree(int parent, const char *name, uid_t uid, int depth)
 {
 	struct stat st;
@@ -293,8 +306,8 @@ static int build_rootfs(const char *path, hu_err *err)
 	_cleanup_close_ int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return hu_err_sys(err, "open %s", path);
-	if (make_dirs(root, err) < 0 || mirror_usr_links(root, err) < 0 || populate_etc(root, err) < 0 ||
-	    populate_home(root, err) < 0)
+	if (make_dirs(root, err) < 0 || mirror_usr_links(root, err) < 0 || link_python(root, err) < 0 ||
+	    populate_etc(root, err) < 0 || populate_home(root, err) < 0)
 		return -1;
 	return 0;
 }

@@ -17,6 +17,16 @@
 # The files that apply to a self-hosted server are listed below; every other
 # file and the tests excluded by name are listed with their reason in
 # docs/e2b-compat.md.
+#
+# The SDK reaches a sandbox's ports at https://<port>-<id>.<domain> (getHost),
+# so the run sets up, for itself only: a loopback address of its own
+# (127.a.b.1) where `hutch serve` listens with TLS on port 443 and
+# --sandbox-domain set; a throwaway CA and a wildcard certificate for it
+# (openssl), which node trusts through NODE_EXTRA_CA_CERTS; and dnsmasq on the
+# same address answering every name under the domain with it. The tests run in
+# a private mount namespace (unshare -m) where a resolv.conf naming that
+# dnsmasq is bind-mounted on /etc/resolv.conf: the host's resolver, its
+# /etc/resolv.conf and every other process are untouched.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -41,12 +51,16 @@ for cand in "$src/packages/js-sdk/tests" "$src/tests" "$src"; do
 done
 [ -n "$tests" ] || skip "no packages/js-sdk/tests under '$src'"
 [ -x "$root/$build/hutch" ] || { echo "conformance: $root/$build/hutch is missing: run make first"; exit 1; }
+for tool in openssl dnsmasq unshare; do
+	command -v "$tool" >/dev/null 2>&1 ||
+		{ echo "conformance: $tool is missing (scripts/install-deps.sh installs it)"; exit 1; }
+done
 
 # The test files that exercise a server (the rest are offline unit tests of
 # SDK internals or tests of E2B's hosted services: docs/e2b-compat.md).
 applicable="
 api/info.test.ts api/kill.test.ts api/list.test.ts api/snapshot.test.ts
-sandbox/connect.test.ts sandbox/create.test.ts sandbox/kill.test.ts sandbox/timeout.test.ts
+sandbox/connect.test.ts sandbox/create.test.ts sandbox/host.test.ts sandbox/kill.test.ts sandbox/timeout.test.ts
 sandbox/metrics.test.ts sandbox/secure.test.ts sandbox/snapshot.test.ts sandbox/lifecyclePayload.test.ts
 sandbox/fork.test.ts sandbox/snapshot-api.test.ts
 sandbox/commands/connect.test.ts sandbox/commands/envVars.test.ts sandbox/commands/kill.test.ts
@@ -67,8 +81,6 @@ template/exists.test.ts
 # Tests inside applicable files that need a hosted service (matched against
 # vitest's full test name; docs/e2b-compat.md has the reasons).
 excluded_tests=(
-	'pause and resume a sandbox with http server'      # per-port https ingress (getHost)
-	'auto-resume wakes paused sandbox on http request' # per-port https ingress (getHost)
 	'fork with count lower than 1 fails'               # a made-up API key: hutch answers 401 before it reads the body
 	'get info of a directory$'                         # an empty directory's size: 0 on btrfs (the writable layers), 4096 on ext4
 )
@@ -81,8 +93,13 @@ fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/hutch-conformance-XXXXXX")
 daemon_pid=
+dns_pid=
 cgparent="hutch-conformance-$$"
 cleanup() {
+	if [ -n "$dns_pid" ]; then
+		kill -TERM "$dns_pid" 2>/dev/null
+		wait "$dns_pid" 2>/dev/null
+	fi
 	if [ -n "$daemon_pid" ]; then
 		kill -TERM "$daemon_pid" 2>/dev/null
 		for _ in $(seq 50); do kill -0 "$daemon_pid" 2>/dev/null || break; sleep 0.2; done
@@ -128,12 +145,44 @@ export default defineConfig({
 })
 EOF
 
-# A daemon on a private data dir, run dir, cgroup parent and free port.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# The sandbox domain, its wildcard name and certificate, on a loopback address
+# of this run's own (a free one: nothing listens on its port 443 or 53).
+domain=e2b.hutch.test
+addr=
+for _ in $(seq 20); do
+	cand="127.$((RANDOM % 200 + 20)).$((RANDOM % 250 + 1)).1"
+	ss -Hltun "( sport = :443 or sport = :53 )" 2>/dev/null | grep -qE "(^|[[:space:]])($cand|0\.0\.0\.0|\*|\[::\]):(443|53)[[:space:]]" ||
+		{ addr=$cand; break; }
+done
+[ -n "$addr" ] || { echo "conformance: no free loopback address for port 443"; exit 1; }
+tls="$work/tls"
+mkdir -p "$tls"
+if ! (
+	cd "$tls" &&
+		openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=hutch conformance test CA" \
+			-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign \
+			-keyout ca.key -out ca.pem &&
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=*.$domain" -keyout key.pem -out req.csr &&
+		printf 'subjectAltName=DNS:*.%s,DNS:%s,IP:%s\nextendedKeyUsage=serverAuth\n' "$domain" "$domain" "$addr" >ext.cnf &&
+		openssl x509 -req -in req.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext.cnf -out cert.pem
+) >"$work/openssl.log" 2>&1; then
+	echo "conformance: making the test certificate failed:"
+	cat "$work/openssl.log"
+	exit 1
+fi
+dnsmasq --keep-in-foreground --conf-file=/dev/null --pid-file= --user=root --bind-interfaces \
+	--listen-address="$addr" --port=53 --no-resolv --no-hosts --address="/$domain/$addr" \
+	--log-facility="$work/dnsmasq.log" &
+dns_pid=$!
+echo "nameserver $addr" >"$work/resolv.conf"
+
+# A daemon on a private data dir, run dir, cgroup parent and that address.
+port=443
 mkdir -p "$work/data" "$work/run"
 HUTCH_DATA_DIR="$work/data" HUTCH_RUN_DIR="$work/run" HUTCH_CGROUP_PARENT="$cgparent" \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-	"$root/$build/hutch" serve --listen 127.0.0.1 --port "$port" --signed-url-scan true >"$work/daemon.log" 2>&1 &
+	"$root/$build/hutch" serve --listen "$addr" --port "$port" --sandbox-domain "$domain" \
+	--tls-cert "$tls/cert.pem" --tls-key "$tls/key.pem" --signed-url-scan true >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
 key=
 for _ in $(seq 200); do
@@ -147,14 +196,17 @@ if [ -z "$key" ]; then
 	cat "$work/daemon.log"
 	exit 1
 fi
+kill -0 "$dns_pid" 2>/dev/null || { echo "conformance: dnsmasq did not start:"; cat "$work/dnsmasq.log"; exit 1; }
 
-url="http://127.0.0.1:$port"
+url="https://$addr"
 pattern=$(IFS='|'; echo "${excluded_tests[*]}")
 targets=
 for f in $files; do targets="$targets tests/$f"; done
 cd "$work"
 # shellcheck disable=SC2086
-out=$(E2B_API_KEY=$key E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_DOMAIN=127.0.0.1 \
+out=$(E2B_API_KEY=$key E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_DOMAIN=$domain \
+	NODE_EXTRA_CA_CERTS="$tls/ca.pem" unshare -m --propagation private \
+	sh -c 'mount --bind "$0" /etc/resolv.conf && exec "$@"' "$work/resolv.conf" \
 	node node_modules/vitest/vitest.mjs run --config vitest.config.mjs --reporter=verbose --no-color \
 	--testNamePattern "^(?!.*($pattern)).*\$" $targets 2>&1)
 rc=$?

@@ -1,6 +1,9 @@
 #include "daemon/ingress/dial.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,6 +26,7 @@ struct hu_dial {
 	uint16_t port;
 	struct timespec t0;
 	unsigned timeout_ms;
+	int early_errno; /* a connect that failed at once: reported from the loop */
 	uint8_t buf[REPLY_MAX];
 	size_t got;
 	hu_dial_cb cb;
@@ -73,6 +77,10 @@ static void on_connected(evutil_socket_t fd, short what, void *arg)
 	int e = 0;
 	socklen_t len = sizeof(e);
 
+	if (d->early_errno) {
+		fail(d, d->early_errno, NULL);
+		return;
+	}
 	if (what & EV_TIMEOUT) {
 		fail(d, ETIMEDOUT, NULL);
 		return;
@@ -151,12 +159,86 @@ static void on_reply(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-int hu_dial_port(struct event_base *base, const char *init_sock, uint16_t port, unsigned timeout_ms, hu_dial_cb cb,
-		 void *arg, struct hu_dial **out, hu_err *err)
+/* A TCP socket of the sandbox's network namespace: the loop's thread enters
+ * it through init's pidfd for the one socket() call and leaves at once (the
+ * socket stays bound to it). -1 with errno when it cannot be entered. */
+static int socket_in_sandbox(int pidfd, int host_netns)
+{
+	if (setns(pidfd, CLONE_NEWNET) < 0)
+		return -1;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int e = errno;
+	if (setns(host_netns, CLONE_NEWNET) < 0) {
+		/* cannot happen with a valid fd; carrying on would put the
+		 * daemon's own sockets into the sandbox's namespace */
+		perror("hutch: return to the host network namespace");
+		abort();
+	}
+	errno = e;
+	return fd;
+}
+
+/* The same connect as init's (init/portconn.c), made by the daemon itself:
+ * no unix connection, no round trip through init, no passed descriptor. */
+static int dial_direct(struct hu_dial *d, int pidfd, int host_netns, hu_err *err)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(d->port)};
+	int one = 1;
+
+	d->tcp_fd = socket_in_sandbox(pidfd, host_netns);
+	if (d->tcp_fd < 0)
+		return hu_err_sys(err, "a socket in the sandbox's network namespace");
+	setsockopt(d->tcp_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (d->port == 0)
+		d->early_errno = EINVAL; /* as init answers: no such port */
+	else if (connect(d->tcp_fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 && errno != EINPROGRESS)
+		d->early_errno = errno; /* ECONNREFUSED, mostly: a quick 502 */
+	struct timeval tv = {.tv_sec = d->timeout_ms / 1000, .tv_usec = (d->timeout_ms % 1000) * 1000};
+	if (d->early_errno)
+		tv = (struct timeval){0};
+	d->ev = event_new(d->base, d->early_errno ? -1 : d->tcp_fd, d->early_errno ? 0 : EV_WRITE, on_connected, d);
+	if (!d->ev || event_add(d->ev, &tv) < 0)
+		return hu_err_set(err, ENOMEM, "watch the connection");
+	return 0;
+}
+
+static struct hu_dial *dial_new(struct event_base *base, uint16_t port, unsigned timeout_ms, hu_dial_cb cb, void *arg)
+{
+	struct hu_dial *d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	d->base = base;
+	d->unix_fd = -1;
+	d->tcp_fd = -1;
+	d->port = port;
+	d->timeout_ms = timeout_ms;
+	d->cb = cb;
+	d->arg = arg;
+	clock_gettime(CLOCK_MONOTONIC, &d->t0);
+	return d;
+}
+
+int hu_dial_port(struct event_base *base, const struct hu_dial_target *to, uint16_t port, unsigned timeout_ms,
+		 hu_dial_cb cb, void *arg, struct hu_dial **out, hu_err *err)
 {
 	struct hu_buf b = {0};
 	_cleanup_close_ int fd = -1;
 
+	if (to->pidfd >= 0 && to->host_netns >= 0) {
+		struct hu_dial *d = dial_new(base, port, timeout_ms, cb, arg);
+		if (!d)
+			return hu_err_set(err, ENOMEM, "dial");
+		if (dial_direct(d, to->pidfd, to->host_netns, err) == 0) {
+			*out = d;
+			return 0;
+		}
+		dial_free(d);
+		if (err->code == ENOMEM)
+			return -1;
+		hu_err_clear(err); /* init gone or the namespace not enterable: ask init */
+	}
+	const char *init_sock = to->init_sock;
 	if (hu_init_connect_unix(init_sock, &fd, err) < 0)
 		return -1;
 	size_t f = hu_frame_begin(&b, HU_MSG_PORT_CONNECT, 1);
@@ -172,16 +254,9 @@ int hu_dial_port(struct event_base *base, const char *init_sock, uint16_t port, 
 	if (n < 0 || (size_t)n != len)
 		return hu_err_sys(err, "send PORT_CONNECT to init");
 
-	struct hu_dial *d = calloc(1, sizeof(*d));
+	struct hu_dial *d = dial_new(base, port, timeout_ms, cb, arg);
 	if (!d)
 		return hu_err_set(err, ENOMEM, "dial");
-	d->base = base;
-	d->tcp_fd = -1;
-	d->port = port;
-	d->timeout_ms = timeout_ms;
-	d->cb = cb;
-	d->arg = arg;
-	clock_gettime(CLOCK_MONOTONIC, &d->t0);
 	d->unix_fd = hu_take_fd(&fd);
 	struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
 	d->ev = event_new(base, d->unix_fd, EV_READ | EV_PERSIST, on_reply, d);

@@ -5,6 +5,7 @@
 #include <event2/http.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 #include "daemon/ingress/head.h"
 #include "daemon/ingress/relay.h"
 #include "daemon/ingress/response.h"
+#include "runtime/sandbox.h"
 
 /* One proxied connection, from the dial to the end of its relay. */
 struct proxied {
@@ -37,14 +39,18 @@ struct proxied {
 struct hu_ingress {
 	struct hu_daemon *d;
 	struct proxied *list;
+	int host_netns; /* the daemon's network namespace, to return to after a dial (dial.h) */
 };
 
 static struct hu_ingress *ingress_of(struct hu_daemon *d)
 {
 	if (!d->ingress) {
 		d->ingress = calloc(1, sizeof(*d->ingress));
-		if (d->ingress)
+		if (d->ingress) {
 			d->ingress->d = d;
+			/* without it, every dial goes through init */
+			d->ingress->host_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+		}
 	}
 	return d->ingress;
 }
@@ -344,7 +350,12 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		proxied_free(p);
 		return;
 	}
-	if (hu_dial_port(d->base, hu_sbx_socket(s), port, HU_INGRESS_DIAL_MS, on_dialled, p, &p->dial, &err) < 0) {
+	struct hu_dial_target to = {
+		.pidfd = s->rt ? hu_sandbox_pidfd(s->rt) : -1,
+		.host_netns = ig->host_netns,
+		.init_sock = hu_sbx_socket(s),
+	};
+	if (hu_dial_port(d->base, &to, port, HU_INGRESS_DIAL_MS, on_dialled, p, &p->dial, &err) < 0) {
 		hu_err_prefix(&err, "port %u", (unsigned)port);
 		reply_port_error(r, 502, s->id, port, err.msg);
 		proxied_free(p);
@@ -364,6 +375,8 @@ void hu_ingress_free(struct hu_daemon *d)
 		}
 		proxied_free(p);
 	}
+	if (d->ingress->host_netns >= 0)
+		close(d->ingress->host_netns);
 	free(d->ingress);
 	d->ingress = NULL;
 }

@@ -23,7 +23,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/queue.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -445,21 +447,39 @@ static void on_dial(int fd, const hu_err *err, void *arg)
 	event_base_loopbreak(r->base);
 }
 
-static void dial(struct init_harness *h, uint16_t port, unsigned timeout_ms, struct dial_result *r)
+/* pidfd >= 0: the direct way (into that process's network namespace, here
+ * the test's own), init the fallback */
+static void dial_with(struct init_harness *h, int pidfd, uint16_t port, unsigned timeout_ms, struct dial_result *r)
 {
 	struct hu_dial *d;
 	hu_err err;
 	struct timeval limit = {.tv_sec = 10};
+	int host_netns = pidfd >= 0 ? open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC) : -1;
+	struct hu_dial_target to = {.pidfd = pidfd, .host_netns = host_netns, .init_sock = h->sock};
 	memset(r, 0, sizeof(*r));
 	r->fd = -2;
 	r->base = event_base_new();
 	/* init may still be starting: its socket is listening already */
-	assert_int_equal(hu_dial_port(r->base, h->sock, port, timeout_ms, on_dial, r, &d, &err), 0);
+	assert_int_equal(hu_dial_port(r->base, &to, port, timeout_ms, on_dial, r, &d, &err), 0);
+	if (host_netns >= 0)
+		close(host_netns);
 	assert_int_equal(r->called, 0); /* never from inside hu_dial_port */
 	event_base_loopexit(r->base, &limit);
 	event_base_dispatch(r->base);
 	assert_int_equal(r->called, 1);
 	event_base_free(r->base);
+}
+
+static void dial(struct init_harness *h, uint16_t port, unsigned timeout_ms, struct dial_result *r)
+{
+	dial_with(h, -1, port, timeout_ms, r);
+}
+
+static int pidfd_of(pid_t pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	assert_true(fd >= 0);
+	return fd;
 }
 
 static void test_dial_connects_and_passes_the_socket(void **state)
@@ -496,6 +516,70 @@ static void test_dial_refused_names_the_port(void **state)
 	char want[32];
 	snprintf(want, sizeof(want), "port %u", (unsigned)port);
 	assert_non_null(strstr(r.err.msg, want));
+	stop_init(&h);
+}
+
+/* The daemon's own socket in the target's namespace: connects, and a closed
+ * port is the same ECONNREFUSED naming it, from the loop. */
+static void test_dial_direct_connects_and_refuses(void **state)
+{
+	struct init_harness h = {.pid = 0};
+	struct dial_result r;
+	uint16_t port, closed;
+	char buf[8];
+	snprintf(h.sock, sizeof(h.sock), "/nonexistent/init.sock"); /* no init: the direct way only */
+	int ls = tcp_listener(&port);
+	close(tcp_listener(&closed));
+	int pidfd = pidfd_of(getpid());
+	dial_with(&h, pidfd, port, 5000, &r);
+	if (r.fd == -1 && r.err.code == ENOENT) { /* not root: no setns, and no init to fall back on */
+		close(pidfd);
+		close(ls);
+		skip();
+	}
+	assert_true(r.fd >= 0);
+	int peer = accept(ls, NULL, NULL);
+	assert_true(peer >= 0);
+	assert_int_equal(write(r.fd, "hi", 2), 2);
+	assert_int_equal(read(peer, buf, sizeof(buf)), 2);
+	assert_memory_equal(buf, "hi", 2);
+	close(peer);
+	close(r.fd);
+	dial_with(&h, pidfd, closed, 5000, &r);
+	assert_int_equal(r.fd, -1);
+	assert_int_equal(r.err.code, ECONNREFUSED);
+	char want[32];
+	snprintf(want, sizeof(want), "port %u", (unsigned)closed);
+	assert_non_null(strstr(r.err.msg, want));
+	dial_with(&h, pidfd, 0, 5000, &r);
+	assert_int_equal(r.err.code, EINVAL);
+	close(pidfd);
+	close(ls);
+}
+
+/* A pidfd whose process is gone cannot be entered: init dials instead. */
+static void test_dial_direct_falls_back_to_init(void **state)
+{
+	struct init_harness h;
+	struct dial_result r;
+	uint16_t port;
+	int status;
+	pid_t gone = fork();
+	assert_true(gone >= 0);
+	if (gone == 0)
+		_exit(0);
+	int pidfd = pidfd_of(gone);
+	waitpid(gone, &status, 0);
+	int ls = tcp_listener(&port);
+	start_init(&h);
+	dial_with(&h, pidfd, port, 5000, &r);
+	assert_true(r.fd >= 0);
+	int peer = accept(ls, NULL, NULL);
+	assert_true(peer >= 0);
+	close(peer);
+	close(r.fd);
+	close(pidfd);
+	close(ls);
 	stop_init(&h);
 }
 
@@ -553,6 +637,8 @@ int main(void)
 		cmocka_unit_test(test_dial_connects_and_passes_the_socket),
 		cmocka_unit_test(test_dial_refused_names_the_port),
 		cmocka_unit_test(test_dial_port_zero_is_refused_by_init),
+		cmocka_unit_test(test_dial_direct_connects_and_refuses),
+		cmocka_unit_test(test_dial_direct_falls_back_to_init),
 		cmocka_unit_test(test_dial_times_out_on_a_silent_init),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
