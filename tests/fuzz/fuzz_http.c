@@ -225,7 +225,7 @@ static void setup_server(void)
 	S.d.reg = fake_registry();
 	S.d.store = fake_store();
 	struct hu_http_settings set = {.max_body_bytes = S.d.cfg.max_body_bytes, .idle_timeout_s = S.d.cfg.idle_timeout_s};
-	struct hu_http_hooks hooks = {hu_dispatch, hu_dispatch_stream_opened, hu_dispatch_stream_closed};
+	struct hu_http_hooks hooks = {.dispatch = hu_dispatch, .streams_body = hu_dispatch_streams_body, .stream_opened = hu_dispatch_stream_opened, .stream_closed = hu_dispatch_stream_closed};
 	if (!S.base || hu_routes_check(&err) < 0 || hu_http_new(S.base, &set, &hooks, &S.d, &S.d.http, &err) < 0)
 		abort();
 
