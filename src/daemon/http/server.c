@@ -273,6 +273,9 @@ int hu_http_new(struct event_base *base, const struct hu_http_settings *set, con
 	h->app = app;
 	idle = (struct timeval){.tv_sec = set->idle_timeout_s ? set->idle_timeout_s : 60};
 	evhttp_set_gencb(h->ev, on_request, h);
+	/* no Content-Type is made up for a reply without one (a proxied
+	 * server's response is passed on as it was) */
+	evhttp_set_default_content_type(h->ev, NULL);
 	evhttp_set_allowed_methods(h->ev, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 						  EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
 	/* evhttp never sees a body (inconn.c): body.c applies max_body */
