@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/common/log.c src/daemon/common/json.c src/daemon/dispatch.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/runtime/cgroup_io_parse.c
+// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/http/inconn.c src/daemon/http/body.c src/daemon/http/framing.c src/daemon/common/log.c src/daemon/common/json.c src/daemon/dispatch.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/runtime/cgroup_io_parse.c
 /*
  * libFuzzer driver for the daemon's HTTP front door: the input is the raw
  * bytes a client sends on one TCP connection. They go to the REAL server

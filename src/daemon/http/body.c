@@ -63,7 +63,7 @@ static void finish(struct req_priv *p, const hu_err *err)
 	if (!b->streamed) {
 		if (err) {
 			close_after_reply(p);
-			hu_reply_error(&p->pub, err->code == -E2BIG ? 413 : 400, "request body: %s", err->msg);
+			hu_reply_error(&p->pub, err->code == E2BIG ? 413 : 400, "request body: %s", err->msg);
 			return;
 		}
 		b->ready(p);
@@ -177,7 +177,9 @@ static void take_reads(struct req_priv *p)
 	const char *expect = p->pub.ev ? evhttp_find_header(evhttp_request_get_input_headers(p->pub.ev), "Expect") : NULL;
 	if (expect && !strcasecmp(expect, "100-continue") && !b->continue_sent) {
 		b->continue_sent = true;
-		evbuffer_add_printf(bufferevent_get_output(hu_inconn_bufferevent(p->conn)), "HTTP/1.1 100 Continue\r\n\r\n");
+		struct bufferevent *bev = hu_inconn_bufferevent(p->conn);
+		evbuffer_add_printf(bufferevent_get_output(bev), "HTTP/1.1 100 Continue\r\n\r\n");
+		bufferevent_enable(bev, EV_WRITE);
 	}
 }
 

@@ -169,6 +169,8 @@ int hu_framing_step(struct hu_framing *f, const uint8_t *p, size_t n, size_t *us
 	if (f->done)
 		return 1;
 	if (f->mode != HU_FRAMING_CHUNKED) {
+		if (f->mode == HU_FRAMING_LENGTH && over_limit(f, f->left, err) < 0)
+			return -1;
 		if (n && take_data(f, n, used, data_len, err) < 0)
 			return -1;
 		f->done = f->mode == HU_FRAMING_LENGTH && f->left == 0;

@@ -478,7 +478,9 @@ void hu_inconn_own_reads(struct hu_inconn *c, bufferevent_data_cb read, bufferev
 			bufferevent_getcb(c->bev, &c->ev_read, &c->ev_write, &c->ev_event, &c->ev_arg);
 			c->reads_owned = true;
 		}
-		bufferevent_setcb(c->bev, read, c->ev_write, event, arg);
+		/* no write callback: evhttp's would run its connection's stale
+		 * "written" step when a 100 Continue drains */
+		bufferevent_setcb(c->bev, read, NULL, event, arg);
 		bufferevent_enable(c->bev, EV_READ);
 		return;
 	}
@@ -490,7 +492,7 @@ void hu_inconn_own_reads(struct hu_inconn *c, bufferevent_data_cb read, bufferev
 	void *cur_arg;
 	bufferevent_getcb(c->bev, &cur_read, NULL, NULL, &cur_arg);
 	if (cur_arg != c->ev_arg)
-		bufferevent_setcb(c->bev, parked_read, c->ev_write, c->ev_event, c->ev_arg);
+		bufferevent_setcb(c->bev, parked_read, NULL, c->ev_event, c->ev_arg);
 	c->reads_owned = false;
 }
 
