@@ -9,7 +9,8 @@
  * every body it forwards, no later parser can read it differently. */
 enum {
 	CH_SIZE,       /* hex digits of a chunk size */
-	CH_EXT,        /* after the size: extensions or blanks, up to the line end */
+	CH_BWS,        /* blanks after the size: only ';' (an extension) or the line end may follow */
+	CH_EXT,        /* an extension, up to the line end */
 	CH_SIZE_LF,    /* CR seen at the end of the size line */
 	CH_DATA,       /* chunk content */
 	CH_DATA_CR,    /* after the content: CR or LF */
@@ -97,10 +98,20 @@ static int chunked_byte(struct hu_framing *f, uint8_t c, hu_err *err)
 			f->st = CH_SIZE_LF;
 			return 0;
 		}
-		if (c != ';' && c != ' ' && c != '\t')
+		/* blanks or an extension: */
+		__attribute__((fallthrough));
+	case CH_BWS:
+		if (c == ' ' || c == '\t')
+			f->st = CH_BWS;
+		else if (c == ';')
+			f->st = CH_EXT;
+		else if (f->st == CH_BWS && c == '\n')
+			return end_size_line(f, err);
+		else if (f->st == CH_BWS && c == '\r')
+			f->st = CH_SIZE_LF;
+		else
 			return hu_err_set(err, -EINVAL, "a chunk size is followed by 0x%02x", c);
-		f->st = CH_EXT;
-		return line_byte(f, HU_FRAMING_MAX_LINE, err);
+		return f->st == CH_SIZE_LF ? 0 : line_byte(f, HU_FRAMING_MAX_LINE, err);
 	case CH_EXT:
 		if (c == '\n')
 			return end_size_line(f, err);
