@@ -39,7 +39,7 @@
 
 #define UPLOAD_TIMEOUT_MS 30000       /* init made no progress for this long */
 #define UPLOAD_SEGMENT (64u << 10)    /* bytes between PINGs */
-#define UPLOAD_WINDOW 3               /* PINGs unanswered before the body pauses */
+#define UPLOAD_WINDOW 4               /* PINGs unanswered before the body pauses */
 #define UPLOAD_MAX_FILES 1000
 
 struct up_file {

@@ -9,8 +9,10 @@
  *
  * Every error answer is JSON {"code": <status>, "message": "..."}, never an
  * empty or HTML body, except the few that libevent writes itself before any
- * callback runs (413 body too large, 400 for unparsable requests or
- * oversized headers, 501 for methods the server does not allow).
+ * callback runs (400 for an unparsable request line or header, 501 for
+ * methods the server does not allow). Heads over 64 KiB (431), bad body
+ * framing (400/501) and bodies over max_body (413) are answered in JSON by
+ * the HTTP layer (inconn.c, body.c).
  */
 #ifndef HUTCH_DAEMON_HTTP_REQUEST_H
 #define HUTCH_DAEMON_HTTP_REQUEST_H
