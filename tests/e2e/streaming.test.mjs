@@ -12,10 +12,13 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { Sandbox } from 'e2b'
-import { startDaemon, sleep, rssKiB } from './harness.mjs'
+import { startDaemon, sleep, rssKiB, build } from './harness.mjs'
 
 const GiB = 1 << 30
-const BOUND_KIB = 48 * 1024 // RSS growth allowed while a 1 GiB body passes
+// RSS growth allowed while a 1 GiB body passes. ASan's allocator keeps
+// freed memory in its quarantine and caches for a while (it measured 136 MiB
+// for this upload), so the sanitizer build is held to a looser bound.
+const BOUND_KIB = (build === 'build-san' ? 192 : 48) * 1024
 
 // Receives a body and answers its length and sha256; /stream answers in
 // chunks; /close answers and closes its side of the connection.
@@ -142,7 +145,7 @@ async function peakGrowth(work) {
   return peak - before
 }
 
-test('a 1 GiB files.write through the SDK arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async () => {
+test('a 1 GiB files.write through the SDK arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async (t) => {
   const hash = createHash('sha256')
   const growth = await peakGrowth(() => sbx.files.write('/tmp/big.bin', patternStream(GiB, hash), { requestTimeoutMs: 0 }))
   const want = hash.digest('hex')
@@ -150,6 +153,7 @@ test('a 1 GiB files.write through the SDK arrives intact, with the daemon at bou
   assert.equal(r.stdout.split(' ')[0], want, 'the file in the sandbox has the checksum of what was sent')
   assert.match(r.stdout, new RegExp(`\\n${GiB}\\n`))
   assert.doesNotMatch(r.stdout, /hutch-upload/, 'no temporary file is left')
+  t.diagnostic(`daemon RSS growth during the upload: ${growth} KiB`)
   assert.ok(growth < BOUND_KIB, `the daemon's RSS grew by ${growth} KiB during the upload`)
   await sbx.commands.run('rm -f /tmp/big.bin')
 })

@@ -8,10 +8,13 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { startDaemon, sleep, rssKiB } from './harness.mjs'
+import { startDaemon, sleep, rssKiB, build } from './harness.mjs'
 
 const GiB = 1 << 30
-const BOUND_KIB = 48 * 1024 // RSS growth allowed while a 1 GiB body passes
+// RSS growth allowed while a 1 GiB body passes. ASan's allocator keeps
+// freed memory in its quarantine and caches for a while (it measured 136 MiB
+// for this upload), so the sanitizer build is held to a looser bound.
+const BOUND_KIB = (build === 'build-san' ? 192 : 48) * 1024
 
 // Receives a body and answers its length and sha256; /stream answers in
 // chunks; /close answers and closes its side of the connection.
@@ -137,7 +140,7 @@ async function peakGrowth(work) {
   return peak - before
 }
 
-test('a 1 GiB upload (and a 256 MiB chunked one) through a proxied port arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async () => {
+test('a 1 GiB upload (and a 256 MiB chunked one) through a proxied port arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async (t) => {
   for (const [chunked, total] of [[false, GiB], [true, 256 << 20]]) {
     const hash = createHash('sha256')
     let reply
@@ -165,6 +168,7 @@ test('a 1 GiB upload (and a 256 MiB chunked one) through a proxied port arrives 
     const got = JSON.parse(reply.body)
     assert.equal(got.length, total, `${chunked ? 'chunked' : 'sized'}: every byte reached the server`)
     assert.equal(got.sha256, hash.digest('hex'), `${chunked ? 'chunked' : 'sized'}: the server hashed what was sent`)
+    t.diagnostic(`${chunked ? 'chunked' : 'sized'}: daemon RSS growth ${growth} KiB`)
     assert.ok(growth < BOUND_KIB, `${chunked ? 'chunked' : 'sized'}: the daemon's RSS grew by ${growth} KiB`)
   }
 })
