@@ -93,9 +93,17 @@ def rss_kib(pid):
         return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1))
 
 
+# A sanitizer build keeps freed memory in ASan's quarantine and allocator
+# caches: its RSS says little about what the daemon holds, so it gets a
+# small quarantine and a looser bound (the release build is held to 48 MiB).
+with open(HUTCH, "rb") as f:
+    SAN = b"__asan_init" in f.read()
+BOUND_KIB = (192 if SAN else 48) * 1024
 port = free_port()
 env = dict(os.environ, HUTCH_DATA_DIR=os.path.join(WORK, "data"), HUTCH_RUN_DIR=os.path.join(WORK, "run"),
            HUTCH_CGROUP_PARENT="hutch-sec-http-%d" % os.getpid())
+if SAN:
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "detect_leaks=1") + ":quarantine_size_mb=16"
 os.makedirs(WORK, exist_ok=True)
 log = open(os.path.join(WORK, "serve.log"), "w+")
 proc = subprocess.Popen([HUTCH, "serve", "--listen", "127.0.0.1", "--port", str(port), "--pool-size", "0"], env=env,
@@ -208,7 +216,7 @@ try:
     t.join()
     ok(push.reply.startswith(b"HTTP/1.1 200"), "the 256 MiB upload was written: %r" % push.reply[:40])
     ok(health_ok, "other requests were answered while it ran")
-    ok(peak[0] - before < 48 * 1024, "the daemon's RSS grew by %d KiB at most during it" % (peak[0] - before))
+    ok(peak[0] - before < BOUND_KIB, "the daemon's RSS grew by %d KiB at most during it" % (peak[0] - before))
     ok(proc.poll() is None, "the daemon is still running")
 finally:
     if sbx:
