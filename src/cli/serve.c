@@ -192,6 +192,7 @@ static int http_new(struct hu_daemon *d, hu_err *err)
 	struct hu_http_settings set = {.max_body_bytes = d->cfg.max_body_bytes, .idle_timeout_s = d->cfg.idle_timeout_s};
 	struct hu_http_hooks hooks = {
 		.dispatch = hu_dispatch,
+		.streams_body = hu_dispatch_streams_body,
 		.stream_opened = hu_dispatch_stream_opened,
 		.stream_closed = hu_dispatch_stream_closed,
 	};

@@ -333,6 +333,28 @@ void hu_dispatch(struct hu_req *r)
 		route(r, hu_control_routes, hu_n_control_routes, 0);
 }
 
+/* Bodies that go on to a sandbox as they arrive (never held whole): what a
+ * port's server is sent, and envd uploads. Decided from the head alone,
+ * the same way hu_dispatch routes. */
+bool hu_dispatch_streams_body(struct hu_req *r)
+{
+	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
+	char host_id[HU_ID_MAX];
+	uint16_t port;
+
+	if (sbx_id && (port = header_port(r)) && port != HU_ENVD_PORT)
+		return true;
+	bool data_plane = sbx_id != NULL;
+	if (!sbx_id && (port = host_port(r, host_id, sizeof(host_id)))) {
+		if (port != HU_ENVD_PORT)
+			return true;
+		data_plane = true;
+	}
+	if (!data_plane && !hu_signed_present(r))
+		return false;
+	return r->method == EVHTTP_REQ_POST && !strcmp(r->path, "/files");
+}
+
 void hu_dispatch_stream_opened(struct hu_req *r)
 {
 	hu_sbx_stream_begin(hu_req_sbx(r));

@@ -269,9 +269,12 @@ test('a slow reader holds the daemon to bounded memory (backpressure)', async ()
   await sleep(3000)
   const during = rss()
   let got = 0
-  sock.on('data', (c) => { got += c.length })
+  // the connection stays open for the next request (keep-alive): the
+  // response is over once its Content-Length worth of body has arrived
+  const done = new Promise((r) => sock.on('data', (c) => { got += c.length; if (got > n) r() }))
   sock.resume()
-  await new Promise((r) => sock.on('end', r))
+  await done
+  sock.destroy()
   assert.ok(got > n, `got ${got}`)
   assert.ok(during - before < 64 * 1024, `RSS grew by ${during - before} KiB while the client read nothing`)
 })

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/common/log.c src/daemon/common/json.c tests/fuzz/daemon_fakes.c
+// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/http/inconn.c src/daemon/http/body.c src/daemon/http/framing.c src/daemon/common/log.c src/daemon/common/json.c tests/fuzz/daemon_fakes.c
 /*
  * libFuzzer driver for the Connect request envelope (connect.c): the input
  * is the body of a server-streaming request. A parse either yields one JSON

@@ -1,4 +1,4 @@
-// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/common/log.c src/daemon/common/json.c src/daemon/dispatch.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/runtime/cgroup_io_parse.c
+// fuzz-sources: src/daemon/http/server.c src/daemon/http/reply.c src/daemon/http/request.c src/daemon/http/route.c src/daemon/http/connect.c src/daemon/http/takeover.c src/daemon/http/inconn.c src/daemon/http/body.c src/daemon/http/framing.c src/daemon/common/log.c src/daemon/common/json.c src/daemon/dispatch.c src/daemon/core/config.c tests/fuzz/daemon_fakes.c src/daemon/envd/signed_url.c src/daemon/envd/signature.c src/runtime/netaddr.c src/runtime/netaddr6.c src/runtime/netdomain.c src/runtime/cgroup_io_parse.c
 /*
  * libFuzzer driver for the daemon's HTTP front door: the input is the raw
  * bytes a client sends on one TCP connection. They go to the REAL server
@@ -225,7 +225,7 @@ static void setup_server(void)
 	S.d.reg = fake_registry();
 	S.d.store = fake_store();
 	struct hu_http_settings set = {.max_body_bytes = S.d.cfg.max_body_bytes, .idle_timeout_s = S.d.cfg.idle_timeout_s};
-	struct hu_http_hooks hooks = {hu_dispatch, hu_dispatch_stream_opened, hu_dispatch_stream_closed};
+	struct hu_http_hooks hooks = {.dispatch = hu_dispatch, .streams_body = hu_dispatch_streams_body, .stream_opened = hu_dispatch_stream_opened, .stream_closed = hu_dispatch_stream_closed};
 	if (!S.base || hu_routes_check(&err) < 0 || hu_http_new(S.base, &set, &hooks, &S.d, &S.d.http, &err) < 0)
 		abort();
 

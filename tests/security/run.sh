@@ -254,6 +254,27 @@ while IFS= read -r line; do
 done <<<"$out"
 grep -qx '# end' <<<"$out" || not_ok "core_pattern.sh ended early"
 
+# --- the daemon's front door: request bodies and heads under abuse ---------------
+# A `hutch serve` of the attack's own on loopback (its own dirs and port):
+# truncated and lying bodies, chunk sizes, malformed multipart, 431, memory
+# under a fast large body (docs/security.md, "Request bodies").
+t0=$(date +%s%N)
+out=$(timeout -k 5 300 python3 "$HERE/http_bodies.py" "$HUTCH" "$HUTCH_TEST_TMP/serve" 2>&1)
+rc=$?
+fails_before=$T_FAIL
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "http_bodies ${line#ok - }" ;;
+	"not ok - "*) not_ok "http_bodies ${line#not ok - }" ;;
+	"# end") ;;
+	"#"*) echo "$line" ;;
+	*) echo "# | $line" ;;
+	esac
+done <<<"$out"
+grep -qx '# end' <<<"$out" || not_ok "http_bodies ended early (exit $rc): crashed, hung or was killed"
+[ "$rc" -ne 0 ] && [ "$T_FAIL" -eq "$fails_before" ] && not_ok "http_bodies: exit $rc with no failed assertion"
+echo "# http_bodies: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+
 # --- host unchanged -----------------------------------------------------------
 AFTER=$(host_state)
 if [ "$BEFORE" == "$AFTER" ]; then

@@ -226,7 +226,7 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 {
 	struct hu_stream *s = arg;
 
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	hu_inconn_set_closecb(hu_req_priv(s->r)->http, evcon, NULL, NULL);
 	/* A client that vanished leaves the request detached from its
 	 * connection, and only we can free it; at shutdown it is still
 	 * attached and libevent frees it right after this callback. */
@@ -250,8 +250,8 @@ static void end_abandoned(struct hu_stream *s)
 	hu_stream_end(s, NULL, NULL);
 }
 
-static struct hu_stream *stream_start(struct hu_req *r, const char *content_type, size_t high_water,
-				      const struct hu_stream_cbs *cbs)
+static struct hu_stream *stream_start(struct hu_req *r, int status, const char *reason, const char *content_type,
+				      size_t high_water, const struct hu_stream_cbs *cbs)
 {
 	struct hu_stream *s = calloc(1, sizeof(*s));
 	struct timeval write_tv = hu_req_idle_timeout(r);
@@ -278,20 +278,22 @@ static struct hu_stream *stream_start(struct hu_req *r, const char *content_type
 		s->gone = 1;
 		return s;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(s->ev), "Content-Type", content_type);
-	evhttp_send_reply_start(s->ev, 200, NULL);
+	if (content_type)
+		evhttp_add_header(evhttp_request_get_output_headers(s->ev), "Content-Type", content_type);
+	hu_body_before_reply(hu_req_priv(r));
+	evhttp_send_reply_start(s->ev, status, reason);
 	s->evcon = evhttp_request_get_connection(s->ev);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
 	bufferevent_set_timeouts(bev, NULL, &write_tv);
 	bufferevent_setwatermark(bev, EV_READ, 0, STREAM_INPUT_MAX);
-	evhttp_connection_set_closecb(s->evcon, on_close, s);
+	hu_inconn_set_closecb(hu_req_priv(r)->http, s->evcon, on_close, s);
 	hu_log(HU_LOG_DEBUG, stream_target(s), r->id, "stream %s started", r->path);
 	return s;
 }
 
 struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *cbs)
 {
-	struct hu_stream *s = stream_start(r, "application/connect+json", HU_STREAM_HIGH_WATER, cbs);
+	struct hu_stream *s = stream_start(r, 200, NULL, "application/connect+json", HU_STREAM_HIGH_WATER, cbs);
 	if (!s)
 		hu_connect_error(r, "internal", "out of memory");
 	return s;
@@ -300,7 +302,13 @@ struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *
 struct hu_stream *hu_stream_start_raw(struct hu_req *r, const char *content_type, size_t high_water,
 				      const struct hu_stream_cbs *cbs)
 {
-	return stream_start(r, content_type, high_water, cbs);
+	return stream_start(r, 200, NULL, content_type, high_water, cbs);
+}
+
+struct hu_stream *hu_stream_start_status(struct hu_req *r, int status, const char *reason, size_t high_water,
+					 const struct hu_stream_cbs *cbs)
+{
+	return stream_start(r, status, reason, NULL, high_water, cbs);
 }
 
 static size_t output_pending(const struct hu_stream *s)
@@ -358,8 +366,8 @@ static void close_reply(struct hu_stream *s)
 {
 	struct timeval idle = hu_req_idle_timeout(s->r);
 
-	evhttp_connection_set_closecb(s->evcon, NULL, NULL);
-	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, 0);
+	hu_inconn_set_closecb(hu_req_priv(s->r)->http, s->evcon, NULL, NULL);
+	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, HU_HTTP_INPUT_MAX);
 	evhttp_connection_set_timeout_tv(s->evcon, &idle);
 	evhttp_send_reply_end(s->ev);
 }
@@ -390,7 +398,7 @@ void hu_stream_finish(struct hu_stream *s)
 void hu_stream_abort(struct hu_stream *s, const char *why)
 {
 	if (!s->gone) {
-		evhttp_connection_set_closecb(s->evcon, NULL, NULL);
+		hu_inconn_set_closecb(hu_req_priv(s->r)->http, s->evcon, NULL, NULL);
 		evhttp_connection_free(s->evcon); /* frees the request with it */
 		s->r->ev = NULL;
 	}

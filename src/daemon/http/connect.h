@@ -71,6 +71,11 @@ void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_me
  * (nothing was answered then). */
 struct hu_stream *hu_stream_start_raw(struct hu_req *r, const char *content_type, size_t high_water,
 				      const struct hu_stream_cbs *cbs);
+/* A raw stream with the status (and reason, NULL: the standard one) and
+ * the headers the caller added (hu_reply_header): no Content-Type of its
+ * own, and chunked unless a Content-Length was added (the port ingress). */
+struct hu_stream *hu_stream_start_status(struct hu_req *r, int status, const char *reason, size_t high_water,
+					 const struct hu_stream_cbs *cbs);
 /* As hu_stream_send, for bytes. */
 int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len);
 /* End a raw stream: the body is complete. Frees the stream. */

@@ -134,6 +134,7 @@ static void send_reply(struct hu_req *r, int status, struct evbuffer *body)
 	/* bytes sent about a target: the data plane's traffic */
 	if (r->target_id[0] && body)
 		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(body));
+	hu_body_before_reply(hu_req_priv(r));
 	if (r->ev)
 		evhttp_send_reply(r->ev, status, status == 499 ? "Client Closed Request" : NULL, body);
 	hu_req_finish(r);

@@ -9,8 +9,10 @@
  *
  * Every error answer is JSON {"code": <status>, "message": "..."}, never an
  * empty or HTML body, except the few that libevent writes itself before any
- * callback runs (413 body too large, 400 for unparsable requests or
- * oversized headers, 501 for methods the server does not allow).
+ * callback runs (400 for an unparsable request line or header, 501 for
+ * methods the server does not allow). Heads over 64 KiB (431), bad body
+ * framing (400/501) and bodies over max_body (413) are answered in JSON by
+ * the HTTP layer (inconn.c, body.c).
  */
 #ifndef HUTCH_DAEMON_HTTP_REQUEST_H
 #define HUTCH_DAEMON_HTTP_REQUEST_H
@@ -78,6 +80,33 @@ int hu_req_json(struct hu_req *r, json_t **out);
 const char *hu_req_header(struct hu_req *r, const char *name);
 /* A query parameter (decoded), or NULL. */
 const char *hu_req_query(struct hu_req *r, const char *name);
+/* ---- streamed request bodies ------------------------------------------------- */
+/* Bodies are read by the HTTP layer, never buffered whole for the routes
+ * whose application hook says so (server.h, streams_body): those get the
+ * body piece by piece, decoded from its framing (Content-Length or chunked),
+ * with flow control. For other routes the body is read whole (bounded by
+ * max_body, 413) before the handler runs, and hu_req_body_stream hands it
+ * over in one piece. */
+struct hu_body_cbs {
+	/* The next bytes of the body. Return 1 to be paused (until
+	 * hu_req_body_resume), 0 for more. May answer r. */
+	int (*on_data)(void *arg, const uint8_t *data, size_t len);
+	/* The body ended: err NULL when it is complete, else why not (the
+	 * client closed early, malformed chunked framing: EINVAL). Called once,
+	 * never from inside hu_req_body_stream. */
+	void (*on_end)(void *arg, const hu_err *err);
+	void *arg;
+};
+/* Start taking the body (once). "100 Continue" goes out now if the client
+ * asked for it. -1 when there is no client any more. */
+int hu_req_body_stream(struct hu_req *r, const struct hu_body_cbs *cbs);
+void hu_req_body_resume(struct hu_req *r);
+/* No more callbacks (the consumer is going away); the rest of the body is
+ * left unread, so the connection closes after the reply. */
+void hu_req_body_detach(struct hu_req *r);
+/* What the head said: 0 no body, >0 its Content-Length, -1 chunked. */
+int64_t hu_req_body_length(struct hu_req *r);
+
 /* "GET", "POST", ... */
 const char *hu_http_method_name(enum evhttp_cmd_type m);
 

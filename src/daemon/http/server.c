@@ -24,7 +24,9 @@
 #include "daemon/http/server_internal.h"
 #include "util/cleanup.h"
 
-#define MAX_HEADERS_BYTES (64u << 10) /* all request headers together */
+/* evhttp's own limit, above ours (HU_HTTP_MAX_HEAD, 431 in inconn.c) so that
+ * ours answers first */
+#define EVHTTP_MAX_HEADERS_BYTES (2 * HU_HTTP_MAX_HEAD)
 #define LISTEN_BACKLOG 1024
 #define ACCEPT_PAUSE_MS 1000
 
@@ -59,6 +61,9 @@ static void req_free(struct req_priv *p)
 		h->inflight = p->next;
 	if (p->next)
 		p->next->prev = p->prev;
+	if (p->conn)
+		hu_inconn_forget_req(p->conn);
+	hu_body_free(p);
 	evhttp_clear_headers(&p->query_kv);
 	free(p->query_buf);
 	free(p);
@@ -78,6 +83,17 @@ void hu_req_finish(struct hu_req *r)
 	struct req_priv *p = hu_req_priv(r);
 	p->answered = 1;
 	if (!p->in_handler)
+		req_free(p);
+}
+
+void hu_req_hold(struct req_priv *p)
+{
+	p->in_handler++;
+}
+
+void hu_req_unhold(struct req_priv *p)
+{
+	if (--p->in_handler == 0 && p->answered)
 		req_free(p);
 }
 
@@ -194,22 +210,48 @@ static void no_delay(struct evhttp_request *ev)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
 }
 
+/* The head is parsed and the body (if any) is ready for the handler: read
+ * whole, or left for it to stream. */
+static void run_handler(struct req_priv *p)
+{
+	struct hu_http *h = p->http;
+	hu_req_hold(p);
+	h->hooks.dispatch(&p->pub);
+	hu_req_unhold(p);
+}
+
 static void on_request(struct evhttp_request *ev, void *arg)
 {
 	struct hu_http *h = arg;
 	struct req_priv *p = req_new(h, ev);
+	struct hu_inconn *c = p ? hu_inconn_of(h, ev) : NULL;
+	char msg[192];
+	int status;
 
 	if (!p) {
 		evhttp_send_reply(ev, 503, "Out Of Memory", NULL);
 		return;
 	}
-	p->in_handler = 1;
+	hu_req_hold(p);
 	no_delay(ev);
-	if (parse_target(&p->pub) == 0)
-		h->hooks.dispatch(&p->pub);
-	p->in_handler = 0;
-	if (p->answered)
-		req_free(p);
+	if (!c) {
+		/* never happens: every connection has its state */
+		evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close");
+		hu_reply_error(&p->pub, 500, "no state for this connection");
+	} else if (hu_inconn_request(c, p, &status, msg, sizeof(msg)) < 0) {
+		hu_body_own_reads(p);
+		evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close");
+		hu_reply_error(&p->pub, status, "%s", msg);
+	} else {
+		hu_body_own_reads(p);
+		if (parse_target(&p->pub) == 0) {
+			if (!p->body.present)
+				run_handler(p);
+			else
+				hu_body_begin(p, h->hooks.streams_body && h->hooks.streams_body(&p->pub), run_handler);
+		}
+	}
+	hu_req_unhold(p);
 }
 
 /* ---- server set-up and shutdown -------------------------------------------- */
@@ -219,7 +261,6 @@ int hu_http_new(struct event_base *base, const struct hu_http_settings *set, con
 {
 	struct hu_http *h = calloc(1, sizeof(*h));
 	struct timeval idle;
-	ev_ssize_t max_body;
 
 	*out = NULL;
 	if (!h || !(h->ev = evhttp_new(base))) {
@@ -227,15 +268,20 @@ int hu_http_new(struct event_base *base, const struct hu_http_settings *set, con
 		return hu_err_set(err, ENOMEM, "create the HTTP server");
 	}
 	h->set = *set;
+	h->base = base;
 	h->hooks = *hooks;
 	h->app = app;
 	idle = (struct timeval){.tv_sec = set->idle_timeout_s ? set->idle_timeout_s : 60};
-	max_body = set->max_body_bytes > (uint64_t)EV_SSIZE_MAX ? EV_SSIZE_MAX : (ev_ssize_t)set->max_body_bytes;
 	evhttp_set_gencb(h->ev, on_request, h);
+	/* no Content-Type is made up for a reply without one (a proxied
+	 * server's response is passed on as it was) */
+	evhttp_set_default_content_type(h->ev, NULL);
 	evhttp_set_allowed_methods(h->ev, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
 						  EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
-	evhttp_set_max_body_size(h->ev, max_body);
-	evhttp_set_max_headers_size(h->ev, MAX_HEADERS_BYTES);
+	/* evhttp never sees a body (inconn.c): body.c applies max_body */
+	evhttp_set_max_headers_size(h->ev, EVHTTP_MAX_HEADERS_BYTES);
+	/* every connection's bufferevent comes with its state (inconn.c) */
+	evhttp_set_bevcb(h->ev, hu_inconn_bev, h);
 	/* Idle connections die after this; streams swap it for a write-only
 	 * timeout while they run (connect.c, docs/architecture.md "Streams"). */
 	evhttp_set_timeout_tv(h->ev, &idle);

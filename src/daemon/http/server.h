@@ -13,6 +13,7 @@
 #define HUTCH_DAEMON_HTTP_SERVER_H
 
 #include <event2/event.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/http/request.h"
@@ -30,6 +31,9 @@ struct hu_http_hooks {
 	/* Every request, once its target is parsed: it must answer r (now or
 	 * later), usually through a route table (route.h). */
 	void (*dispatch)(struct hu_req *r);
+	/* Once the head is read: true when r's body goes to its handler as a
+	 * stream (request.h) rather than whole. May be NULL (never). */
+	bool (*streams_body)(struct hu_req *r);
 	/* A stream (connect.h) of a request with a target opened; the matching
 	 * stream_closed gets the target's id, as the target may be gone by then.
 	 * An open stream keeps its target busy. Either may be NULL. */

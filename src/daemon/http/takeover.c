@@ -46,8 +46,10 @@ struct hu_http_conn *hu_req_take_connection(struct hu_req *r, void (*gone)(void 
 		c->next->prev = c;
 	p->http->taken = c;
 	/* evhttp's close callback (if a stream set one) must not run for a
-	 * connection it no longer serves */
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	 * connection it no longer serves, nor its bytes be scanned as heads */
+	hu_inconn_set_closecb(p->http, evcon, NULL, NULL);
+	if (p->conn)
+		hu_inconn_taken(p->conn);
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 	bufferevent_set_timeouts(bev, NULL, NULL);

@@ -90,5 +90,6 @@ static struct bufferevent *tls_bev(struct event_base *base, void *arg)
 void hu_http_use_tls(struct hu_http *h, struct hu_tls *t)
 {
 	h->tls = 1;
-	evhttp_set_bevcb(h->ev, tls_bev, t);
+	h->make_bev = tls_bev; /* inconn.c asks it for each connection */
+	h->make_bev_arg = t;
 }

@@ -7,8 +7,8 @@
 static const char *const hop_by_hop[] = {
 	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Proxy-Authenticate", "Proxy-Authorization",
-	/* evhttp has answered 100-continue and read the body already */
-	"Expect",
+	/* hutch answers 100-continue itself, and re-frames the body */
+	"Expect", "Hutch-Body-Len", "Hutch-Body-Coding",
 	/* set here from what the request was, never taken from the client */
 	"Content-Length", "X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host", "Forwarded",
 	/* hutch's credential for the port: the server has no use for it */
@@ -82,8 +82,10 @@ int hu_head_build(const struct hu_head_in *in, struct evbuffer *out, bool *upgra
 		rc |= evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", up) < 0;
 	else
 		rc |= evbuffer_add_printf(out, "Connection: close\r\n") < 0;
-	if (in->body_len > 0 || in->body_expected)
-		rc |= evbuffer_add_printf(out, "Content-Length: %zu\r\n", in->body_len) < 0;
+	if (in->body_length < 0)
+		rc |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
+	else if (in->body_length > 0 || in->body_expected)
+		rc |= evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)in->body_length) < 0;
 	if (clean(in->client_addr) && *in->client_addr)
 		rc |= evbuffer_add_printf(out, "X-Forwarded-For: %s\r\n", in->client_addr) < 0;
 	rc |= evbuffer_add_printf(out, "X-Forwarded-Proto: %s\r\n", in->proto) < 0;

@@ -13,6 +13,7 @@
 #include <event2/keyvalq_struct.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "util/err.h"
 
@@ -20,7 +21,7 @@ struct hu_head_in {
 	const char *method;
 	const char *target;           /* the raw request target */
 	const struct evkeyvalq *headers;
-	size_t body_len;
+	int64_t body_length;          /* the body's Content-Length, -1: chunked (sent chunked) */
 	bool body_expected;           /* POST/PUT/PATCH: a Content-Length even when 0 */
 	const char *client_addr;      /* X-Forwarded-For */
 	const char *proto;            /* X-Forwarded-Proto: "http" or "https" */

@@ -3,14 +3,19 @@
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "daemon/http/connect.h"
+#include "daemon/http/framing.h"
 #include "daemon/http/server.h"
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
@@ -18,7 +23,8 @@
 #include "daemon/ingress/response.h"
 #include "runtime/sandbox.h"
 
-/* One proxied connection, from the dial to the end of its relay. */
+/* One proxied request, from the dial to the end of its response (or of
+ * the relay it turned into). */
 struct proxied {
 	struct hu_ingress *ig;
 	struct proxied *prev, *next;
@@ -26,13 +32,21 @@ struct proxied {
 	char team[64];
 	uint16_t port;
 	uint64_t req_id;
-	struct hu_req *r;        /* while dialling: answered with a 502 on failure */
+	struct hu_req *r;        /* until the response is over (or the relay took the connection) */
 	struct hu_dial *dial;
-	struct evbuffer *head;   /* head and body, sent once connected */
-	bool two_way;
-	struct hu_http_conn *conn;
+	struct evbuffer *head;   /* the request head, sent once connected */
+	bool two_way;            /* an Upgrade request */
+	bool chunked_body;       /* the body goes to the server chunked */
+	bool body_over;          /* the request body was sent whole (or there was none) */
+	bool body_paused;        /* the server's socket is full: the client's body waits */
+	bool head_request;       /* HEAD: the response has no body whatever it says */
+	struct hu_http_conn *conn; /* a relay's client connection (taken over) */
 	struct bufferevent *server;
 	struct hu_relay *relay;
+	struct hu_stream *stream; /* the response being passed on */
+	struct hu_framing resp;   /* its body's framing */
+	bool resp_paused;
+	uint64_t up_bytes, down_bytes;
 	bool streaming;          /* counted in its sandbox's open streams */
 };
 
@@ -75,7 +89,8 @@ static unsigned count_team(const struct hu_ingress *ig, const char *team)
 	return n;
 }
 
-/* Unlink and free p and everything it still holds. */
+/* Unlink and free p and everything it still holds; its request must have
+ * been answered (or handed to a stream or relay) already. */
 static void proxied_free(struct proxied *p)
 {
 	struct hu_ingress *ig = p->ig;
@@ -117,6 +132,36 @@ static void reply_port_error(struct hu_req *r, int status, const char *sbx_id, u
 	hu_reply_json(r, status, body);
 }
 
+/* The request is over before a response was passed on: answer it (an
+ * error), stop taking its body, free p. */
+static void fail_request(struct proxied *p, int status, const char *msg)
+{
+	struct hu_req *r = p->r;
+	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: %d %s", (unsigned)p->port, status, msg);
+	p->r = NULL;
+	if (r) {
+		hu_req_body_detach(r);
+		reply_port_error(r, status, p->sbx_id, p->port, msg);
+	}
+	proxied_free(p);
+}
+
+/* After the response started, a failure can only cut the client's
+ * connection (a truncated body, never one that looks complete). */
+static void cut(struct proxied *p, const char *why)
+{
+	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: response cut after %llu bytes: %s", (unsigned)p->port,
+	       (unsigned long long)p->down_bytes, why);
+	if (p->r)
+		hu_req_body_detach(p->r);
+	hu_stream_abort(p->stream, why);
+	p->stream = NULL;
+	p->r = NULL;
+	proxied_free(p);
+}
+
+/* ---- the relay (Upgrade) ---------------------------------------------------------------- */
+
 static void on_relay_done(struct hu_relay *rl, const char *why, void *arg)
 {
 	struct proxied *p = arg;
@@ -148,78 +193,279 @@ static void keep_alive_probes(evutil_socket_t fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-static void on_flushed(struct bufferevent *b, void *arg)
+/* 101 Switching Protocols: the connection leaves HTTP for a two-way relay. */
+static void start_relay(struct proxied *p, struct evbuffer *head)
 {
-	struct proxied *p = arg;
-	if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
+	struct hu_req *r = p->r;
+	hu_err e;
+
+	p->r = NULL;
+	p->conn = hu_req_take_connection(r, on_conn_gone, p, &e);
+	if (!p->conn) {
+		hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: %s", (unsigned)p->port, e.msg);
+		proxied_free(p);
+		return;
+	}
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	keep_alive_probes(bufferevent_getfd(client));
+	evbuffer_add_buffer(bufferevent_get_output(client), head);
+	p->relay = hu_relay_start(client, p->server, true, on_relay_done, p);
+	if (!p->relay)
 		proxied_free(p);
 }
 
-static void on_flush_event(struct bufferevent *b, short what, void *arg)
+/* ---- the response ------------------------------------------------------------------------ */
+
+static void response_done(struct proxied *p)
 {
-	proxied_free(arg);
+	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: response passed on (%llu bytes in, %llu out)",
+	       (unsigned)p->port, (unsigned long long)p->up_bytes, (unsigned long long)p->down_bytes);
+	if (p->r && !p->body_over)
+		hu_req_body_detach(p->r); /* the connection closes after the reply (http/body.c) */
+	hu_stream_finish(p->stream);
+	p->stream = NULL;
+	p->r = NULL;
+	proxied_free(p);
 }
 
-/* After the takeover there is no evhttp to answer: a 502 is written as
- * bytes, then the connection closes once it is out. */
-static void answer_raw_and_close(struct proxied *p, const char *msg)
+/* Pass on what the server sent of the response body. */
+static void pump_response(struct proxied *p)
 {
-	struct bufferevent *client = hu_http_conn_bev(p->conn);
-	json_t *body = json_pack("{s:i, s:s, s:s, s:i}", "code", 502, "message", msg, "sandboxId", p->sbx_id, "port",
-				 (int)p->port);
-	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	const char *t = text ? text : "{\"code\":502}";
+	struct evbuffer *in = bufferevent_get_input(p->server);
+	hu_err err;
 
-	json_decref(body);
-	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: 502 %s", (unsigned)p->port, msg);
-	if (p->server) {
-		bufferevent_free(p->server);
-		p->server = NULL;
+	while (p->stream && !p->resp_paused) {
+		struct evbuffer_iovec v;
+		size_t used, off, len;
+		if (p->resp.done) {
+			response_done(p);
+			return;
+		}
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+			return;
+		int rc = hu_framing_step(&p->resp, v.iov_base, v.iov_len, &used, &off, &len, &err);
+		if (rc < 0) {
+			cut(p, err.msg);
+			return;
+		}
+		int sent = len ? hu_stream_send_bytes(p->stream, (const uint8_t *)v.iov_base + off, len) : 0;
+		p->down_bytes += len;
+		evbuffer_drain(in, used);
+		if (sent < 0) {
+			cut(p, "the client connection failed");
+			return;
+		}
+		/* sent == 1: on_resp_pause ran and disabled the server's reads */
 	}
-	evbuffer_add_printf(bufferevent_get_output(client),
-			    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
-			    "Connection: close\r\n\r\n%s",
-			    strlen(t), t);
-	free(text);
-	bufferevent_setwatermark(client, EV_WRITE, 0, 0);
-	bufferevent_setcb(client, NULL, on_flushed, on_flush_event, p);
-	bufferevent_disable(client, EV_READ);
-	bufferevent_enable(client, EV_WRITE);
 }
 
-/* The server's response head, read whole before any of it is relayed. */
+static void on_resp_pause(void *arg)
+{
+	struct proxied *p = arg;
+	p->resp_paused = true;
+	bufferevent_disable(p->server, EV_READ);
+}
+
+static void on_resp_resume(void *arg)
+{
+	struct proxied *p = arg;
+	p->resp_paused = false;
+	bufferevent_enable(p->server, EV_READ);
+	pump_response(p);
+}
+
+static void on_client_gone(void *arg)
+{
+	struct proxied *p = arg;
+	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: the client left after %llu bytes", (unsigned)p->port,
+	       (unsigned long long)p->down_bytes);
+	hu_stream_finish(p->stream);
+	p->stream = NULL;
+	p->r = NULL;
+	proxied_free(p);
+}
+
+static void on_server_read(struct bufferevent *b, void *arg)
+{
+	pump_response(arg);
+}
+
+static void on_server_event(struct bufferevent *b, short what, void *arg)
+{
+	struct proxied *p = arg;
+	hu_err err;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	pump_response(p); /* what came before the end */
+	if (!p->stream)
+		return; /* done (or cut) with it */
+	if ((what & BEV_EVENT_ERROR) || hu_framing_eof(&p->resp, &err) < 0) {
+		cut(p, "the server closed the connection before the end of its response");
+		return;
+	}
+	response_done(p); /* a response delimited by the close */
+}
+
+static bool hop_by_hop(const char *name, const char *connection)
+{
+	static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
+					    "Transfer-Encoding", "Upgrade", "Content-Length"};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcasecmp(name, names[i]))
+			return true;
+	if (!connection)
+		return false;
+	size_t n = strlen(name);
+	for (const char *c = connection; (c = strcasestr(c, name)); c += n)
+		if ((c == connection || c[-1] == ',' || c[-1] == ' ') && (c[n] == '\0' || c[n] == ',' || c[n] == ' '))
+			return true;
+	return false;
+}
+
+/* The server's final head is in `heads`: start passing the response on,
+ * re-framed by evhttp for the client's connection (keep-alive, chunked
+ * when its length is not known). */
+static void start_response(struct proxied *p, struct evbuffer *heads)
+{
+	struct evkeyvalq h;
+	struct evkeyval *kv;
+	char reason[128];
+	int status;
+	hu_err err;
+
+	TAILQ_INIT(&h);
+	if (hu_response_fields(heads, &status, reason, sizeof(reason), &h, &err) < 0) {
+		evhttp_clear_headers(&h);
+		fail_request(p, 502, err.msg);
+		return;
+	}
+	const char *te = evhttp_find_header(&h, "Transfer-Encoding");
+	const char *cl = evhttp_find_header(&h, "Content-Length");
+	const char *connection = evhttp_find_header(&h, "Connection");
+	bool no_body = p->head_request || status == 204 || status == 304 || status < 200;
+	size_t cl_digits = cl ? strspn(cl, "0123456789") : 0;
+	if (no_body)
+		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, 0, 0);
+	else if (te && strcasecmp(te, "chunked")) {
+		evhttp_clear_headers(&h);
+		fail_request(p, 502, "the server's Transfer-Encoding is not chunked");
+		return;
+	} else if (te)
+		hu_framing_init(&p->resp, HU_FRAMING_CHUNKED, 0, 0);
+	else if (cl && (cl_digits == 0 || cl[cl_digits] || cl_digits > 18)) {
+		evhttp_clear_headers(&h);
+		fail_request(p, 502, "the server's Content-Length is not a number");
+		return;
+	} else if (cl)
+		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, strtoull(cl, NULL, 10), 0);
+	else
+		hu_framing_init(&p->resp, HU_FRAMING_CLOSE, 0, 0);
+	TAILQ_FOREACH(kv, &h, next) {
+		/* a length stays when it is the body's (or a HEAD's) */
+		bool keep_length = !strcasecmp(kv->key, "Content-Length") && !te && (no_body || cl);
+		if (keep_length || !hop_by_hop(kv->key, connection))
+			hu_reply_header(p->r, kv->key, kv->value);
+	}
+	evhttp_clear_headers(&h);
+	struct hu_stream_cbs cbs = {on_resp_pause, on_resp_resume, on_client_gone, p};
+	p->stream = hu_stream_start_status(p->r, status, reason[0] ? reason : NULL, HU_RELAY_HIGH, &cbs);
+	if (!p->stream) {
+		fail_request(p, 500, "out of memory");
+		return;
+	}
+	bufferevent_setcb(p->server, on_server_read, NULL, on_server_event, p);
+	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RELAY_HIGH);
+	bufferevent_enable(p->server, EV_READ);
+	pump_response(p);
+}
+
+/* The server's response head, read whole before any of it is passed on. */
 static void on_head(struct bufferevent *b, void *arg)
 {
 	struct proxied *p = arg;
-	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	struct evbuffer *heads = evbuffer_new();
 	int status = 0;
 	hu_err err;
 
-	int rc = hu_response_head(bufferevent_get_input(b), bufferevent_get_output(client), &status, &err);
-	if (rc == 0)
-		return;
-	if (rc < 0) {
-		answer_raw_and_close(p, err.msg);
+	if (!heads) {
+		fail_request(p, 500, "out of memory");
 		return;
 	}
-	p->relay = hu_relay_start(client, p->server, p->two_way && status == 101, on_relay_done, p);
-	if (!p->relay)
-		proxied_free(p);
+	int rc = hu_response_head(bufferevent_get_input(b), heads, &status, &err);
+	if (rc == 0) {
+		/* interim heads are not passed on; hu_response_head consumed them */
+		evbuffer_free(heads);
+		return;
+	}
+	if (rc < 0)
+		fail_request(p, 502, err.msg);
+	else if (status == 101 && p->two_way)
+		start_relay(p, heads);
+	else if (status == 101)
+		fail_request(p, 502, "the server switched protocols without being asked to");
+	else
+		start_response(p, heads);
+	evbuffer_free(heads);
 }
 
 static void on_head_event(struct bufferevent *b, short what, void *arg)
 {
 	struct proxied *p = arg;
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		answer_raw_and_close(p, "the server closed the connection without a response");
+		fail_request(p, 502, "the server closed the connection without a response");
+}
+
+/* ---- the request body -------------------------------------------------------------------- */
+
+static int on_body_data(void *arg, const uint8_t *data, size_t len)
+{
+	struct proxied *p = arg;
+	struct evbuffer *out = bufferevent_get_output(p->server);
+
+	p->up_bytes += len;
+	if (p->chunked_body)
+		evbuffer_add_printf(out, "%zx\r\n", len);
+	evbuffer_add(out, data, len);
+	if (p->chunked_body)
+		evbuffer_add(out, "\r\n", 2);
+	if (evbuffer_get_length(out) >= HU_RELAY_HIGH) {
+		p->body_paused = true;
+		return 1; /* on_server_drained resumes it */
+	}
+	return 0;
+}
+
+static void on_body_end(void *arg, const hu_err *why)
+{
+	struct proxied *p = arg;
+
+	if (why) {
+		/* the response may have started: then only a cut is left */
+		if (p->stream)
+			cut(p, why->msg);
+		else
+			fail_request(p, 400, why->msg);
+		return;
+	}
+	p->body_over = true;
+	if (p->chunked_body)
+		evbuffer_add(bufferevent_get_output(p->server), "0\r\n\r\n", 5);
+}
+
+static void on_server_drained(struct bufferevent *b, void *arg)
+{
+	struct proxied *p = arg;
+	if (p->body_paused && p->r) {
+		p->body_paused = false;
+		hu_req_body_resume(p->r);
+	}
 }
 
 static void on_dialled(int fd, const hu_err *err, void *arg)
 {
 	struct proxied *p = arg;
 	struct hu_daemon *d = p->ig->d;
-	struct hu_req *r = p->r;
-	hu_err e;
 
 	p->dial = NULL;
 	if (fd < 0) {
@@ -230,48 +476,34 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 		else
 			snprintf(msg, sizeof(msg), "cannot reach port %u in sandbox %s: %s", (unsigned)p->port, p->sbx_id,
 				 err->msg);
-		p->r = NULL;
-		reply_port_error(r, 502, p->sbx_id, p->port, msg);
-		proxied_free(p);
+		fail_request(p, 502, msg);
 		return;
 	}
 	struct hu_sbx *s = d->reg ? hu_registry_get(d->reg, p->sbx_id) : NULL;
 	p->server = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (!p->server) {
 		close(fd);
-		p->r = NULL;
-		reply_port_error(r, 500, p->sbx_id, p->port, "out of memory");
-		proxied_free(p);
+		fail_request(p, 500, "out of memory");
 		return;
 	}
 	if (!s || s->state != HU_SBX_RUNNING) {
-		p->r = NULL;
-		reply_port_error(r, 502, p->sbx_id, p->port, "the sandbox stopped while its port was being reached");
-		proxied_free(p);
-		return;
-	}
-	/* From here on the connection is bytes: r is answered by the server. */
-	p->r = NULL;
-	p->conn = hu_req_take_connection(r, on_conn_gone, p, &e);
-	if (!p->conn) {
-		hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: %s", (unsigned)p->port, e.msg);
-		proxied_free(p);
+		fail_request(p, 502, "the sandbox stopped while its port was being reached");
 		return;
 	}
 	if (evbuffer_add_buffer(bufferevent_get_output(p->server), p->head) < 0) {
-		proxied_free(p);
+		fail_request(p, 500, "out of memory");
 		return;
 	}
-	/* the client waits for the response head: nothing of it is read yet */
-	struct bufferevent *client = hu_http_conn_bev(p->conn);
-	keep_alive_probes(bufferevent_getfd(client));
-	bufferevent_disable(client, EV_READ);
-	bufferevent_setcb(client, NULL, NULL, NULL, NULL);
 	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
-	bufferevent_setcb(p->server, on_head, NULL, on_head_event, p);
+	bufferevent_setwatermark(p->server, EV_WRITE, HU_RELAY_LOW, 0);
+	bufferevent_setcb(p->server, on_head, on_server_drained, on_head_event, p);
 	bufferevent_enable(p->server, EV_READ | EV_WRITE);
 	hu_sbx_stream_begin(s);
 	p->streaming = true;
+	/* the body follows the head as the client sends it */
+	struct hu_body_cbs cbs = {on_body_data, on_body_end, p};
+	if (hu_req_body_stream(p->r, &cbs) < 0)
+		fail_request(p, 400, "the client is gone");
 }
 
 /* maskRequestHost with every "${PORT}" replaced by the port, or NULL. */
@@ -327,26 +559,23 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		p->next->prev = p;
 	ig->list = p;
 
-	struct evbuffer *body = evhttp_request_get_input_buffer(r->ev);
 	hu_req_peer(r, &addr, &peer_port);
+	int64_t body_length = hu_req_body_length(r);
 	struct hu_head_in in = {
 		.method = hu_http_method_name(r->method),
 		.target = evhttp_request_get_uri(r->ev),
 		.headers = evhttp_request_get_input_headers(r->ev),
-		.body_len = evbuffer_get_length(body),
+		.body_length = body_length,
 		.body_expected = r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_PUT ||
 				 r->method == EVHTTP_REQ_PATCH,
 		.client_addr = addr,
 		.proto = hu_req_scheme(r),
 		.host = masked_host(s, port, mask, sizeof(mask)),
 	};
+	p->chunked_body = body_length < 0;
+	p->head_request = r->method == EVHTTP_REQ_HEAD;
 	if (hu_head_build(&in, p->head, &p->two_way, &err) < 0) {
 		reply_port_error(r, err.code == ENOMEM ? 500 : 400, s->id, port, err.msg);
-		proxied_free(p);
-		return;
-	}
-	if (evbuffer_add_buffer(p->head, body) < 0) {
-		reply_port_error(r, 500, s->id, port, "out of memory");
 		proxied_free(p);
 		return;
 	}
@@ -370,9 +599,12 @@ void hu_ingress_free(struct hu_daemon *d)
 		return;
 	while (d->ingress->list) {
 		struct proxied *p = d->ingress->list;
-		if (p->r) { /* still dialling: its request is dropped with the server */
-			p->r = NULL;
-		}
+		if (p->r) /* its request is dropped with the server */
+			hu_req_body_detach(p->r);
+		if (p->stream)
+			hu_stream_abort(p->stream, "the server is stopping");
+		p->stream = NULL;
+		p->r = NULL;
 		proxied_free(p);
 	}
 	if (d->ingress->host_netns >= 0)

@@ -1,16 +1,17 @@
 /*
  * Port ingress: a request for a port inside a sandbox (other than envd's)
- * is sent to that port, and from then on its connection is a byte relay.
+ * is sent to that port, on a connection of its own.
  *
  * The request head is rebuilt from what evhttp parsed (method, target,
- * headers without the hop-by-hop ones, X-Forwarded-For/-Proto/-Host set)
- * with its body, which evhttp has read whole (max_body bounds it). A plain
- * request is sent with `Connection: close`, so the server's response, of any
- * framing (length, chunked, close-delimited, an endless event stream), is
- * relayed as bytes until the server closes; the client's connection then
- * closes too. An Upgrade (WebSocket) request keeps its Upgrade headers and
- * the connection becomes a two-way relay. An open relay counts as a stream
- * of its sandbox: the sandbox is not idle while it lasts.
+ * headers without the hop-by-hop ones, X-Forwarded-For/-Proto/-Host set,
+ * `Connection: close`), and the body follows as the client sends it
+ * (http/body.c streams it; sized bodies keep their length, chunked ones are
+ * re-chunked), with flow control both ways. The server's response is decoded
+ * from its framing and passed on through the HTTP layer's streams, so the
+ * client's connection stays keep-alive and its next request is routed
+ * afresh. An Upgrade (WebSocket) request that gets a 101 turns the client's
+ * connection into a two-way relay (relay.c). An open request or relay counts
+ * as a stream of its sandbox: the sandbox is not idle while it lasts.
  */
 #ifndef HUTCH_DAEMON_INGRESS_INGRESS_H
 #define HUTCH_DAEMON_INGRESS_INGRESS_H

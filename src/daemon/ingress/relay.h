@@ -5,11 +5,10 @@
  * below HU_RELAY_LOW, so a reader that stalls slows its writer down instead
  * of growing the daemon's memory (and TCP carries the pressure back).
  *
- * Two modes. Two-way (WebSocket and other upgrades): bytes flow both ways,
- * and an end of stream on one side is passed on as a half-close. Response
- * only (plain HTTP: the request was already sent whole): the client is only
- * watched for going away, and what it sends meanwhile (a pipelined request)
- * is left unread. Either way the relay ends when the server's end of stream
+ * Two modes. Two-way (WebSocket and other upgrades, what ingress.c uses):
+ * bytes flow both ways, and an end of stream on one side is passed on as a
+ * half-close. Response only: the client is only watched for going away, and
+ * what it sends meanwhile is left unread. Either way the relay ends when the server's end of stream
  * has been written out to the client, or on the first error.
  */
 #ifndef HUTCH_DAEMON_INGRESS_RELAY_H

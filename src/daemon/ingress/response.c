@@ -1,5 +1,7 @@
 #include "daemon/ingress/response.h"
 
+#include <event2/http.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -118,4 +120,52 @@ int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_
 			return 1;
 		}
 	}
+}
+
+int hu_response_fields(struct evbuffer *heads, int *status, char *reason, size_t cap, struct evkeyvalq *headers,
+		       hu_err *err)
+{
+	size_t len = evbuffer_get_length(heads);
+	char *text = malloc(len + 1);
+	int rc = 0;
+
+	if (!text)
+		return hu_err_set(err, ENOMEM, "response head");
+	evbuffer_copyout(heads, text, len);
+	text[len] = '\0';
+	/* the final head is the last one: every head ends in an empty line */
+	char *head = text;
+	for (char *next; (next = strstr(head, "\r\n\r\n")) && next + 4 < text + len;)
+		head = next + 4;
+	char *line = head, *eol = strstr(line, "\r\n");
+	*status = status_of(line, eol ? (size_t)(eol - line) : strlen(line));
+	if (!eol || *status < 0) {
+		free(text);
+		return hu_err_set(err, EPROTO, "the server did not answer with HTTP/1.x");
+	}
+	*eol = '\0';
+	snprintf(reason, cap, "%s", strlen(line) > 13 ? line + 13 : "");
+	for (line = eol + 2; (eol = strstr(line, "\r\n")) && eol != line; line = eol + 2) {
+		*eol = '\0';
+		char *colon = strchr(line, ':');
+		if (!colon || colon == line || line[0] == ' ' || line[0] == '\t' || colon[-1] == ' ' || colon[-1] == '\t') {
+			rc = hu_err_set(err, EPROTO, "the server sent a malformed header line");
+			break;
+		}
+		*colon = '\0';
+		char *v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		size_t vl = strlen(v);
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			v[--vl] = '\0';
+		if (!strcasecmp(line, "Connection") && !strcmp(v, "close") && eol + 4 <= text + len && !strcmp(eol + 2, "\r\n"))
+			continue; /* the one hu_response_head added */
+		if (evhttp_add_header(headers, line, v) < 0) {
+			rc = hu_err_set(err, EPROTO, "the server sent a header that cannot be passed on");
+			break;
+		}
+	}
+	free(text);
+	return rc;
 }

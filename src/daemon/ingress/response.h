@@ -1,5 +1,5 @@
 /*
- * The response head a sandbox's server sends, before it is relayed: read
+ * The response head a sandbox's server sends, before it is passed on: read
  * whole (bounded, so a server sending endless headers gets its client a
  * 502 instead of holding it), and, for a plain response, its connection
  * headers replaced by `Connection: close`. The client then knows the
@@ -12,7 +12,9 @@
 #define HUTCH_DAEMON_INGRESS_RESPONSE_H
 
 #include <event2/buffer.h>
+#include <event2/keyvalq_struct.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "util/err.h"
 
@@ -23,5 +25,13 @@
  * 0: more bytes needed; -1: not an HTTP/1.x response, or a head over
  * HU_RESPONSE_HEAD_MAX. */
 int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err);
+
+/* The final head of what hu_response_head wrote (interim 1xx heads before
+ * it are skipped): its status, reason phrase and headers (appended to
+ * `headers`, in order; the `Connection: close` it added is left out). -1
+ * (EPROTO) on a header line that is not "name: value" (folded lines
+ * included). */
+int hu_response_fields(struct evbuffer *heads, int *status, char *reason, size_t cap, struct evkeyvalq *headers,
+		       hu_err *err);
 
 #endif

@@ -41,7 +41,7 @@
 static char *build(struct evkeyvalq *h, const char *method, const char *target, size_t body, bool *upgrade, int *rc)
 {
 	struct evbuffer *out = evbuffer_new();
-	struct hu_head_in in = {.method = method, .target = target, .headers = h, .body_len = body,
+	struct hu_head_in in = {.method = method, .target = target, .headers = h, .body_length = (int64_t)body,
 				.body_expected = !strcmp(method, "POST"), .client_addr = "10.1.2.3", .proto = "http"};
 	hu_err err;
 	*rc = hu_head_build(&in, out, upgrade, &err);
