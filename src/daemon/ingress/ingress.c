@@ -13,8 +13,8 @@
 #include "daemon/http/server.h"
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
-#include "daemon/ingress/relay.h"
-#include "daemon/ingress/response.h"
+#include "daemon/http/relay.h"
+#include "daemon/http/response.h"
 
 /* One proxied connection, from the dial to the end of its relay. */
 struct proxied {

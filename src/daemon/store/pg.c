@@ -434,6 +434,8 @@ static const struct hu_store_ops pg_ops = {
 	.snapshot_delete = hu_pg_snapshot_delete,
 	.node_register = hu_pg_node_register,
 	.node_renew = hu_pg_node_renew,
+	.place = hu_pg_place,
+	.placement_done = hu_pg_placement_done,
 	.node_each = hu_pg_node_each,
 	.sandbox_owner = hu_pg_sandbox_owner,
 };
