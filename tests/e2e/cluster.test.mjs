@@ -320,7 +320,10 @@ test('creates spread over the nodes; a draining node takes none', { skip }, asyn
     }
     const by = {}
     for (const id of made) by[ownerOf(id)] = (by[ownerOf(id)] || 0) + 1
-    assert.deepEqual(by, { n1: 4, n2: 4 }, JSON.stringify(by))
+    // budgets of the same host, published a moment apart, differ a little:
+    // the split is even within one
+    assert.deepEqual(Object.keys(by).sort(), ['n1', 'n2'], JSON.stringify(by))
+    assert.ok(Math.abs(by.n1 - by.n2) <= 2, JSON.stringify(by))
     assert.equal(sql('SELECT count(*) FROM placements'), '0', 'every reservation ended with its create')
   } finally {
     sql('UPDATE nodes SET draining = false')
@@ -437,3 +440,41 @@ class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 S(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
 `
+
+// A node whose listener is TLS is reached over TLS: its address is
+// https://, and a forwarding node checks its certificate against
+// cluster.ca; a node that does not trust the certificate forwards nothing.
+test('forwarding over TLS to a node with an https:// address, its certificate checked', { skip }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hutch-cluster-tls-'))
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=n4', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')],
+  { stdio: 'ignore' })
+  process.kill(nodes[0].pid, 'SIGTERM')
+  nodes[0] = await nodes[0].restart([...nodeArgs('n1'), '--cluster-ca', join(dir, 'cert.pem')], nodeEnv('n1'))
+  const n4 = await startDaemon([...nodeArgs('n4'), '--tls-cert', join(dir, 'cert.pem'), '--tls-key', join(dir, 'key.pem')],
+    { apiKey: nodes[0].apiKey }, nodeEnv('n4'))
+  let id
+  try {
+    assert.match(sql("SELECT address FROM nodes WHERE name = 'n4'"), /^https:\/\/127\.0\.0\.1:\d+$/)
+    sql("UPDATE nodes SET draining = (name <> 'n4')")
+    const r = await create(nodes[0])
+    assert.equal(r.status, 201, r.text)
+    id = r.json.sandboxID
+    assert.equal(ownerOf(id), 'n4')
+    assert.equal((await api(nodes[0], 'GET', `/sandboxes/${id}`)).status, 200)
+    const dp = await fetch(`${nodes[0].url}/health`, { headers: { 'E2b-Sandbox-Id': id } })
+    assert.equal(dp.status, 204)
+    // n2 has no cluster.ca: the system's CAs do not know n4's certificate
+    const refused = await api(nodes[1], 'GET', `/sandboxes/${id}`)
+    assert.equal(refused.status, 503, refused.text)
+    assert.match(refused.json.message, /node n4, which serves this call, cannot be reached from this node: TLS/)
+    assert.equal((await api(nodes[0], 'DELETE', `/sandboxes/${id}`)).status, 204)
+    id = null
+  } finally {
+    sql('UPDATE nodes SET draining = false')
+    if (id) await api(nodes[0], 'DELETE', `/sandboxes/${id}`).catch(() => {})
+    await n4.stop()
+    sql("DELETE FROM nodes WHERE name = 'n4'")
+    rmSync(dir, { recursive: true, force: true })
+  }
+})

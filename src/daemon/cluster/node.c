@@ -25,7 +25,8 @@
 #include "daemon/store/store.h"
 
 /* The defaults of node.name (<host name>-<port>: two nodes on one host
- * differ by port) and node.address (what this node listens on). */
+ * differ by port) and node.address (what this node listens on, https://
+ * with tls_cert). */
 static void identity(const struct hu_config *cfg, struct hu_node *n)
 {
 	char host[64] = "hutch";
@@ -37,12 +38,14 @@ static void identity(const struct hu_config *cfg, struct hu_node *n)
 		host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")] = '\0';
 		snprintf(n->name, sizeof(n->name), "%.50s-%u", host[0] ? host : "hutch", cfg->port);
 	}
+	/* a listener with TLS is reached over TLS */
+	const char *scheme = cfg->tls_cert[0] ? "https" : "http";
 	if (cfg->node_address[0])
 		snprintf(n->address, sizeof(n->address), "%s", cfg->node_address);
 	else if (strchr(cfg->listen_addr, ':'))
-		snprintf(n->address, sizeof(n->address), "http://[%s]:%u", cfg->listen_addr, cfg->port);
+		snprintf(n->address, sizeof(n->address), "%s://[%s]:%u", scheme, cfg->listen_addr, cfg->port);
 	else
-		snprintf(n->address, sizeof(n->address), "http://%s:%u", cfg->listen_addr, cfg->port);
+		snprintf(n->address, sizeof(n->address), "%s://%s:%u", scheme, cfg->listen_addr, cfg->port);
 	snprintf(n->labels, sizeof(n->labels), "%s", cfg->node_labels);
 }
 

@@ -699,7 +699,7 @@ static const struct {
 	{"node.labels", NULL, set_node_labels},
 	{"cluster.secret", NULL, set_cluster_secret},
 	{"cluster.secret_file", "--cluster-secret-file", set_cluster_secret_file},
-	{"cluster.ca", NULL, set_cluster_ca},
+	{"cluster.ca", "--cluster-ca", set_cluster_ca},
 	{"max_body", NULL, set_max_body},
 	{"sandbox_domain", "--sandbox-domain", set_sandbox_domain},
 	{"ingress.max_per_sandbox", NULL, set_ingress_per_sandbox},
