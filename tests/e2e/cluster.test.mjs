@@ -462,7 +462,7 @@ test('forwarding over TLS to a node with an https:// address, its certificate ch
     id = r.json.sandboxID
     assert.equal(ownerOf(id), 'n4')
     assert.equal((await api(nodes[0], 'GET', `/sandboxes/${id}`)).status, 200)
-    const dp = await fetch(`${nodes[0].url}/health`, { headers: { 'E2b-Sandbox-Id': id } })
+    const dp = await fetch(`${nodes[0].url}/health`, { headers: { "E2b-Sandbox-Id": id } })
     assert.equal(dp.status, 204)
     // n2 has no cluster.ca: the system's CAs do not know n4's certificate
     const refused = await api(nodes[1], 'GET', `/sandboxes/${id}`)

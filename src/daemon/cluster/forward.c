@@ -41,6 +41,7 @@ struct hu_forward {
 	char placement[HU_PLACEMENT_ID_MAX];
 	struct evbuffer *head; /* the request, sent once connected */
 	bool two_way;
+	bool tls; /* the node's address is https:// */
 	struct bufferevent *server;
 	struct hu_http_conn *conn;
 	struct hu_relay *relay;
@@ -311,7 +312,8 @@ static void on_connect_event(struct bufferevent *b, short what, void *arg)
 	hu_err e;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
-		unsigned long tls_err = p->c->tls ? ERR_get_error() : 0;
+		/* libevent keeps the TLS errors of a connection with it */
+		unsigned long tls_err = p->tls ? bufferevent_get_openssl_error(b) : 0;
 		if (what & BEV_EVENT_TIMEOUT)
 			snprintf(why, sizeof(why), "connecting timed out after %d ms", HU_FORWARD_CONNECT_MS);
 		else if (tls_err)
@@ -353,6 +355,9 @@ static SSL_CTX *client_tls(struct hu_cluster *c, hu_err *err)
 	if (!ctx)
 		return hu_err_set(err, ENOMEM, "TLS to other nodes"), NULL;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	/* evhttp closes a TLS connection without close_notify: that end is the
+	 * end of the answer (HTTP's framing tells a cut one), not an error */
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	const char *ca = c->d->cfg.cluster_ca;
 	if (ca[0] ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 : SSL_CTX_set_default_verify_paths(ctx) != 1) {
@@ -403,6 +408,7 @@ static int dial(struct hu_forward *p, const char *address, hu_err *err)
 	 * lookup does not leave the loop */
 	if ((rc = getaddrinfo(pe.host, pe.port, &hints, &ai)) != 0)
 		return hu_err_set(err, -EHOSTUNREACH, "resolve %.64s: %s", pe.host, gai_strerror(rc));
+	p->tls = pe.tls;
 	p->server = pe.tls ? tls_bev(c, &pe, err) : bufferevent_socket_new(c->d->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (!p->server) {
 		freeaddrinfo(ai);
