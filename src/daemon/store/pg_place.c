@@ -66,6 +66,36 @@ static int by_key(struct pg_store *st, const struct hu_place_ask *ask, struct hu
 	return found;
 }
 
+/* No node has room: the least loaded one that could take the create
+ * otherwise, with no reservation, so that its admission answers why (429
+ * over its budget, 503 under pressure) rather than a node that is not
+ * the place for it. ENOENT when no node is live, taking placements and
+ * holding the template. */
+static const char fallback_sql[] =
+	"SELECT n.name, n.address FROM nodes n WHERE n.lease_until > now() AND NOT n.draining"
+	" AND ($1 = '' OR $1 = ANY(string_to_array(n.templates, ',')))"
+	" AND EXISTS (SELECT 1 FROM nodes me WHERE me.name = $2 AND me.generation = $3::bigint"
+	" AND me.lease_until > now())"
+	" ORDER BY (" COMMITTED("memory") ")::float8 / greatest(n.memory, 1), n.name LIMIT 1";
+
+static int least_loaded(struct pg_store *st, const char *template_id, struct hu_node *chosen, hu_err *err)
+{
+	const char *p[] = {template_id, st->node, st->generation};
+	PGresult *res;
+	int rc = 0;
+
+	if (hu_pg_exec(st, "placement: the least loaded node", fallback_sql, 3, p, &res, err) < 0)
+		return -1;
+	if (PQntuples(res) != 1) {
+		rc = hu_err_set(err, -ENOENT, "no node takes placements and has template '%.64s'", template_id);
+	} else {
+		snprintf(chosen->name, sizeof(chosen->name), "%s", PQgetvalue(res, 0, 0));
+		snprintf(chosen->address, sizeof(chosen->address), "%s", PQgetvalue(res, 0, 1));
+	}
+	PQclear(res);
+	return rc;
+}
+
 static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, struct hu_node *chosen,
 			char *placement, hu_err *err)
 {
@@ -88,7 +118,7 @@ static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, str
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		placement[0] = '\0';
-		return hu_err_set(err, -ENOENT, "no node has room for it and template '%.64s'", p[0]);
+		return least_loaded(st, p[0], chosen, err);
 	}
 	snprintf(chosen->name, sizeof(chosen->name), "%s", PQgetvalue(res, 0, 0));
 	snprintf(chosen->address, sizeof(chosen->address), "%s", PQgetvalue(res, 0, 1));

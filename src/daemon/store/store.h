@@ -120,7 +120,10 @@ int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size
  * commits nothing) and the reservations of creates placed there and still
  * on their way. A reservation is made for ask (its id in placement, cap
  * HU_PLACEMENT_ID_MAX) and lasts until hu_store_placement_done or 30 s.
- * ENOENT: no node qualifies. ENOSYS: the backend has no nodes. */
+ * When no node has room: the least loaded live, not draining node with the
+ * template, placement "" (nothing reserved: its admission says why it
+ * cannot). ENOENT: no such node (the placing node itself fenced out or past
+ * its lease counts as none). ENOSYS: the backend has no nodes. */
 int hu_store_place(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
 		   hu_err *err);
 /* The create of a reservation reached its node (its row is written, or it

@@ -920,7 +920,12 @@ static void test_pg_placement(void **state)
 	}
 	assert_int_equal(to_n1, 2);
 	assert_int_equal(to_n2, 8);
-	/* full: nothing qualifies */
+	/* full: the least loaded node that could take it, nothing reserved
+	 * (its admission says why not); none for a template no node has */
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n1");
+	assert_string_equal(placement, "");
+	ask.template_id = "nowhere";
 	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), -1);
 	assert_int_equal(err.code, ENOENT);
 	assert_string_equal(placement, "");
