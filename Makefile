@@ -37,14 +37,18 @@ WARN      := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter -Wn
 CPPFLAGS  += -D_GNU_SOURCE -Isrc $(TESTDEFS) $(shell pkg-config --cflags $(PKGS))
 CFLAGS    += -std=gnu11 $(OPT) $(WARN) $(SANFLAGS) -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS   += $(SANFLAGS) -pie -Wl,-z,relro,-z,now -Wl,--as-needed
-# libarchive and libnftables are loaded on first use (src/util/dynlib.h), by the soname the linker
-# would record; programs that call them directly (tests) link them as usual.
-LAZY_PKGS := libarchive libnftables
+# libarchive, libnftables and libpq are loaded on first use (src/util/dynlib.h), by the soname the
+# linker would record; programs that call them directly (tests) link them as usual.
+LAZY_PKGS := libarchive libnftables libpq
 soname     = $(shell objdump -p $(shell pkg-config --variable=libdir $(1))/$(2).so 2>/dev/null | awk '/SONAME/ {print $$2}')
 CPPFLAGS  += -DHU_LIBARCHIVE_SONAME='"$(call soname,libarchive,libarchive)"' \
-             -DHU_LIBNFTABLES_SONAME='"$(call soname,libnftables,libnftables)"'
+             -DHU_LIBNFTABLES_SONAME='"$(call soname,libnftables,libnftables)"' \
+             -DHU_LIBPQ_SONAME='"$(call soname,libpq,libpq)"'
 ifeq ($(findstring .so.,$(call soname,libarchive,libarchive)$(call soname,libnftables,libnftables)),)
 $(error cannot read the sonames of libarchive and libnftables (objdump, the -dev packages))
+endif
+ifeq ($(findstring .so.,$(call soname,libpq,libpq)),)
+$(error cannot read the soname of libpq (objdump, libpq-dev))
 endif
 LIBS      := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS)))
 TEST_LIBS := $(shell pkg-config --libs cmocka $(LAZY_PKGS))

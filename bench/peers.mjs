@@ -109,9 +109,11 @@ cd tree
 tar -xf "$1/files.tar"
 # lstat every file through perl: coreutils' stat uses statx, whose flags runsc (2022-12) refuses (EINVAL)
 find . -type f -exec perl -e 'for (@ARGV) { my @s = lstat $_ or die "$_: $!\\n" }' {} +
+# no automatic gc or maintenance: git may start it detached after the commit, writing into .git
+# while the sample's work dir is being removed
 git init -q
-git add -A
-git -c user.name=bench -c user.email=bench@localhost commit -q -m files
+git -c gc.auto=0 -c maintenance.auto=false add -A
+git -c gc.auto=0 -c maintenance.auto=false -c user.name=bench -c user.email=bench@localhost commit -q -m files
 `)
   writeFileSync(join(DATA, 'syscalls.py'), `# the syscall-heavy task: 100,000 open/read/close, then 1,000 fork+exec+wait of /usr/bin/true
 import os, sys
@@ -258,8 +260,9 @@ peers['hutch-api'] = {
     const h = await harness()
     api = h.api
     const conf = join(T, 'hutchd.conf')
-    // a memory budget that admits the idle phase's sandboxes
-    writeFileSync(conf, 'admission.memory_overcommit = 100\n')
+    // memory and pid budgets that admit the idle phase's sandboxes (200 idle shells at 512 pids each
+    // would be 102,400 pids promised; this host's pid_max is 32768)
+    writeFileSync(conf, 'admission.memory_overcommit = 100\nadmission.pids_overcommit = 8\n')
     process.env.TMPDIR = T // the daemon's data and run dirs
     daemon = await h.startDaemon(['--config', conf], null, { HUTCH_CGROUP_PARENT: `${TAG}-hutchd` })
   },

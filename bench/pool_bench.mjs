@@ -9,6 +9,8 @@
 //   c50_sdk_pool   each of 50 Sandbox.create() issued at once, pool.size = 50 (sized for the burst)
 //   c50_sdk_pool2  the same with the default configuration (pool.size = 2, which grows with demand up to pool.max 64)
 //   c50_sdk_cold   the same with pool.size = 0
+//   *_info         baseline, same round: 50 Sandbox.getInfo() at once through the same client (the client's and
+//                  the HTTP path's share of a burst; the daemon has next to nothing to do)
 //   c50_http_pool  50 POST /v2/sandboxes at once through raw HTTP (keep-alive), pool.size = 50;
 //                  baseline c50_http_health: 50 GET /health at once, same round
 //   c50_sdk_first  the first of the --sdk-warmup (5) unmeasured bursts before c50_sdk_pool: a client whose V8 has not
@@ -121,15 +123,42 @@ async function latency(kind, poolSize) {
 }
 
 // One burst of 50 Sandbox.create() at once; resolves with their latencies
-// once all 50 are killed again.
-async function burst50(d, o) {
+// once all 50 are killed again. Each burst also prints what else the daemon
+// did while it ran (a pool build completed, a create served cold) and the
+// load average: what a slow burst coincided with.
+const counter = (m, series) => Number(m.match(new RegExp(series.replace(/[{}]/g, '\\$&') + ' (\\d+)'))?.[1] ?? 0)
+const BUILT = 'hutch_pool_events_total{event="built"}'
+const COLD = 'hutch_sandbox_creates_by_source_total{source="cold"}'
+// baseline (same round, after the creates): 50 Sandbox.getInfo() at once through the same SDK
+// client: the client's and the HTTP path's share of a burst, with next to nothing for the daemon to do
+async function burst50(d, o, label, baseline) {
   const lat = []
+  const m0 = (await request(d, 'GET', '/metrics')).body
+  const cpu0 = process.cpuUsage(), dcpu0 = procStat(d.pid)
+  const t0 = now()
   const made = await Promise.all(Array.from({ length: 50 }, async () => {
     const t = now()
     const s = await Sandbox.create(o)
     lat.push(now() - t)
     return s
   }))
+  const span = now() - t0
+  const cpu1 = process.cpuUsage(cpu0), dcpu1 = procStat(d.pid)
+  const m1 = (await request(d, 'GET', '/metrics')).body
+  if (baseline) {
+    await Promise.all(made.map(async (s) => {
+      const t = now()
+      await Sandbox.getInfo(s.sandboxId, o)
+      baseline(now() - t)
+    }))
+  }
+  if (label) {
+    const st = stats(lat)
+    process.stderr.write(`${label}: p95 ${st.p95.toFixed(1)} ms, all 50 in ${span.toFixed(1)} ms, client CPU ` +
+      `${((cpu1.user + cpu1.system) / 1000).toFixed(0)} ms, daemon CPU ${((dcpu1[11] + dcpu1[12] - dcpu0[11] - dcpu0[12]) * 10).toFixed(0)} ms; during it: ` +
+      `${counter(m1, BUILT) - counter(m0, BUILT)} pool builds finished, ${counter(m1, COLD) - counter(m0, COLD)} cold creates; ` +
+      `load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`)
+  }
   await Promise.all(made.map((s) => s.kill()))
   return lat
 }
@@ -157,14 +186,14 @@ async function concurrent50(name, poolSize, firstName) {
     // as in an agent platform's long-running client
     for (let w = 0; w < sdkWarmup; w++) {
       await poolReady(d, poolSize)
-      const lat = await burst50(d, o)
+      const lat = await burst50(d, o, `${name} warm-up ${w + 1}`)
       if (w === 0 && firstName) for (const l of lat) add(firstName, l, 0)
     }
     await poolReady(d, poolSize)
     poolCost(name, (await request(d, 'GET', '/metrics')).body)
     for (let r = 0; r < rounds; r++) {
       await poolReady(d, poolSize)
-      for (const l of await burst50(d, o)) add(name, l, r)
+      for (const l of await burst50(d, o, `${name} round ${r + 1}`, (ms) => add(`${name}_info`, ms, r))) add(name, l, r)
       process.stderr.write(`${name}: round ${r + 1}/${rounds} done\n`)
     }
   })

@@ -1,16 +1,23 @@
 """The Python SDK beside the JS SDK, through one real `hutch serve`.
 
     tests/e2e-py/.venv/bin/python bench/py_sdk_bench.py [--n 50] [--concurrent 100] [--build build]
-        [--memory 256M] [--pids 256] [--pool N]
+        [--memory 256M] [--pids 256] [--pool N] [--pool-max N] [--warmup 3] [--bursts 5]
 
 --memory, --pids: the daemon's default_memory and default_pids (config file), so that --concurrent
-sandboxes fit the admission budget of a small machine (pids: kernel.pid_max less a reserve); --pool N: a warm pool of N (the concurrent creates are measured once it is full).
+sandboxes fit the admission budget of a small machine (pids: kernel.pid_max less a reserve); --pool N:
+pool.size (default 2, the server's default: a pool that follows demand up to pool.max); --pool-max N:
+pool.max (default: the server's).
 
 Figures (milliseconds, nearest-rank quantiles):
   py_create_run   Sandbox.create() + commands.run('python3 -c "print(1)"') with the Python SDK (sync)
   js_create_run   the same with the JS SDK, from a Node process kept running (no Node start-up in the figure)
                   the two alternate, one sample each per iteration, against the same daemon
-  async_create    latency of each of --concurrent AsyncSandbox.create() issued at once from one client
+  async_create    latency of each of --concurrent AsyncSandbox.create() issued at once from one client:
+                  --warmup bursts first (the pool grows to the burst, the client's code warms), then
+                  --bursts measured ones, each after the pool has refilled; per burst it prints the
+                  wall time of the whole burst, the CPU the client process used meanwhile (Python and
+                  the SDK's transport threads) and the daemon's, and what else the daemon did (pool
+                  builds finished, creates served cold)
 Kills are outside the timings. Uses the clients the tests pin (tests/e2e-py/.venv, tests/e2e/node_modules).
 """
 import argparse
@@ -62,22 +69,40 @@ async def concurrent_creates(n):
         lat.append((time.perf_counter() - t) * 1000)
         return s
 
+    c0, t0 = time.process_time(), time.perf_counter()
     made = await asyncio.gather(*(one() for _ in range(n)))
+    span, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
     await asyncio.gather(*(s.kill() for s in made if s))
-    return lat, errors
+    return lat, errors, span, cpu
 
 
-def wait_pool_full(d, size, seconds=300):
+def metrics(d):
     import urllib.request
 
+    with urllib.request.urlopen(d.url + "/metrics", timeout=10) as r:
+        out = {}
+        for line in r.read().decode().splitlines():
+            if line.startswith("hutch_") and " " in line:
+                k, v = line.rsplit(" ", 1)
+                out[k] = float(v)
+        return out
+
+
+def daemon_cpu_ms(d):
+    with open(f"/proc/{d.proc.pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 10  # utime + stime, USER_HZ 100
+
+
+def wait_pool_full(d, seconds=120):
+    """Ready at least the target (demand) and nothing being built."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        with urllib.request.urlopen(d.url + "/metrics", timeout=10) as r:
-            for line in r.read().decode().splitlines():
-                if line.startswith('hutch_pool_sandboxes{template="base",state="ready"} '):
-                    if float(line.split()[1]) >= size:
-                        return
-        time.sleep(0.5)
+        m = metrics(d)
+        get = lambda st: m.get(f'hutch_pool_sandboxes{{template="base",state="{st}"}}', 0)
+        if get("ready") >= get("target") and get("building") == 0:
+            return m
+        time.sleep(0.2)
     raise RuntimeError("the pool did not fill")
 
 
@@ -88,7 +113,10 @@ def main():
     ap.add_argument("--build", default="build")
     ap.add_argument("--memory", default=None)
     ap.add_argument("--pids", default=None)
-    ap.add_argument("--pool", type=int, default=0)
+    ap.add_argument("--pool", type=int, default=2)
+    ap.add_argument("--pool-max", type=int, default=None)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--bursts", type=int, default=5)
     a = ap.parse_args()
     os.environ["HUTCH_BUILD"] = a.build
     import conftest  # the e2e harness: a daemon on a temp dir and a free port
@@ -102,6 +130,8 @@ def main():
         conf.write(f"default_memory = {a.memory}\n")
     if a.pids:
         conf.write(f"default_pids = {a.pids}\n")
+    if a.pool_max is not None:
+        conf.write(f"pool.max = {a.pool_max}\n")
     conf.close()
     d = conftest.Daemon(["--config", conf.name, "--pool-size", str(a.pool)])
     os.unlink(conf.name)
@@ -125,9 +155,28 @@ def main():
             if i >= 3:
                 py.append(ms)
                 js.append(jms)
-        if a.pool:
-            wait_pool_full(d, a.pool)
-        lat, errors = asyncio.run(concurrent_creates(a.concurrent))
+        lat, errors, bursts = [], [], []
+        for b in range(a.warmup + a.bursts):
+            m0 = wait_pool_full(d) if a.pool else metrics(d)
+            ready = m0.get('hutch_pool_sandboxes{template="base",state="ready"}', 0)
+            dc0 = daemon_cpu_ms(d)
+            bl, be, span, cpu = asyncio.run(concurrent_creates(a.concurrent))
+            dcpu = daemon_cpu_ms(d) - dc0
+            m1 = metrics(d)
+            delta = lambda k: m1.get(k, 0) - m0.get(k, 0)
+            built = delta('hutch_pool_events_total{event="built"}')
+            cold = delta('hutch_sandbox_creates_by_source_total{source="cold"}')
+            with open("/proc/loadavg") as f:
+                load = " ".join(f.read().split()[:3])
+            kind = "warm-up" if b < a.warmup else "measured"
+            p95 = q(bl, .95) if bl else float("nan")
+            print(f"burst {b + 1} ({kind}): pool ready {ready:.0f}; p95 {p95:.1f} ms, whole burst {span:.1f} ms; "
+                  f"client CPU {cpu:.0f} ms, daemon CPU {dcpu:.0f} ms (and its kills); {built:.0f} pool builds finished, "
+                  f"{cold:.0f} cold creates, {len(be)} refused; load {load}", file=sys.stderr, flush=True)
+            if b >= a.warmup:
+                lat += bl
+                errors += be
+                bursts.append(p95)
     finally:
         if node:
             node.kill()
@@ -138,7 +187,8 @@ def main():
     print(row("Python SDK: create + run python3", py))
     print(row("JS SDK: create + run python3", js))
     if lat:
-        print(row(f"{a.concurrent} concurrent AsyncSandbox.create()", lat))
+        print(row(f"{a.concurrent} concurrent AsyncSandbox.create(), {a.bursts} bursts", lat))
+        print("per-burst p95: " + " ".join(f"{x:.1f}" for x in bursts))
     print(f"\nPython - JS, median: {q(py, .5) - q(js, .5):+.2f} ms; p99: {q(py, .99) - q(js, .99):+.2f} ms")
     if errors:
         print(f"concurrent creates refused: {len(errors)}; first: {errors[0]}")

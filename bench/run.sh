@@ -30,8 +30,23 @@ fi
 [ "${SKIP_MAKE:-0}" = 1 ] || make
 
 tmp=$(mktemp -d /tmp/hutch-bench.XXXXXX)
+# The layers image's keeper that the last `hutch run` leaves (HUTCH_LAYERS_LINGER) is told to
+# decide now (SIGTERM: it unmounts the image), so that the directory can go.
 # --one-file-system: never descend into a mount a crashed run left behind
-trap 'rm -rf --one-file-system "$tmp"' EXIT
+cleanup() {
+	local p c
+	for p in /proc/[0-9]*; do
+		{ read -r c <"$p/comm"; } 2>/dev/null || continue
+		[ "$c" = hutch-layers ] || continue
+		tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "HUTCH_DATA_DIR=$tmp/data" && kill -TERM "${p#/proc/}"
+	done
+	for _ in $(seq 50); do
+		grep -q " $tmp/" /proc/self/mountinfo || break
+		sleep 0.1
+	done
+	rm -rf --one-file-system "$tmp"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 export HUTCH_DATA_DIR="$tmp/data"
 export HUTCH_RUN_DIR="$tmp/run"

@@ -358,6 +358,22 @@ static void sweep_leftovers(struct hu_runtime *rt)
 		cli_error("cleaning up after earlier runs: %s", err.msg);
 }
 
+/* How long the layers image stays mounted after this run (layers.h,
+ * hu_layers_linger): HUTCH_LAYERS_LINGER seconds, default 10; 0 unmounts
+ * at the end of the run, as a daemon does when it stops. */
+static unsigned layers_linger_ms(void)
+{
+	const char *env = getenv("HUTCH_LAYERS_LINGER");
+	uint64_t s = 10;
+	hu_err err;
+
+	if (env && *env && (hu_parse_u64(env, &s, &err) < 0 || s > 3600)) {
+		cli_error("HUTCH_LAYERS_LINGER=%s: expected seconds, 0 to 3600; using 10", env);
+		s = 10;
+	}
+	return (unsigned)s * 1000u;
+}
+
 /* A SIGKILL the user did not send is usually the OOM killer: say so. */
 static void explain_kill(struct hu_sandbox *sb, const struct run_opts *o, int code)
 {
@@ -413,6 +429,7 @@ int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	hu_runtime_config_defaults(&cfg);
+	cfg.layers_linger_ms = layers_linger_ms();
 	if (hu_runtime_open(&cfg, &rt, &err) < 0)
 		goto out;
 	/* like a daemon: no `hutch template rm` while this sandbox stands on a template */

@@ -715,6 +715,18 @@ int hu_cgroup_clone_fd(const struct hu_cgroup *cg)
 	return cg->unified_fd;
 }
 
+void hu_cgroup_drop_clone_fd(struct hu_cgroup *cg)
+{
+	if (cg->unified_fd >= 0)
+		close(cg->unified_fd);
+	cg->unified_fd = -1;
+}
+
+int hu_cgroup_take_clone_fd(struct hu_cgroup *cg, hu_err *err)
+{
+	return cg->unified_fd >= 0 ? 0 : open_unified_fd(cg, err);
+}
+
 int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err)
 {
 	char val[24];

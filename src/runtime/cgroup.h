@@ -95,6 +95,12 @@ int hu_cgroup_open(const struct hu_cgroup_env *env, const char *name, struct hu_
 /* An O_DIRECTORY fd of the cgroup2 group for clone3(CLONE_INTO_CGROUP), or
  * -1 when the backend has no cgroup2 group (pure v1). Owned by the cgroup. */
 int hu_cgroup_clone_fd(const struct hu_cgroup *cg);
+/* A stopped sandbox's group keeps no descriptor open (a released sandbox
+ * holds only its files, and the daemon's descriptor budget does not count
+ * it): drop the clone fd, and take it again before the group's next process
+ * is cloned into it (0, or -1 if the group cannot be opened). */
+void hu_cgroup_drop_clone_fd(struct hu_cgroup *cg);
+int hu_cgroup_take_clone_fd(struct hu_cgroup *cg, hu_err *err);
 /* Move pid into every hierarchy (v1 controllers; v2 unless CLONE_INTO_CGROUP
  * already placed it). */
 int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err);

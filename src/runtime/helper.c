@@ -96,7 +96,7 @@ int hu_helper_start(struct hu_runtime *rt, const struct hu_helper_spec *spec, st
 	*out = (struct hu_helper){.pid = -1, .pidfd = -1};
 	if (spec->n_fds > HU_HELPER_MAX_FDS)
 		return hu_err_set(err, EINVAL, "a helper takes at most %d fds", HU_HELPER_MAX_FDS);
-	_cleanup_close_ int exe = hu_runtime_seal_binary(spec->binary, spec->cgroup, err);
+	_cleanup_close_ int exe = hu_runtime_seal_binary(spec->binary, spec->cgroup, NULL, err);
 	if (exe < 0)
 		return -1;
 	_cleanup_close_ int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -9,6 +9,13 @@
  * counts, so a layer's byte cap also bounds how many files it can hold
  * (docs/operations.md, "Storage"); there is no fixed inode table that one
  * sandbox could exhaust for the others.
+ *
+ * Owners: the layer's top directory and its mount points belong to the
+ * sandbox's host uid base (which names its uid slot); the files in rw/ carry
+ * the ids the sandbox itself sees, like a template's, and the sandbox sees
+ * them through an idmapped mount. A layer made before rw/ existed holds
+ * upper/ and work/ at its top, with the files at the sandbox's host uids;
+ * it is still started as it is (hu_layer_idmapped).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,7 +39,7 @@ int hu_layer_path(const struct hu_layers *ly, const char *id, char *buf, size_t 
 int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
 		    hu_err *err)
 {
-	static const char *const subdirs[] = {"rootfs", "lower", "upper", "work", "bootid"};
+	static const char *const subdirs[] = {"rootfs", "lower", "bootid"};
 	hu_err ignore;
 
 	if (!hu_sandbox_id_valid(id))
@@ -52,6 +59,17 @@ int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, 
 			hu_err_sys(err, "layer %s: mkdir %s", id, subdirs[i]);
 			goto fail;
 		}
+	/* rw/: the overlay's upper and work dirs, owned by the ids the
+	 * sandbox sees (root is 0), not by its host uids: the sandbox reaches
+	 * them through a mount idmapped to its user namespace (sandbox.c), so
+	 * a copy of them serves any uid slot as it is (snapshot.c). 0700: on
+	 * the host, only root may enter a tree of root-owned files */
+	if (mkdirat(fd, HU_LAYER_RW, 0700) < 0 || mkdirat(fd, HU_LAYER_RW "/upper", 0755) < 0 ||
+	    mkdirat(fd, HU_LAYER_RW "/work", 0755) < 0 || fchmodat(fd, HU_LAYER_RW, 0700, 0) < 0 ||
+	    fchmodat(fd, HU_LAYER_RW "/upper", 0755, 0) < 0) {
+		hu_err_sys(err, "layer %s: mkdir %s", id, HU_LAYER_RW);
+		goto fail;
+	}
 	if (ephemeral) {
 		int m = openat(fd, "ephemeral", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (m < 0) {
@@ -70,6 +88,13 @@ int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, 
 fail:
 	hu_layer_destroy(ly, id, &ignore);
 	return -1;
+}
+
+int hu_layer_idmapped(int layer_fd)
+{
+	struct stat st;
+
+	return fstatat(layer_fd, HU_LAYER_RW, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
 int hu_layer_destroy(const struct hu_layers *ly, const char *id, hu_err *err)

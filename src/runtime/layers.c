@@ -335,6 +335,7 @@ int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu
 	ly->root_fd = -1;
 	ly->lock_fd = -1;
 	ly->users_fd = -1;
+	ly->linger_ms = cfg->layers_linger_ms;
 	if ((size_t)snprintf(ly->root, sizeof(ly->root), "%s/layers", cfg->data_dir) >= sizeof(ly->root) ||
 	    (size_t)snprintf(ly->image, sizeof(ly->image), "%s/layers.img", cfg->data_dir) >= sizeof(ly->image))
 		return hu_err_set(err, ENAMETOOLONG, "data dir %s", cfg->data_dir);
@@ -412,21 +413,31 @@ static int holds_layers(int root_fd)
 	return any;
 }
 
+int hu_layers_last_out(struct hu_layers *ly)
+{
+	char fsid[40];
+	hu_err ignore;
+
+	if (ly->kind != HU_LAYERS_IMAGE || ly->lock_fd < 0 || ly->users_fd < 0 || flock(ly->lock_fd, LOCK_EX) < 0 ||
+	    flock(ly->users_fd, LOCK_UN) < 0 || flock(ly->users_fd, LOCK_EX | LOCK_NB) < 0)
+		return 0;
+	/* a fresh look: a keeper's root may have been unmounted by hand since */
+	_cleanup_close_ int fd = open(ly->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	return fd >= 0 && is_mount_root(ly->root) && hu_btrfs_is(fd) &&
+	       hu_btrfs_fsid(fd, fsid, sizeof(fsid), &ignore) == 0 && !strcmp(fsid, ly->fsid) && !holds_layers(fd);
+}
+
 void hu_layers_close(struct hu_layers *ly)
 {
-	/* the last runtime out, with no layer left: unmount hutch's image. Under
-	 * layers.lock no other runtime is opening; our shared hold on
-	 * layers.users is dropped first, so getting it exclusive means no
-	 * other runtime has it open. */
-	if (ly->kind == HU_LAYERS_IMAGE && ly->lock_fd >= 0 && ly->users_fd >= 0 && ly->root_fd >= 0 &&
-	    flock(ly->lock_fd, LOCK_EX) == 0 && flock(ly->users_fd, LOCK_UN) == 0 &&
-	    flock(ly->users_fd, LOCK_EX | LOCK_NB) == 0 && !holds_layers(ly->root_fd)) {
-		close(ly->root_fd);
-		ly->root_fd = -1;
-		umount2(ly->root, MNT_DETACH);
-	}
+	/* the last runtime out, with no layer left: unmount hutch's image (or
+	 * let a keeper do it later). Under layers.lock no other runtime is
+	 * opening; our shared hold on layers.users is dropped first, so getting
+	 * it exclusive means no other runtime has it open. */
 	if (ly->root_fd >= 0)
 		close(ly->root_fd);
+	ly->root_fd = -1;
+	if (hu_layers_last_out(ly) && (ly->linger_ms == 0 || hu_layers_linger(ly) < 0))
+		umount2(ly->root, MNT_DETACH);
 	if (ly->users_fd >= 0)
 		close(ly->users_fd);
 	if (ly->lock_fd >= 0)

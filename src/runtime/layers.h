@@ -41,6 +41,7 @@ struct hu_layers {
 	int root_fd;
 	int lock_fd;          /* <data_dir>/layers.lock: held while bringing it up or down */
 	int users_fd;         /* <data_dir>/layers.users: held shared while open */
+	unsigned linger_ms;   /* the config's layers_linger_ms */
 };
 
 /* Choose and bring up the backend (making, attaching and mounting the image
@@ -49,23 +50,49 @@ struct hu_layers {
  * is the last; layers.lock serialises bringing the image up and down. */
 int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu_err *err);
 /* Close; the last runtime to close an image that holds no layer unmounts
- * it (the loop device goes with it), so throw-away data dirs leave nothing. */
+ * it (the loop device goes with it), so throw-away data dirs leave nothing.
+ * With linger_ms, that last runtime hands the unmount to a keeper instead
+ * (hu_layers_linger). */
 void hu_layers_close(struct hu_layers *ly);
+/* Is this the last runtime out of an image that holds no layer? On 1,
+ * layers.lock and layers.users are held exclusively (the caller unmounts).
+ * The layers root is opened afresh and must still be this image's mount. */
+int hu_layers_last_out(struct hu_layers *ly);
+/* layers_keeper.c: with both locks held exclusively (hu_layers_last_out),
+ * start a detached keeper process that holds layers.users shared for
+ * linger_ms (a runtime opened meanwhile finds the image mounted and reuses
+ * it) and then unmounts the image if it is the last out by then; SIGTERM
+ * makes it decide at once. It keeps no other descriptor of the caller (its
+ * stdout and stderr are /dev/null). 0 when it took over (the caller only
+ * closes its descriptors), -1 when it could not be started (the caller
+ * unmounts itself). */
+int hu_layers_linger(struct hu_layers *ly);
 /* Without side effects: which backend hu_layers_open would use, and why. */
 int hu_layers_probe(const struct hu_runtime_config *cfg, struct hu_storage_info *out, hu_err *err);
 
+/* The directory of a layer holding the overlay's upper/ and work/, whose
+ * files carry the ids the sandbox sees (0 is its root), not host uids. */
+#define HU_LAYER_RW "rw"
+
 /* One sandbox's layer: <root>/<id>, a subvolume capped at `bytes` holding
- * rootfs/, lower/, upper/, work/ and bootid/ (mount points and the overlay's
- * dirs), all owned by `owner` (the sandbox's
- * host uid base, which identifies its uid slot again later), and with
- * `ephemeral` the marker file of that name. */
+ * rootfs/, lower/ and bootid/ (mount points) owned by `owner` (the
+ * sandbox's host uid base, which identifies its uid slot again later), rw/
+ * (upper/, work/: root's, mapped to the sandbox's root by an idmapped mount
+ * when it starts), and with `ephemeral` the marker file of that name. */
 int hu_layer_create(const struct hu_layers *ly, const char *id, uint64_t bytes, uint32_t owner, int ephemeral,
 		    hu_err *err);
 /* A layer whose files start as snapshot `snap`'s (snapshot.c): a writable
- * snapshot of it, capped at `bytes`, its files moved from the snapshot's
- * uid range to the one starting at `owner`. Nothing is left on failure. */
+ * snapshot of it, capped at `bytes`, its top directories given to `owner`
+ * (the files in rw/ need no change: they are not tied to a uid slot; those
+ * of a snapshot of a layer without rw/ are moved from the snapshot's uid
+ * range to the one starting at `owner`, a walk over them). Nothing is left
+ * on failure. */
 int hu_layer_from_snapshot(const struct hu_layers *ly, const char *snap, const char *id, uint64_t bytes,
 			   uint32_t owner, hu_err *err);
+/* Does the layer (an fd of its top directory) keep its files in rw/, to be
+ * mounted idmapped? 0: a layer made before that, upper/ and work/ at its
+ * top with the files at the sandbox's host uids. */
+int hu_layer_idmapped(int layer_fd);
 /* Was the layer made for a sandbox that dies with its creator (hutch run)?
  * Such a layer is debris once its run dir is gone (a reboot). */
 int hu_layer_ephemeral(const struct hu_layers *ly, const char *id);

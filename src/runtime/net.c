@@ -10,6 +10,7 @@
 #include <nftables/libnftables.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,20 +107,18 @@ static void addr_text(uint32_t a, char *buf, size_t n)
 	snprintf(buf, n, "%u.%u.%u.%u", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
 }
 
-/* <layer>/upper/etc/resolv.conf, owned by the sandbox's root: the overlay
- * shows it over the template's placeholder. */
-/* <upper>/etc/resolv.conf naming the gateway. The upper layer is the
+/* <upper>/etc/resolv.conf naming the gateway, owned by the sandbox's root
+ * (`root`: its id on disk in this upper dir): the overlay shows it over the
+ * template's placeholder. The upper layer is the
  * sandbox's own: at a restart over kept files (memory release) it holds
  * whatever the sandbox put there, and its root may have made /etc or
  * resolv.conf a symlink to a host path. So nothing is followed: each step
  * works on a descriptor opened with O_NOFOLLOW, and an existing file is the
  * sandbox's own (from its first boot, with the same gateway) and stays. */
-static int write_resolv_conf(const char *layer, uint32_t uid_base, uint32_t gw, hu_err *err)
+static int write_resolv_conf(const char *upper, uint32_t root, uint32_t gw, hu_err *err)
 {
-	char upper[PATH_MAX], text[96], a[16];
+	char text[96], a[16];
 
-	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", layer) >= sizeof(upper))
-		return hu_err_set(err, ENAMETOOLONG, "path %s", layer);
 	_cleanup_close_ int ufd = open(upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
 		return hu_err_sys(err, "open %s", upper);
@@ -130,14 +129,14 @@ static int write_resolv_conf(const char *layer, uint32_t uid_base, uint32_t gw, 
 	if (efd < 0)
 		return 0; /* the sandbox made /etc something else: its choice */
 	/* fchmod: the umask must not hide /etc from the user */
-	if (made && (fchmod(efd, 0755) < 0 || fchown(efd, uid_base, uid_base) < 0))
+	if (made && (fchmod(efd, 0755) < 0 || fchown(efd, root, root) < 0))
 		return hu_err_sys(err, "chown %s/etc", upper);
 	_cleanup_close_ int fd = openat(efd, "resolv.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return errno == EEXIST ? 0 : hu_err_sys(err, "create %s/etc/resolv.conf", upper);
 	addr_text(gw, a, sizeof(a));
 	snprintf(text, sizeof(text), "# hutch: the sandbox's resolver\nnameserver %s\n", a);
-	if (hu_write_all(fd, text, strlen(text)) < 0 || fchmod(fd, 0644) < 0 || fchown(fd, uid_base, uid_base) < 0)
+	if (hu_write_all(fd, text, strlen(text)) < 0 || fchmod(fd, 0644) < 0 || fchown(fd, root, root) < 0)
 		return hu_err_sys(err, "write %s/etc/resolv.conf", upper);
 	return 0;
 }
@@ -164,8 +163,8 @@ static int configure_sandbox_end(struct hu_runtime *rt, int netns, uint32_t slot
 	return rc;
 }
 
-int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *layer,
-		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err)
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *upper,
+		  uint32_t upper_root, const struct hu_net_spec *spec, hu_err *err)
 {
 	char ifname[IF_NAMESIZE], path[64];
 	uint32_t gw, addr;
@@ -213,7 +212,7 @@ int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pi
 	if (rc == 0)
 		rc = hu_nft_sandbox_add(rt->nft, &rt->net, ifname, &spec->rules, err);
 	if (rc == 0 && rt->net.resolver)
-		rc = write_resolv_conf(layer, uid_base, gw, err);
+		rc = write_resolv_conf(upper, upper_root, gw, err);
 	if (rc < 0) {
 		hu_err_prefix(err, "network");
 		hu_net_detach(rt, id, slot, 1, &ignore);
@@ -338,6 +337,53 @@ int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs
 		return 0;
 	hu_net_ifname(&rt->net, (sbx_addr - rt->net.pool.addr) / 2, ifname);
 	return hu_nft_learn(rt->nft, &rt->net, ifname, addrs, n, ttl, err);
+}
+
+struct hu_net_learner {
+	const struct hu_net_config *cfg; /* the runtime's: fixed once it is open */
+	struct nft_ctx *nft;             /* this learner's own */
+};
+
+int hu_net_learner_open(struct hu_runtime *rt, struct hu_net_learner **out, hu_err *err)
+{
+	if (rt->net.mode != HU_NET_NAT)
+		return hu_err_set(err, -EPERM, "this host gives sandboxes no network (mode none)");
+	struct hu_net_learner *l = calloc(1, sizeof(*l));
+	if (!l)
+		return hu_err_set(err, ENOMEM, "address learner");
+	l->cfg = &rt->net;
+	if (hu_nft_open(&l->nft, err) < 0) {
+		free(l);
+		return -1;
+	}
+	*out = l;
+	return 0;
+}
+
+int hu_net_learner_run(struct hu_net_learner *l, const struct hu_net_learn_req *reqs, unsigned n, hu_err *err)
+{
+	struct hu_nft_learn_entry *e = calloc(n ? n : 1, sizeof(*e));
+
+	if (!e)
+		return hu_err_set(err, ENOMEM, "address learner");
+	for (unsigned i = 0; i < n; i++) {
+		e[i] = (struct hu_nft_learn_entry){.a4 = reqs[i].a4, .n4 = reqs[i].n4, .ttl4 = reqs[i].ttl4,
+						   .a6 = l->cfg->v6 ? reqs[i].a6 : NULL, .n6 = reqs[i].n6,
+						   .ttl6 = reqs[i].ttl6, .remove = reqs[i].remove};
+		hu_net_ifname(l->cfg, (reqs[i].sbx_addr - l->cfg->pool.addr) / 2, e[i].ifname);
+	}
+	int rc = hu_nft_learn_batch(l->nft, l->cfg, e, n, err);
+	free(e);
+	return rc;
+}
+
+void hu_net_learner_free(struct hu_net_learner *l)
+{
+	if (!l)
+		return;
+	if (l->nft)
+		nft_ctx_free(l->nft);
+	free(l);
 }
 
 int hu_net_learn6(struct hu_runtime *rt, uint32_t sbx_addr, const uint8_t (*addrs)[16], unsigned n, unsigned ttl,

@@ -196,6 +196,25 @@ int hu_net_learn(struct hu_runtime *rt, uint32_t sbx_addr, const uint32_t *addrs
 int hu_net_learn6(struct hu_runtime *rt, uint32_t sbx_addr, const uint8_t (*addrs)[16], unsigned n, unsigned ttl,
 		  hu_err *err);
 
+/* The same, for many answers at once and off the event loop: a learner
+ * has its own nftables context, so one thread (the DNS proxy's worker) may
+ * run it while the runtime's own context serves the loop. It reads the
+ * runtime's network configuration, which is fixed once the runtime is
+ * open; free it before closing the runtime. */
+struct hu_net_learner;
+struct hu_net_learn_req {
+	uint32_t sbx_addr;       /* as for hu_net_learn */
+	const uint32_t *a4;      /* host order */
+	unsigned n4, ttl4;
+	const uint8_t (*a6)[16]; /* network order; skipped where sandboxes have no IPv6 */
+	unsigned n6, ttl6;
+	int remove;              /* take them out again (their sandbox went meanwhile) */
+};
+int hu_net_learner_open(struct hu_runtime *rt, struct hu_net_learner **out, hu_err *err);
+/* Every request's elements in one nftables transaction: all or none. */
+int hu_net_learner_run(struct hu_net_learner *l, const struct hu_net_learn_req *reqs, unsigned n, hu_err *err);
+void hu_net_learner_free(struct hu_net_learner *l);
+
 /* The addresses of slot `slot`: gateway (host end) and sandbox end. */
 int hu_net_slot_addrs(const struct hu_net_config *cfg, uint32_t slot, uint32_t *gw, uint32_t *addr, hu_err *err);
 /* The host interface name of slot `slot`. */

@@ -29,14 +29,27 @@ int hu_nft_learn(struct nft_ctx *ctx, const struct hu_net_config *cfg, const cha
 int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const char *ifname,
 		  const uint8_t (*addrs)[16], unsigned n, unsigned ttl, hu_err *err);
 
+/* Several sandboxes' learned addresses in one transaction (the DNS
+ * proxy's worker batches them, net.h hu_net_learner_run). */
+struct hu_nft_learn_entry {
+	char ifname[IF_NAMESIZE];
+	const uint32_t *a4;
+	unsigned n4, ttl4;
+	const uint8_t (*a6)[16]; /* NULL where sandboxes have no IPv6 */
+	unsigned n6, ttl6;
+	int remove; /* take these elements out instead (whether they are there or not) */
+};
+int hu_nft_learn_batch(struct nft_ctx *ctx, const struct hu_net_config *cfg, const struct hu_nft_learn_entry *e,
+		       unsigned n, hu_err *err);
+
 /* net.c: called by runtime.c and sandbox.c */
 int hu_net_runtime_open(struct hu_runtime *rt, hu_err *err);
 void hu_net_runtime_close(struct hu_runtime *rt);
 /* Give the sandbox whose init is `pid` its veth, addresses, route, rules and
- * resolv.conf (in <layer>/upper/etc, owned by uid_base). Nothing is left
- * behind on failure. */
-int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *layer,
-		  uint32_t uid_base, const struct hu_net_spec *spec, hu_err *err);
+ * resolv.conf (in <upper>/etc, owned by upper_root: the sandbox's root as
+ * that upper dir stores it). Nothing is left behind on failure. */
+int hu_net_attach(struct hu_runtime *rt, const char *id, uint32_t slot, pid_t pid, const char *upper,
+		  uint32_t upper_root, const struct hu_net_spec *spec, hu_err *err);
 /* Remove every nft object of the sandbox, and with delete_link its host
  * end (which takes the sandbox end with it; without, the pair goes when the
  * kernel frees the dead sandbox's namespace). Missing pieces are fine. */

@@ -462,3 +462,49 @@ int hu_nft_learn6(struct nft_ctx *ctx, const struct hu_net_config *cfg, const ch
 	}
 	return batch_run(ctx, &b, "allow resolved IPv6 addresses", err);
 }
+
+/* add then delete: gone afterwards, whether it was there or not (a plain
+ * delete of a missing element fails the whole transaction) */
+static void put_unlearn(FILE *f, const char *t, const char *set, const char *ifname, const char *a)
+{
+	fprintf(f, "add element inet %s %s { \"%s\" . %s timeout 1s }\n", t, set, ifname, a);
+	fprintf(f, "delete element inet %s %s { \"%s\" . %s }\n", t, set, ifname, a);
+}
+
+/* One entry's lines into an open batch. */
+static int put_learn_entry(FILE *f, const struct hu_net_config *cfg, const struct hu_nft_learn_entry *e, hu_err *err)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	for (unsigned i = 0; i < e->n4; i++) {
+		ipv4_text(e->a4[i], a, sizeof(a));
+		if (e->remove)
+			put_unlearn(f, cfg->name, "dallow", e->ifname, a);
+		else
+			put_learn(f, cfg->name, "dallow", e->ifname, a, e->ttl4);
+	}
+	for (unsigned i = 0; e->a6 && i < e->n6; i++) {
+		if (!inet_ntop(AF_INET6, e->a6[i], a, sizeof(a)))
+			return hu_err_sys(err, "inet_ntop");
+		if (e->remove)
+			put_unlearn(f, cfg->name, "dallow6", e->ifname, a);
+		else
+			put_learn(f, cfg->name, "dallow6", e->ifname, a, e->ttl6);
+	}
+	return 0;
+}
+
+int hu_nft_learn_batch(struct nft_ctx *ctx, const struct hu_net_config *cfg, const struct hu_nft_learn_entry *e,
+		       unsigned n, hu_err *err)
+{
+	struct batch b;
+
+	if (batch_open(&b, err) < 0)
+		return -1;
+	for (unsigned i = 0; i < n; i++)
+		if (put_learn_entry(b.f, cfg, &e[i], err) < 0) {
+			batch_drop(&b);
+			return -1;
+		}
+	return batch_run(ctx, &b, "allow resolved addresses", err);
+}

@@ -50,7 +50,7 @@ void hu_runtime_config_defaults(struct hu_runtime_config *cfg)
 /* A sealed memfd copy of a binary (hutch-init, hutch-build): every sandbox
  * executes hutch-init from such an fd, so no host path is reachable through /proc/1/exe and the bytes cannot be
  * changed by anyone (the runc /proc/self/exe overwrite class of attacks). */
-int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err)
+int hu_runtime_seal_binary(const char *path, const char *name, struct stat *src_st, hu_err *err)
 {
 	_cleanup_close_ int src = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -72,6 +72,16 @@ int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err)
 		return hu_err_sys(err, "chmod memfd");
 	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
 		return hu_err_sys(err, "seal memfd");
+	if (src_st) {
+		struct stat after;
+		/* the copy is the file as stat says only if nothing changed meanwhile */
+		if (fstat(src, &after) == 0 && after.st_size == st.st_size && after.st_ino == st.st_ino &&
+		    after.st_mtim.tv_sec == st.st_mtim.tv_sec && after.st_mtim.tv_nsec == st.st_mtim.tv_nsec &&
+		    after.st_ctim.tv_sec == st.st_ctim.tv_sec && after.st_ctim.tv_nsec == st.st_ctim.tv_nsec)
+			*src_st = after;
+		else
+			memset(src_st, 0, sizeof(*src_st));
+	}
 	return hu_take_fd(&mfd);
 }
 
@@ -133,7 +143,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (hu_helper_find("hutch-init", NULL, init_path, sizeof(init_path), err) < 0)
 		goto fail;
-	rt->init_memfd = hu_runtime_seal_binary(init_path, "hutch-init", err);
+	rt->init_memfd = hu_runtime_seal_binary(init_path, "hutch-init", &rt->init_stat, err);
 	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;

@@ -2,6 +2,8 @@
 #ifndef HUTCH_RUNTIME_INTERNAL_H
 #define HUTCH_RUNTIME_INTERNAL_H
 
+#include <sys/stat.h>
+
 #include "runtime/layers.h"
 #include "runtime/sandbox.h"
 #include "runtime/net.h"
@@ -22,6 +24,7 @@ struct hu_runtime {
 	struct hu_runtime_config cfg;
 	struct hu_cgroup_env cg;
 	int init_memfd; /* sealed copy of hutch-init, executed in every sandbox */
+	struct stat init_stat; /* of the file it was copied from (st_ino 0: unknown), for template.c's sudo stamp */
 	struct hu_seccomp_prog seccomp; /* compiled once (or read from the run dir's cache), installed by every sandbox */
 	char sandboxes_dir[PATH_MAX];
 	char ctl_dir[PATH_MAX];
@@ -36,8 +39,9 @@ struct hu_runtime {
 };
 
 /* A sealed (read-only, fixed-size) memfd copy of the binary at path, named
- * `name` (runtime.c); the caller owns the fd. */
-int hu_runtime_seal_binary(const char *path, const char *name, hu_err *err);
+ * `name` (runtime.c); the caller owns the fd. With `src`, the file's stat
+ * as of the copy (zeroed when the file changed while it was copied). */
+int hu_runtime_seal_binary(const char *path, const char *name, struct stat *src, hu_err *err);
 
 /* uid slots (idrange.c) */
 int hu_slot_acquire(struct hu_runtime *rt, const char *id, uint32_t *slot, hu_err *err);

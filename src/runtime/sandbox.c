@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/coredump.h"
 #include "runtime/mountapi.h"
 #include "runtime/net_internal.h"
 #include "runtime/sandbox_internal.h"
@@ -95,7 +96,7 @@ static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_e
 
 /* <run>/sandboxes/<id>/ for what is volatile (the pid file), and the layer
  * under the data dir for the files: a capped subvolume holding everything
- * the sandbox's setup needs (rootfs/, lower/, upper/, work/). Nothing is
+ * the sandbox's setup needs (rootfs/, lower/, rw/upper/, rw/work/). Nothing is
  * mounted here: the child mounts its overlay in its own namespace. */
 static int prepare_dirs(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, hu_err *err)
 {
@@ -139,17 +140,18 @@ static int write_id_maps(pid_t pid, uint32_t base, hu_err *err)
 	return hu_write_str(path, map, err);
 }
 
-/* A detached, idmapped, read-only copy of `path` for the child to attach.
- * The idmap is the child's user namespace: on-disk uid 0 appears as the
- * sandbox's root, 1000 as its user. */
-static int idmapped_tree(const char *path, int userns_fd, int recursive, hu_err *err)
+/* A detached, idmapped copy of `path` for the child to attach, read-only
+ * unless `writable`. The idmap is the child's user namespace: on-disk uid 0
+ * appears as the sandbox's root, 1000 as its user (and what the sandbox
+ * writes through a writable one is stored the same way). */
+static int idmapped_tree(const char *path, int userns_fd, int recursive, int writable, hu_err *err)
 {
 	unsigned flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
 	_cleanup_close_ int fd = hu_open_tree(AT_FDCWD, path, flags);
 	if (fd < 0)
 		return hu_err_sys(err, "open_tree %s", path);
 	struct hu_mount_attr attr = {
-		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.attr_set = MOUNT_ATTR_IDMAP | (writable ? 0 : MOUNT_ATTR_RDONLY) | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 		.userns_fd = (uint64_t)userns_fd,
 	};
 	if (hu_mount_setattr(fd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr) < 0)
@@ -258,7 +260,7 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, h
 /* The "go" message: the setup header, the compiled seccomp program and the
  * targets of the extra mounts; fds are the fixed ones, then the mounts'. */
 static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, int own_usr,
-		   hu_err *err)
+		   int idmapped_rw, hu_err *err)
 {
 	const struct hu_seccomp_prog *prog = &sb->rt->seccomp;
 	size_t bpf_len = prog->len * sizeof(struct sock_filter);
@@ -268,7 +270,8 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
 		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
-		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | (own_usr ? HU_SETUP_OWN_USR : 0),
+		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | (own_usr ? HU_SETUP_OWN_USR : 0) |
+			 (idmapped_rw ? HU_SETUP_IDMAPPED_RW : 0),
 		.n_mounts = (uint32_t)spec->n_mounts,
 	};
 
@@ -289,10 +292,23 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int listen_fd, hu_err *err)
 {
 	int sv[2];
-	char tpl[PATH_MAX], path[64], asan[320];
+	char tpl[PATH_MAX], path[64], asan[320], rw[PATH_MAX + 8], upper[PATH_MAX + 16];
 
+	/* every start (create, resume, restart) looks again: the pattern is
+	 * host-wide and may change while the daemon runs */
+	if (hu_core_pattern_check(err) < 0)
+		return -1;
 	if (hu_template_rootfs(sb->rt, spec->template_name, tpl, sizeof(tpl), err) < 0)
 		return -1;
+	/* rw/ (idmapped: its files serve any uid slot), or a layer of an older
+	 * hutch with upper/ at its top and the files at this slot's host uids */
+	_cleanup_close_ int layer_fd = open(sb->layer, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (layer_fd < 0)
+		return hu_err_sys(err, "open %s", sb->layer);
+	int idmapped_rw = hu_layer_idmapped(layer_fd);
+	snprintf(rw, sizeof(rw), "%s/%s", sb->layer, HU_LAYER_RW);
+	if ((size_t)snprintf(upper, sizeof(upper), "%s/upper", idmapped_rw ? rw : sb->layer) >= sizeof(upper))
+		return hu_err_set(err, ENAMETOOLONG, "path %s", sb->layer);
 	if (access(tpl, F_OK) < 0)
 		return hu_err_sys(err, "template %s", spec->template_name);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -336,14 +352,14 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
 	/* the network is in place before the child is told to go on */
-	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, sb->layer, sb->uid_base, &spec->net, err) < 0)
+	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, upper, idmapped_rw ? 0 : sb->uid_base, &spec->net, err) < 0)
 		return -1;
 	sb->have_net = spec->net.internet;
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)sb->pid);
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
 		return hu_err_sys(err, "open %s", path);
-	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX] = {-1, -1, -1};
+	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX] = {-1, -1, -1, -1};
 	int rc = -1, have_mounts = 0;
 	/* the sandbox dir as seen from the child's own mount namespace (through
 	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
@@ -354,13 +370,18 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		hu_err_sys(err, "open %s", dirpath);
 		goto out;
 	}
-	fds[HU_CHILD_FD_TEMPLATE] = idmapped_tree(tpl, userns, 0, err);
+	fds[HU_CHILD_FD_TEMPLATE] = idmapped_tree(tpl, userns, 0, 0, err);
 	if (fds[HU_CHILD_FD_TEMPLATE] < 0)
+		goto out;
+	fds[HU_CHILD_FD_RW] = idmapped_rw ? idmapped_tree(rw, userns, 0, 1, err) : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!idmapped_rw && fds[HU_CHILD_FD_RW] < 0)
+		hu_err_sys(err, "open /dev/null");
+	if (fds[HU_CHILD_FD_RW] < 0)
 		goto out;
 	/* a built template brings its own /usr (template.h): the slot then
 	 * carries /dev/null, which the child closes unused */
 	int own_usr = hu_template_own_usr(sb->rt, spec->template_name);
-	fds[HU_CHILD_FD_USR] = own_usr ? open("/dev/null", O_RDONLY | O_CLOEXEC) : idmapped_tree("/usr", userns, 1, err);
+	fds[HU_CHILD_FD_USR] = own_usr ? open("/dev/null", O_RDONLY | O_CLOEXEC) : idmapped_tree("/usr", userns, 1, 0, err);
 	if (own_usr && fds[HU_CHILD_FD_USR] < 0)
 		hu_err_sys(err, "open /dev/null");
 	if (fds[HU_CHILD_FD_USR] < 0)
@@ -368,7 +389,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	if (hu_mounts_open(spec, userns, fds + HU_CHILD_NFDS, err) < 0)
 		goto out;
 	have_mounts = 1;
-	rc = send_go(sb, spec, parent_end, fds, own_usr, err);
+	rc = send_go(sb, spec, parent_end, fds, own_usr, idmapped_rw, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		if (fds[i] >= 0)

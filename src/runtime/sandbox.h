@@ -9,7 +9,8 @@
  * hutch-init over the unix socket at hu_sandbox_socket().
  *
  * Where a sandbox's state lives:
- * - <data_dir>/layers/<id>/: its files (upper/, work/ and the empty mount
+ * - <data_dir>/layers/<id>/: its files (rw/upper/, rw/work/, stored with
+ *   the ids the sandbox sees and mounted idmapped, and the empty mount
  *   points rootfs/ and lower/), a btrfs subvolume capped at disk_bytes by a
  *   quota group (EDQUOT inside). Owned by the sandbox's host uid base, which
  *   names its uid slot. Survives daemon restarts and host reboots; removed
@@ -66,6 +67,10 @@ struct hu_runtime_config {
 	 * HUTCH_LAYERS_SIZE */
 	char layers[16];          /* auto (default) | data-dir | image */
 	char layers_size[24];     /* size of a new layers.img ("" = the data dir's free space) */
+	/* how long the image stays mounted after the last runtime closes (0 =
+	 * unmount at once): `hutch run` sets it, so that a run after a run does
+	 * not mount and unmount a btrfs each time (layers.h, hu_layers_linger) */
+	unsigned layers_linger_ms;
 };
 
 /* Where the writable layers live and why (hu_runtime_storage, hutch doctor). */

@@ -189,18 +189,25 @@ static int protect_init_oom(hu_err *err)
 /* Everything below runs relative to the sandbox's layer (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
-static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, const struct hu_setup_mount *mounts,
-			size_t n_mounts, hu_err *err)
+static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, int idmapped_rw,
+			const struct hu_setup_mount *mounts, size_t n_mounts, hu_err *err)
 {
 	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
 		return hu_err_sys(err, "enter the sandbox directory");
 	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach the template");
+	/* the upper and work dirs, idmapped like the template: their files
+	 * keep the ids this sandbox sees, so a copy of the layer (a snapshot,
+	 * a fork) serves another sandbox's uid range as it is */
+	if (idmapped_rw && hu_move_mount(fds[HU_CHILD_FD_RW], "", AT_FDCWD, "rw", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach the upper layer");
 	/* userxattr: overlay inside a user namespace keeps its metadata in
 	 * user.* xattrs; the upper layer is the capped layer on disk. Overlay shows
 	 * these (relative) paths verbatim in /proc/self/mountinfo. */
 	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
-		     "lowerdir=lower,upperdir=upper,workdir=work,userxattr", err) < 0)
+		     idmapped_rw ? "lowerdir=lower,upperdir=rw/upper,workdir=rw/work,userxattr"
+				 : "lowerdir=lower,upperdir=upper,workdir=work,userxattr",
+		     err) < 0)
 		return -1;
 	if (!own_usr && hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach /usr");
@@ -303,7 +310,9 @@ void hu_sandbox_setup(void)
 		report(sync_fd, &err);
 	}
 	int own_usr = (go.flags & HU_SETUP_OWN_USR) != 0;
-	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, own_usr, mounts, go.n_mounts, &err) < 0)
+	int idmapped_rw = (go.flags & HU_SETUP_IDMAPPED_RW) != 0;
+	if (loopback_up(&err) < 0 ||
+	    setup_rootfs(fds, go.shm_bytes, own_usr, idmapped_rw, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);

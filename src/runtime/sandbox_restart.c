@@ -152,6 +152,8 @@ int hu_sandbox_adopt(struct hu_runtime *rt, const char *id, struct hu_sandbox **
 	if (find_init(sb, &e) == 0) {
 		*alive = 1;
 		sb->have_net = hu_net_adopt(rt, sb->slot); /* its veth is there: it has a network */
+	} else {
+		hu_cgroup_drop_clone_fd(sb->cg); /* stopped: taken again at a restart */
 	}
 	*out = sb;
 	return 0;
@@ -197,6 +199,7 @@ int hu_sandbox_revive(struct hu_runtime *rt, const struct hu_sandbox_spec *spec,
 	if (hu_write_file(path, "", 0, O_CREAT | O_TRUNC | O_NOFOLLOW, 0600, err) < 0 ||
 	    hu_cgroup_create(&rt->cg, spec->id, &spec->limits, &sb->cg, err) < 0)
 		goto fail;
+	hu_cgroup_drop_clone_fd(sb->cg); /* stopped: taken again at a restart */
 	sb->have_layer = 1;
 	*out = sb;
 	return 0;
@@ -265,6 +268,8 @@ int hu_sandbox_stop(struct hu_sandbox *sb, hu_err *err)
 		syncfs(lfd);
 	if (hu_cgroup_drop_cache(sb->cg, &e) < 0)
 		hu_err_clear(&e);
+	/* no descriptor stays open for it: its files and a row are all it holds */
+	hu_cgroup_drop_clone_fd(sb->cg);
 	return 0;
 }
 
@@ -278,7 +283,7 @@ int hu_sandbox_restart(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		return hu_err_set(err, EALREADY, "sandbox %s is running", sb->id);
 	/* the group may be frozen (a paused sandbox whose processes were
 	 * stopped): the new init must run */
-	if (hu_cgroup_thaw(sb->cg, err) < 0)
+	if (hu_cgroup_thaw(sb->cg, err) < 0 || hu_cgroup_take_clone_fd(sb->cg, err) < 0)
 		goto fail_early;
 	listen_fd = hu_sbx_bind_init_socket(sb, err);
 	if (listen_fd < 0)

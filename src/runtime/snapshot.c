@@ -92,8 +92,9 @@ int hu_runtime_snapshots(struct hu_runtime *rt, int (*fn)(const char *name, void
 	return rc;
 }
 
-/* The walk that moves a new layer's files from the snapshot's uid range to
- * the new sandbox's (nftw has no argument: one walk per thread at a time). */
+/* For a snapshot of a layer without rw/ (made by an older hutch): the walk
+ * that moves a new layer's files from the snapshot's uid range to the new
+ * sandbox's (nftw has no argument: one walk per thread at a time). */
 static __thread uint32_t shift_from, shift_to;
 static __thread int shift_errno;
 
@@ -149,25 +150,40 @@ int hu_layer_from_snapshot(const struct hu_layers *ly, const char *snap, const c
 	}
 	if (hu_btrfs_qgroup_limit(fd, bytes, err) < 0)
 		goto fail;
-	/* the files carry the source sandbox's host uids; this sandbox has
-	 * its own range. The top directory goes last (its owner names the
-	 * slot, and says the layer is complete) */
-	if (st.st_uid != owner) {
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", ly->root, id) >= sizeof(path)) {
-			hu_err_set(err, ENAMETOOLONG, "layer path %s/%s", ly->root, id);
-			goto fail;
-		}
-		shift_from = st.st_uid;
-		shift_to = owner;
-		shift_errno = 0;
-		if (fchown(fd, 0, 0) < 0 || nftw(path, shift_one, 16, FTW_PHYS | FTW_MOUNT) != 0) {
-			hu_err_set(err, shift_errno ? shift_errno : errno, "layer %s: give its files the sandbox's uids", id);
-			goto fail;
-		}
+	if (st.st_uid == owner)
+		return 0;
+	if (hu_layer_idmapped(fd)) {
+		/* the files in rw/ serve any uid slot as they are: only the mount
+		 * points are the slot's. The top directory goes last (its owner
+		 * names the slot, and says the layer is complete) */
+		static const char *const slot_dirs[] = {"rootfs", "lower", "bootid"};
+		for (size_t i = 0; i < sizeof(slot_dirs) / sizeof(slot_dirs[0]); i++)
+			if (fchownat(fd, slot_dirs[i], owner, owner, AT_SYMLINK_NOFOLLOW) < 0 && errno != ENOENT) {
+				hu_err_sys(err, "layer %s: chown %s", id, slot_dirs[i]);
+				goto fail;
+			}
 		if (fchown(fd, owner, owner) < 0) {
 			hu_err_sys(err, "layer %s: chown", id);
 			goto fail;
 		}
+		return 0;
+	}
+	/* a snapshot of a layer made before rw/: its files carry the source
+	 * sandbox's host uids, and this sandbox has its own range */
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", ly->root, id) >= sizeof(path)) {
+		hu_err_set(err, ENAMETOOLONG, "layer path %s/%s", ly->root, id);
+		goto fail;
+	}
+	shift_from = st.st_uid;
+	shift_to = owner;
+	shift_errno = 0;
+	if (fchown(fd, 0, 0) < 0 || nftw(path, shift_one, 16, FTW_PHYS | FTW_MOUNT) != 0) {
+		hu_err_set(err, shift_errno ? shift_errno : errno, "layer %s: give its files the sandbox's uids", id);
+		goto fail;
+	}
+	if (fchown(fd, owner, owner) < 0) {
+		hu_err_sys(err, "layer %s: chown", id);
+		goto fail;
 	}
 	return 0;
 fail:

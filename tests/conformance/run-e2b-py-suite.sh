@@ -108,7 +108,7 @@ port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); prin
 mkdir -p "$work/data" "$work/run"
 HUTCH_DATA_DIR="$work/data" HUTCH_RUN_DIR="$work/run" HUTCH_CGROUP_PARENT="$cgparent" \
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-	"$root/$build/hutch" serve --listen 127.0.0.1 --port "$port" --pool-size 0 >"$work/daemon.log" 2>&1 &
+	"$root/$build/hutch" serve --listen 127.0.0.1 --port "$port" --pool-size 0 --signed-url-scan true >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
 key=
 for _ in $(seq 200); do

@@ -15,7 +15,9 @@ let d, sbx, other
 
 before(async () => {
   mkdirSync(confDir, { recursive: true })
-  writeFileSync(`${confDir}/hutch.conf`, 'log_level = debug\n')
+  // links made with the shared E2B_SANDBOX_URL name no sandbox: this file
+  // tests them on first sight, which takes the opt-in token scan
+  writeFileSync(`${confDir}/hutch.conf`, 'log_level = debug\nsigned_url.scan = true\n')
   d = await startDaemon(['--config', `${confDir}/hutch.conf`])
   sbx = await Sandbox.create({ timeoutMs: 300_000 })
   other = await Sandbox.create({ timeoutMs: 300_000 })

@@ -7,7 +7,7 @@ import { startDaemon, rssKiB, sleep } from './harness.mjs'
 
 let d, sbx
 before(async () => {
-  d = await startDaemon()
+  d = await startDaemon(['--signed-url-scan', 'true']) // the rate-limited scan is tested here
   sbx = await Sandbox.create({ timeoutMs: 300_000 })
 })
 after(async () => {

@@ -7,7 +7,8 @@ import { spawn, execFileSync } from 'node:child_process'
 import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, api, sleep, hutchBin, useDaemon } from './harness.mjs'
+import { request as httpRequest } from 'node:http'
+import { startDaemon, api, sleep, hutchBin, useDaemon, rssKiB } from './harness.mjs'
 
 let d
 before(async () => {
@@ -311,7 +312,7 @@ test('logs: the daemon\'s persisted lines about a sandbox, E2B shapes', async ()
   await sbx.kill()
 })
 
-test('logs: a 50 MiB scan does not hold the event loop, and at most two run at once', async () => {
+test('logs: a 50 MiB scan does not hold the event loop, and at most four run at once', async () => {
   const sbx = await Sandbox.create({ timeoutMs: 60000 })
   const logs = join(d.base, 'data', 'logs')
   // five full rotated files of this sandbox's lines: every one is parsed
@@ -337,11 +338,73 @@ test('logs: a 50 MiB scan does not hold the event loop, and at most two run at o
     assert.equal(r.json.logs.length, 0)
     // a scan on the loop would answer no /health until it had finished
     assert.ok(healthy >= 3, `${healthy} /health answers during a ${took} ms scan (slowest ${worst} ms)`)
-    const four = await Promise.all([1, 2, 3, 4].map(() => api(d, 'GET', `/v2/sandboxes/${sbx.sandboxId}/logs?level=error`)))
-    const st = four.map((x) => x.status).sort()
-    assert.deepEqual(st, [200, 200, 429, 429], JSON.stringify(four.map((x) => x.json?.message)))
+    const six = await Promise.all([1, 2, 3, 4, 5, 6].map(() => api(d, 'GET', `/v2/sandboxes/${sbx.sandboxId}/logs?level=error`)))
+    const st = six.map((x) => x.status).sort()
+    assert.deepEqual(st, [200, 200, 200, 200, 429, 429], JSON.stringify(six.map((x) => x.json?.message)))
   } finally {
     for (let i = 1; i <= 5; i++) rmSync(join(logs, `hutch.log.${i}`), { force: true })
+    await sbx.kill()
+  }
+})
+
+test('logs: streamed to a slow client with backpressure; the daemon stops producing and answers others meanwhile', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 120000 })
+  const logs = join(d.base, 'data', 'logs')
+  // two rotated files of numbered lines of this sandbox, about 20 MiB
+  const lineOf = (n) => `2026-11-29T10:00:00.123Z level=info sandbox=${sbx.sandboxId} req=- msg="n=${n} ${'filler '.repeat(120)}"\n`
+  const per = Math.ceil((10 << 20) / lineOf(0).length)
+  const fileOf = (k) => Array.from({ length: per }, (_, i) => lineOf(k * per + i)).join('')
+  try {
+    writeFileSync(join(logs, 'hutch.log.2'), fileOf(0))
+    writeFileSync(join(logs, 'hutch.log.1'), fileOf(1))
+    const rss0 = rssKiB(d.pid)
+    // v1, 10000 entries twice (logs and logEntries): about 20 MB of JSON
+    let got = 0
+    const chunks = []
+    let res
+    const done = new Promise((resolve, reject) => {
+      const req = httpRequest(`${d.url}/sandboxes/${sbx.sandboxId}/logs?limit=10000`, { headers: { 'X-API-Key': d.apiKey } }, (r) => {
+        res = r
+        r.on('data', (c) => { got += c.length; chunks.push(c) })
+        r.on('end', resolve)
+        r.on('error', reject)
+        r.pause() // a client that does not read
+      })
+      req.on('error', reject)
+      req.end()
+    })
+    while (!res) await sleep(20)
+    await sleep(1500)
+    const held1 = rssKiB(d.pid), got1 = got
+    // others are answered while it waits
+    for (let i = 0; i < 5; i++) {
+      const h0 = Date.now()
+      assert.equal((await api(d, 'GET', '/sandboxes')).status, 200)
+      assert.ok(Date.now() - h0 < 2000, `GET /sandboxes took ${Date.now() - h0} ms`)
+    }
+    await sleep(1000)
+    const held2 = rssKiB(d.pid)
+    // nothing was read, and the daemon did not go on producing into memory
+    assert.equal(got, got1)
+    assert.ok(held2 - held1 < 4096, `RSS grew ${held2 - held1} KiB while the client did not read`)
+    assert.ok(held2 - rss0 < 64 * 1024, `RSS grew ${held2 - rss0} KiB for a 20 MB answer`)
+    res.resume()
+    await done
+    assert.equal(res.statusCode, 200)
+    assert.match(res.headers['content-type'], /^application\/json/)
+    const body = JSON.parse(Buffer.concat(chunks).toString())
+    assert.ok(got > 15 << 20, `${got} bytes`)
+    assert.equal(body.logs.length, 10000)
+    assert.equal(body.logEntries.length, 10000)
+    assert.match(body.logEntries[0].message, /^n=0 /)
+    assert.match(body.logEntries[9999].message, /^n=9999 /)
+    assert.equal(body.logs[9999].line, body.logEntries[9999].message)
+    // backward: the newest entries before the cursor, oldest first
+    const back = await api(d, 'GET', `/v2/sandboxes/${sbx.sandboxId}/logs?direction=backward&limit=3&search=filler`)
+    assert.deepEqual(back.json.logs.map((e) => e.message.split(' ')[0]), [`n=${2 * per - 3}`, `n=${2 * per - 2}`, `n=${2 * per - 1}`])
+  } finally {
+    rmSync(join(logs, 'hutch.log.1'), { force: true })
+    rmSync(join(logs, 'hutch.log.2'), { force: true })
     await sbx.kill()
   }
 })

@@ -24,15 +24,15 @@ export function netWorld({ prefix, seed, pool }) {
     name: prefix + tag,
     pool6: `fd68:7574:6368:${(0x1000 + (seed % 0xe000)).toString(16)}`,
     skip: !have('ip') || !have('nft') ? 'ip or nft missing' : false,
-    // the world up, then a daemon on it
-    async up() {
+    // the world up, then a daemon on it (extraEnv: more of its environment)
+    async up(extraEnv = {}) {
       execFileSync(world, ['up', tag], { stdio: 'inherit' })
       Object.assign(process.env, {
         HUTCH_NET: 'nat', HUTCH_NET_NAME: net.name, HUTCH_NET_POOL: pool,
         HUTCH_NET_DNS: '198.51.100.53', HUTCH_NET_UPLINK: 'hnti' + tag, HUTCH_NET_ALLOW: '', HUTCH_NET_DENY: '',
         HUTCH_NET_POOL6: `${net.pool6}::/64`,
       })
-      return startDaemon()
+      return startDaemon([], null, extraEnv)
     },
     // the daemon d stopped (it must exit 0), the world and table removed
     async down(d) {

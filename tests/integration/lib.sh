@@ -19,6 +19,9 @@ export HUTCH_DATA_DIR="$HUTCH_TEST_TMP/data"
 export HUTCH_RUN_DIR="$HUTCH_TEST_TMP/run"
 export HUTCH_CGROUP_PARENT=${HUTCH_CGROUP_PARENT:-hutch-it}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+# hutch run unmounts the layers image at its end, as before the keeper (a keeper lingering after
+# a test would hold the image past its cleanup); test_storage.sh tests the keeper itself
+export HUTCH_LAYERS_LINGER=${HUTCH_LAYERS_LINGER:-0}
 
 cleanup_test_dirs() {
 	# kill any sandbox a failed test left running (only under our own cgroup

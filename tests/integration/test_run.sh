@@ -97,9 +97,22 @@ out=$(hrun --volume "$vol:/bin/x" -- true 2>&1)
 expect_eq "--volume through the template's /bin symlink fails (125)" "125" "$?"
 expect_match "--volume through a symlink says so" "symlink" "$out"
 
+# The sudo shim in the template (hutch-init under another name) is compared with the running
+# init only when the stamp of both files no longer matches: a shim changed behind hutch's back
+# (same size, other bytes; a new change time) is rewritten by the next run.
+SHIM="$HUTCH_DATA_DIR/templates/base/rootfs/opt/hutch/bin/sudo"
+hrun -- true
+check "the sudo stamp is written" test -s "$HUTCH_DATA_DIR/templates/base/sudo.stamp"
+printf 'XXXX' | dd of="$SHIM" bs=1 seek=100 conv=notrunc status=none
+hrun -- true
+check "a changed shim is rewritten from the running init" cmp -s "$SHIM" "$ROOT/$BUILD/hutch-init"
+out=$(hrun --user user -- sudo -n id -u 2>&1)
+expect_eq "and sudo works through it" "0" "$out"
+
 # Libraries only some commands need are loaded when first used: a `hutch run` without internet
-# access maps neither libarchive (a template import) nor libnftables (HUTCH_NET=nat); a tar
-# import still works, loading libarchive then.
+# access maps neither libarchive (a template import) nor libnftables (HUTCH_NET=nat) nor libpq (a
+# PostgreSQL store; tests/e2e/cluster.test.mjs runs that); a tar import still works, loading
+# libarchive then.
 # (the hutch process itself, not hrun's timeout, whose maps are its own; the guard bounds it)
 "$HUTCH" run -- sleep 3 &
 runpid=$!
@@ -114,6 +127,7 @@ done
 expect_match "hutch run maps its own libraries" "libseccomp" "$maps"
 expect_no_match "hutch run maps no libarchive" "libarchive" "$maps"
 expect_no_match "hutch run maps no libnftables" "libnftables" "$maps"
+expect_no_match "hutch run maps no libpq" "libpq" "$maps"
 wait "$runpid"
 kill "$guard" 2>/dev/null
 mkdir -p "$HUTCH_TEST_TMP/tarsrc/etc" && echo lazy >"$HUTCH_TEST_TMP/tarsrc/etc/lazy"

@@ -117,6 +117,47 @@ expect_eq "after they end: no layer" "0" "$(count_layers)"
 expect_eq "after they end: no mount" "0" "$(count_mounts)"
 settles "after they end: no loop device on the image" "0" count_loops
 
+# the keeper (HUTCH_LAYERS_LINGER): the last run out leaves the image mounted for the linger time,
+# held by a process of its own that keeps none of the run's descriptors; a run meanwhile reuses
+# the mount (mounting a btrfs costs more than a whole run); then the mount and the loop device go
+keeper_pids() {
+	local p c
+	for p in /proc/[0-9]*; do
+		# builtins first: a fork per process of the host would take longer than the linger time
+		{ read -r c <"$p/comm"; } 2>/dev/null || continue
+		[ "$c" = hutch-layers ] || continue
+		tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qxF "HUTCH_DATA_DIR=$HUTCH_DATA_DIR" && echo "${p#/proc/}"
+	done
+}
+keepers() { keeper_pids | wc -l; }
+mount_id() { grep " $LAYERS " /proc/self/mountinfo | cut -d' ' -f1; }
+start=$(date +%s%N)
+out=$(HUTCH_LAYERS_LINGER=8 "$HUTCH" run -- echo lingering 2>&1)
+took=$((($(date +%s%N) - start) / 1000000))
+expect_eq "keeper: the run's output" "lingering" "$out"
+check "keeper: \$(hutch run) returns at once, not after the linger time (${took} ms)" test "$took" -lt 2500
+expect_eq "keeper: the image stays mounted after the run" "1" "$(count_mounts)"
+expect_eq "keeper: one keeper process" "1" "$(keepers)"
+id1=$(mount_id)
+HUTCH_LAYERS_LINGER=8 hrun -- true
+expect_eq "keeper: the next run reuses the mount" "$id1" "$(mount_id)"
+expect_eq "keeper: and starts no second keeper" "1" "$(keepers)"
+expect_eq "keeper: no layer is left" "0" "$(count_layers)"
+settles "keeper: the image is unmounted after the linger time" "0" count_mounts 150
+settles "keeper: and its loop device goes" "0" count_loops
+settles "keeper: and the keeper" "0" keepers
+# a keeper told to stop (SIGTERM: a service manager stopping the unit) unmounts at once
+HUTCH_LAYERS_LINGER=600 hrun -- true
+expect_eq "keeper: a long linger keeps the mount" "1" "$(count_mounts)"
+for p in $(keeper_pids); do kill -TERM "$p"; done
+settles "keeper: SIGTERM unmounts at once" "0" count_mounts 30
+settles "keeper: SIGTERM ends the keeper" "0" keepers
+out=$(HUTCH_LAYERS_LINGER=ten hrun -- true 2>&1)
+expect_match "keeper: a bad HUTCH_LAYERS_LINGER is named" "HUTCH_LAYERS_LINGER=ten" "$out"
+expect_eq "keeper: and falls back to the default (the image stays mounted)" "1" "$(count_mounts)"
+for p in $(keeper_pids); do kill -TERM "$p"; done
+settles "keeper: gone again" "0" count_mounts 30
+
 # SIGKILL to hutch run: the next run removes the layer, and then the mount
 "$HUTCH" run -- sh -c 'echo data >/tmp/kept; sleep 60' &
 pid=$!

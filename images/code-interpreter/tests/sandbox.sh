@@ -11,6 +11,8 @@ root=$(cd "$here/../../.." && pwd)
 build=${1:-build}
 cache=${HUTCH_INTERP_CACHE:-/var/cache/hutch-interpreter}
 tmp=$(mktemp -d /var/tmp/hutch-interp-sbx.XXXXXX)
+# hutch run unmounts the layers image at its end (no keeper lingering past the rm below)
+export HUTCH_LAYERS_LINGER=0
 trap 'rm -rf --one-file-system "$tmp"' EXIT
 mkdir -p "$root/tests/results"
 

@@ -15,6 +15,7 @@
 
 #include "cli/doctor/doctor.h"
 #include "cli/doctor/probe.h"
+#include "runtime/coredump.h"
 #include "util/fileutil.h"
 
 /* Debian 12's headers know Landlock ABI 2 at most; the version query itself
@@ -154,23 +155,20 @@ void doctor_check_landlock(const struct doctor_ctx *cx, struct doctor_result *r)
 
 /* Sandboxes run with RLIMIT_CORE 1, which stops file and pipe core dumps
  * (the kernel starts a pipe helper, as host root, for any other limit, 0
- * included). A socket pattern ("@path", Linux 6.16+) ignores the limit:
- * every crash in a sandbox then reaches that host service. */
+ * included). A socket pattern ("@path", Linux 6.16+) ignores the limit, and
+ * the runtime refuses to start sandboxes under one (runtime/coredump.h). */
 void doctor_check_core_pattern(const struct doctor_ctx *cx, struct doctor_result *r)
 {
 	char pat[256];
 	hu_err err;
 
-	if (hu_read_file("/proc/sys/kernel/core_pattern", pat, sizeof(pat), &err) < 0) {
+	if (hu_core_pattern_read(pat, sizeof(pat), &err) < 0) {
 		doctor_found(r, "%s", err.msg);
 		return;
 	}
-	pat[strcspn(pat, "\n")] = '\0';
-	if (pat[0] == '@') {
-		doctor_found(r, "kernel.core_pattern %s is a socket: the kernel ignores RLIMIT_CORE for it", pat);
-		doctor_verdict(r, DOCTOR_WARN,
-			       "every crash inside a sandbox reaches that host service; make it refuse host uids from 2^30 "
-			       "up, or use a pipe or file pattern");
+	if (hu_core_pattern_safe(pat, &err) < 0) {
+		doctor_found(r, "%s", err.msg);
+		doctor_verdict(r, DOCTOR_FAIL, "no sandbox starts until kernel.core_pattern is a pipe or a file pattern");
 	} else if (pat[0] == '|') {
 		doctor_found(r,
 			     "kernel.core_pattern pipes to %s; sandboxes run with RLIMIT_CORE 1, for which the kernel starts no "

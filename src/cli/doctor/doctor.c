@@ -51,6 +51,7 @@ static const struct {
 	{"sandbox capacity", doctor_check_capacity},
 	{"capped volumes", doctor_check_volumes},
 	{"writable layers", doctor_check_storage},
+	{"store", doctor_check_store},
 	{"IPv6", doctor_check_ipv6},
 	{"kernel", doctor_check_kernel},
 };
@@ -62,8 +63,8 @@ static void usage(FILE *f)
 		   "ok, warn or FAIL; FAIL means sandboxes cannot start. Exit status 0 when\n"
 		   "nothing FAILs, 1 otherwise.\n\n"
 		   "  --json          print the results as one JSON object\n"
-		   "  --config FILE   the configuration `hutch serve` uses (for the IPv6 check;\n"
-		   "                  default: what `hutch serve` reads without flags)\n");
+		   "  --config FILE   the configuration `hutch serve` uses (for the IPv6 and\n"
+		   "                  store checks; default: what `hutch serve` reads without flags)\n");
 }
 
 struct options {

@@ -98,5 +98,6 @@ doctor_check_fn doctor_check_volumes;        /* volumes.c */
 doctor_check_fn doctor_check_storage;        /* storage.c */
 doctor_check_fn doctor_check_ipv6;           /* ipv6.c */
 doctor_check_fn doctor_check_kernel;         /* host.c */
+doctor_check_fn doctor_check_store;          /* store.c */
 
 #endif

@@ -22,11 +22,13 @@ void doctor_check_storage(const struct doctor_ctx *cx, struct doctor_result *r)
 	struct hu_config cfg;
 	struct hu_runtime_config rc;
 	struct hu_storage_info info;
+	char data_dir[sizeof(rc.data_dir)];
 	hu_err err;
 
 	hu_runtime_config_defaults(&rc);
 	if (hu_config_from_args(&cfg, cx->config_path ? 3 : 1, args, &err) == 0)
 		snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", cfg.data_dir);
+	snprintf(data_dir, sizeof(data_dir), "%s", rc.data_dir);
 	while (access(rc.data_dir, F_OK) < 0 && strrchr(rc.data_dir, '/') > rc.data_dir)
 		*strrchr(rc.data_dir, '/') = '\0';
 	if (hu_storage_probe(&rc, &info, &err) < 0) {
@@ -39,6 +41,10 @@ void doctor_check_storage(const struct doctor_ctx *cx, struct doctor_result *r)
 		doctor_found(r, "%s is up (%s quotas)", info.root, info.quota);
 		return;
 	}
+	/* probed on the nearest directory that exists; the image goes into the
+	 * data dir itself once that is made */
+	if (strcmp(data_dir, rc.data_dir))
+		snprintf(info.image, sizeof(info.image), "%s/layers.img", data_dir);
 	bool mkfs = access("/usr/sbin/mkfs.btrfs", X_OK) == 0 || access("/sbin/mkfs.btrfs", X_OK) == 0;
 	bool loop = access("/dev/loop-control", R_OK | W_OK) == 0;
 	doctor_found(r, "%s is %s at the first start: mkfs.btrfs %s, /dev/loop-control %s", info.image,

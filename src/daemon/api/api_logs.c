@@ -2,14 +2,21 @@
  * GET /sandboxes/{id}/logs and GET /v2/sandboxes/{id}/logs (E2B shapes):
  * the daemon's persisted log lines about that sandbox (its create, pauses,
  * resumes, memory releases, errors), read back from <data_dir>/logs/
- * hutch.log and its rotated predecessors, oldest first. A scan of at most
- * six 10 MiB files, done only when asked; lines are matched on
- * "sandbox=<id> " before they are parsed.
+ * hutch.log and its rotated predecessors, oldest first. Lines are matched
+ * on "sandbox=<id> " before they are parsed.
  *
- * The scan never holds the event loop: it reads SLICE_BYTES at a time and
- * yields to the loop between slices (a zero timer, which runs after the
- * loop has polled for I/O again), and at most MAX_SCANS run at once (429
- * above), so other requests are answered while one reads 60 MiB.
+ * The reply is streamed, and the loop is never held: the files (at most
+ * six of 10 MiB) are read SLICE_BYTES at a time, yielding to the loop
+ * between slices (a zero timer, which runs after the loop has polled for I/O
+ * again); each entry found is written to a chunked reply at once, and the
+ * reading pauses while more than HIGH_WATER bytes wait for a slow client
+ * (resumed when it drained). Memory is therefore one line and one slice's
+ * output, whatever the log or the limit. The shapes need more than one
+ * pass over the files: backward first counts the matching entries (to skip
+ * all but the last `limit`), and v1 writes its two arrays ("logs", then
+ * "logEntries") from one pass each. A rotation during a read may shift
+ * what a later pass sees; every pass stops at `limit` entries. At most
+ * MAX_SCANS run at once (429 above).
  */
 #include <event2/event.h>
 #include <stdio.h>
@@ -20,6 +27,7 @@
 #include "util/rfc3339.h"
 #include "daemon/api/api_sandboxes.h"
 #include "daemon/common/log_parse.h"
+#include "daemon/http/connect.h"
 #include "daemon/api/handlers.h"
 #include "util/parse.h"
 
@@ -27,7 +35,8 @@
 #define LOGS_MAX_LIMIT 10000
 #define LOG_FILES 6 /* hutch.log.5 .. hutch.log.1, hutch.log */
 #define SLICE_BYTES (256u << 10)
-#define MAX_SCANS 2
+#define HIGH_WATER (256u << 10)
+#define MAX_SCANS 4
 
 static unsigned scans_running; /* one event loop per daemon: no lock */
 static struct logs_job *scans;  /* the running ones, for a shutdown */
@@ -63,21 +72,29 @@ static json_t *entry_json(const struct hu_log_entry *e)
 	return v;
 }
 
+/* The passes of a read: what each one writes. */
+enum logs_pass { PASS_COUNT, PASS_LINES, PASS_ENTRIES, PASS_DONE };
+
 struct logs_job {
 	struct logs_job *next;
 	struct hu_req *r;
+	struct hu_stream *stream; /* the reply, once started */
 	struct logs_query q;
 	char needle[HU_ID_MAX + 16];
+	enum logs_pass pass;
 	int file;            /* the next file to open: LOG_FILES-1 (oldest) .. 0 */
 	FILE *f;             /* the file being read, or NULL */
 	char *line;
 	size_t cap;
-	json_t *out;
+	size_t matched;      /* entries matched in this pass */
+	size_t skip;         /* entries to leave out at the start (backward) */
+	size_t written;      /* entries written in this pass */
+	bool paused;         /* the client is slow: no slice until it drained */
 	struct hu_log_entry e;
 	struct event *tick;
 };
 
-static void reply_entries(struct hu_req *r, int v2, json_t *entries);
+static const struct timeval now_tv = {0, 0};
 
 static void job_free(struct logs_job *j)
 {
@@ -91,42 +108,130 @@ static void job_free(struct logs_job *j)
 	if (j->f)
 		fclose(j->f);
 	free(j->line);
-	json_decref(j->out);
 	free(j);
 	scans_running--;
 }
 
-/* Take one line; false once the limit is reached going forward. */
-static bool take_line(struct logs_job *j, const char *line, size_t n)
+/* Does the line match the query? Parses it into j->e. */
+static bool line_matches(struct logs_job *j, const char *line, size_t n)
 {
 	const struct logs_query *q = &j->q;
 	struct hu_log_entry *e = &j->e;
 
-	if (!q->backward && json_array_size(j->out) >= q->limit)
-		return false;
 	if (!memmem(line, n, j->needle, strlen(j->needle)) || hu_log_parse_line(line, n, e) < 0)
-		return true;
+		return false;
 	if (level_rank(e->level) < q->min_level || (q->search && !strstr(e->msg, q->search)))
-		return true;
-	if (q->backward ? e->time_ms >= q->from_ms : e->time_ms < q->from_ms)
-		return true;
-	json_t *v = entry_json(e);
-	if (!v)
-		return true;
-	json_array_append_new(j->out, v);
-	if (q->backward && json_array_size(j->out) > q->limit)
-		json_array_remove(j->out, 0);
-	return true;
+		return false;
+	return q->backward ? e->time_ms < q->from_ms : e->time_ms >= q->from_ms;
 }
 
-/* Read one slice; true when the scan is complete. */
+/* Write text to the reply; false when the client is gone or memory short. */
+static bool put(struct logs_job *j, const char *text)
+{
+	int rc = hu_stream_send_bytes(j->stream, text, strlen(text));
+	if (rc > 0)
+		j->paused = true;
+	return rc >= 0;
+}
+
+/* One matching entry, in this pass's shape. */
+static bool put_entry(struct logs_job *j)
+{
+	json_t *v = entry_json(&j->e);
+	if (!v)
+		return false;
+	if (j->pass == PASS_LINES) {
+		json_t *line = json_pack("{s:O, s:O}", "timestamp", json_object_get(v, "timestamp"), "line",
+					 json_object_get(v, "message"));
+		json_decref(v);
+		if (!(v = line))
+			return false;
+	}
+	char *text = json_dumps(v, JSON_COMPACT);
+	json_decref(v);
+	if (!text)
+		return false;
+	bool ok = (!j->written || put(j, ",")) && put(j, text);
+	free(text);
+	j->written++;
+	return ok;
+}
+
+/* Take one line; false when the pass has what it needs (or failed: then
+ * j->pass is PASS_DONE and the stream is cut). */
+static bool take_line(struct logs_job *j, const char *line, size_t n)
+{
+	if (!line_matches(j, line, n))
+		return true;
+	if (j->pass == PASS_COUNT) {
+		j->matched++;
+		return true;
+	}
+	if (j->matched++ < j->skip)
+		return true;
+	if (!put_entry(j)) {
+		hu_stream_abort(j->stream, "out of memory, or the client left");
+		j->stream = NULL;
+		j->pass = PASS_DONE;
+		return false;
+	}
+	return j->written < j->q.limit;
+}
+
+/* The text between passes: what ends one and opens the next. */
+static const char *pass_opening(const struct logs_job *j, enum logs_pass p)
+{
+	if (p == PASS_LINES)
+		return "{\"logs\":[";
+	/* v2 has one array of entries, named logs; v1 names it logEntries */
+	return j->q.v2 ? "{\"logs\":[" : "],\"logEntries\":[";
+}
+
+/* The pass that follows p for this query. */
+static enum logs_pass next_pass(const struct logs_job *j, enum logs_pass p)
+{
+	if (p == PASS_COUNT)
+		return j->q.v2 ? PASS_ENTRIES : PASS_LINES;
+	if (p == PASS_LINES)
+		return PASS_ENTRIES;
+	return PASS_DONE;
+}
+
+/* The current pass is over: start the next, or end the reply. */
+static void end_pass(struct logs_job *j)
+{
+	if (j->f) {
+		fclose(j->f);
+		j->f = NULL;
+	}
+	j->file = LOG_FILES - 1;
+	if (j->pass == PASS_COUNT && j->q.backward)
+		j->skip = j->matched > j->q.limit ? j->matched - j->q.limit : 0;
+	enum logs_pass p = next_pass(j, j->pass);
+	if (p == PASS_DONE) {
+		if (put(j, "]}"))
+			hu_stream_finish(j->stream);
+		else
+			hu_stream_abort(j->stream, "out of memory");
+		j->stream = NULL;
+	} else if (!put(j, pass_opening(j, p))) {
+		hu_stream_abort(j->stream, "out of memory");
+		j->stream = NULL;
+		p = PASS_DONE;
+	}
+	j->pass = p;
+	j->matched = 0;
+	j->written = 0;
+}
+
+/* Read one slice; true when the current pass is complete. */
 static bool scan_slice(struct logs_job *j)
 {
 	char path[PATH_MAX + 32];
 	size_t done = 0;
 	ssize_t n;
 
-	while (done < SLICE_BYTES) {
+	while (done < SLICE_BYTES && !j->paused) {
 		if (!j->f) {
 			if (j->file < 0)
 				return true;
@@ -154,15 +259,36 @@ static bool scan_slice(struct logs_job *j)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct logs_job *j = arg;
-	static const struct timeval now = {0, 0};
 
-	if (!scan_slice(j)) {
-		evtimer_add(j->tick, &now);
+	if (j->pass != PASS_DONE && scan_slice(j))
+		end_pass(j);
+	if (j->pass == PASS_DONE) {
+		job_free(j);
 		return;
 	}
-	json_t *entries = j->out;
-	j->out = NULL;
-	reply_entries(j->r, j->q.v2, entries);
+	if (!j->paused)
+		evtimer_add(j->tick, &now_tv);
+}
+
+static void on_pause(void *arg)
+{
+	((struct logs_job *)arg)->paused = true;
+}
+
+static void on_resume(void *arg)
+{
+	struct logs_job *j = arg;
+	if (j->paused) {
+		j->paused = false;
+		evtimer_add(j->tick, &now_tv);
+	}
+}
+
+static void on_gone(void *arg)
+{
+	struct logs_job *j = arg;
+	hu_stream_finish(j->stream); /* frees it: the client is gone already */
+	j->stream = NULL;
 	job_free(j);
 }
 
@@ -205,37 +331,9 @@ static int parse_query(struct hu_req *r, struct logs_query *q)
 	return 0;
 }
 
-/* Answer r with entries (stolen) in the v1 or v2 shape. */
-static void reply_entries(struct hu_req *r, int v2, json_t *entries)
-{
-	json_t *body;
-
-	if (!entries) {
-		hu_reply_error(r, 500, "out of memory");
-		return;
-	}
-	if (v2) {
-		body = json_pack("{s:o}", "logs", entries);
-	} else {
-		json_t *lines = json_array();
-		size_t i;
-		json_t *e;
-		json_array_foreach(entries, i, e)
-			json_array_append_new(lines, json_pack("{s:O, s:O}", "timestamp", json_object_get(e, "timestamp"),
-							       "line", json_object_get(e, "message")));
-		body = json_pack("{s:o, s:o}", "logs", lines, "logEntries", entries);
-	}
-	if (!body) {
-		hu_reply_error(r, 500, "out of memory");
-		return;
-	}
-	hu_reply_json(r, 200, body);
-}
-
 static void get_logs(struct hu_req *r, int v2)
 {
 	struct hu_sbx *s = hu_api_own_sandbox(r);
-	static const struct timeval now = {0, 0};
 	struct logs_query q = {.v2 = v2};
 
 	if (!s || parse_query(r, &q) < 0)
@@ -250,14 +348,30 @@ static void get_logs(struct hu_req *r, int v2)
 		return;
 	}
 	scans_running++;
-	*j = (struct logs_job){.next = scans, .r = r, .q = q, .file = LOG_FILES - 1, .out = json_array()};
+	*j = (struct logs_job){.next = scans, .r = r, .q = q, .file = LOG_FILES - 1};
 	scans = j;
 	snprintf(j->needle, sizeof(j->needle), " sandbox=%s ", s->id);
+	/* forward needs no count: the first `limit` entries are the answer */
+	j->pass = q.backward ? PASS_COUNT : next_pass(j, PASS_COUNT);
 	j->tick = evtimer_new(hu_req_daemon(r)->base, on_tick, j);
-	if (!j->out || !j->tick || evtimer_add(j->tick, &now) < 0) {
+	if (!j->tick) {
 		hu_reply_error(r, 500, "out of memory");
 		job_free(j);
+		return;
 	}
+	/* everything is checked: the answer is a 200 from here on */
+	struct hu_stream_cbs cbs = {on_pause, on_resume, on_gone, j};
+	if (!(j->stream = hu_stream_start_raw(r, "application/json", HIGH_WATER, &cbs))) {
+		hu_reply_error(r, 500, "out of memory");
+		job_free(j);
+		return;
+	}
+	if (j->pass != PASS_COUNT && !put(j, pass_opening(j, j->pass))) {
+		hu_stream_abort(j->stream, "out of memory");
+		job_free(j);
+		return;
+	}
+	evtimer_add(j->tick, &now_tv);
 }
 
 void hu_api_get_logs_v1(struct hu_req *r)
@@ -275,7 +389,8 @@ void hu_api_abort_log_scans(struct hu_daemon *d)
 	(void)d;
 	while (scans) {
 		struct logs_job *j = scans;
-		hu_reply_error(j->r, 503, "the server is shutting down");
+		if (j->stream)
+			hu_stream_abort(j->stream, "the server is shutting down");
 		job_free(j);
 	}
 }

@@ -29,15 +29,7 @@
  * with tls_cert). */
 static void identity(const struct hu_config *cfg, struct hu_node *n)
 {
-	char host[64] = "hutch";
-
-	if (cfg->node_name[0]) {
-		snprintf(n->name, sizeof(n->name), "%s", cfg->node_name);
-	} else {
-		gethostname(host, sizeof(host) - 1);
-		host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")] = '\0';
-		snprintf(n->name, sizeof(n->name), "%.50s-%u", host[0] ? host : "hutch", cfg->port);
-	}
+	hu_config_node_name(cfg, n->name, sizeof(n->name));
 	/* a listener with TLS is reached over TLS */
 	const char *scheme = cfg->tls_cert[0] ? "https" : "http";
 	if (cfg->node_address[0])

@@ -52,7 +52,7 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_pids_overcommit = 1.0;
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
-	cfg->pool_max = 64;
+	cfg->pool_max = 128; /* a burst of 100 concurrent creates from one client (issue 15) fits */
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -195,6 +195,19 @@ static int set_cluster_ca(struct hu_config *cfg, const char *v, hu_err *err)
 const char *hu_config_store_location(const struct hu_config *cfg)
 {
 	return cfg->store[0] ? cfg->store : cfg->data_dir;
+}
+
+void hu_config_node_name(const struct hu_config *cfg, char *out, size_t n)
+{
+	char host[64] = "hutch";
+
+	if (cfg->node_name[0]) {
+		snprintf(out, n, "%s", cfg->node_name);
+		return;
+	}
+	gethostname(host, sizeof(host) - 1);
+	host[strspn(host, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.-_")] = '\0';
+	snprintf(out, n, "%.50s-%u", host[0] ? host : "hutch", cfg->port);
 }
 
 static int parse_positive_size(const char *v, uint64_t *out, hu_err *err)
@@ -396,15 +409,25 @@ static int set_pids_overcommit(struct hu_config *cfg, const char *v, hu_err *err
 	return parse_ratio(v, &cfg->admission_pids_overcommit, err);
 }
 
-static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
+static int set_bool(int *out, const char *v, hu_err *err)
 {
 	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
-		cfg->admission_refuse_under_pressure = 1;
+		*out = 1;
 	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
-		cfg->admission_refuse_under_pressure = 0;
+		*out = 0;
 	else
 		return hu_err_set(err, -EINVAL, "'%s' is not true or false", v);
 	return 0;
+}
+
+static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_bool(&cfg->admission_refuse_under_pressure, v, err);
+}
+
+static int set_signed_url_scan(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_bool(&cfg->signed_url_scan, v, err);
 }
 
 /* "0" turns the limit off; otherwise a volume cap, 4 MiB .. 16 TiB. */
@@ -724,6 +747,7 @@ static const struct {
 	{"admission.cpu_overcommit", NULL, set_cpu_overcommit},
 	{"admission.pids_overcommit", NULL, set_pids_overcommit},
 	{"admission.refuse_under_pressure", NULL, set_refuse_under_pressure},
+	{"signed_url.scan", "--signed-url-scan", set_signed_url_scan},
 	{"quota.sandboxes", NULL, set_quota_sandboxes},
 	{"quota.memory", NULL, set_quota_memory},
 	{"quota.builds", NULL, set_quota_builds},

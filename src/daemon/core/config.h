@@ -73,6 +73,8 @@ struct hu_config {
 					   * times pid_max less a reserve (default 1: a fork bomb in every
 					   * sandbox at once still leaves the host its pids) */
 	int admission_refuse_under_pressure; /* admission.refuse_under_pressure (default true) */
+	int signed_url_scan; /* signed_url.scan: a signed URL that names no sandbox may be tried against
+			      * every token (rate-limited; default false: one token at most) */
 	/* per-team quotas, the same for every team (0 = none): quota.sandboxes
 	 * (sandboxes running or being created), quota.memory (memory limits of a
 	 * team's sandboxes that hold memory), quota.builds (template builds at once) */
@@ -121,6 +123,8 @@ struct hu_config {
 void hu_config_defaults(struct hu_config *cfg);
 /* Where the store is, for hu_store_open: the store URI, or the data dir. */
 const char *hu_config_store_location(const struct hu_config *cfg);
+/* This daemon's node name in a shared store: node.name, or <host name>-<port>. */
+void hu_config_node_name(const struct hu_config *cfg, char *out, size_t n);
 /* Set one config-file key from its text value (EINVAL: unknown key or bad value). */
 int hu_config_set(struct hu_config *cfg, const char *key, const char *value, hu_err *err);
 /* Apply a config file; errors name "file:line". */

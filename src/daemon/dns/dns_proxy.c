@@ -11,6 +11,7 @@
 
 #include "daemon/dns/dns_msg.h"
 #include "daemon/dns/dns_proxy.h"
+#include "daemon/dns/dns_learn_queue.h"
 #include "daemon/dns/dns_learned.h"
 #include "daemon/dns/dns_slots.h"
 #include "daemon/sandboxes/registry.h"
@@ -37,6 +38,7 @@ struct hu_dns_proxy {
 	struct event *ev_fd, *ev_up;
 	struct hu_dns_slots slots;
 	struct hu_dns_learned *learned; /* per-sandbox account of dallow/dallow6 elements */
+	struct hu_dns_learn_queue *learnq; /* adds them, off the loop */
 	struct pending pend[HU_DNS_SLOTS];
 	uint8_t buf[65536];
 };
@@ -173,6 +175,63 @@ static bool within_budget(struct hu_dns_proxy *p, uint32_t sbx, const struct hu_
 	return hu_dns_learned_admit(p->learned, sbx, (const uint8_t (*)[16])all, n, ttl, (int64_t)time(NULL)) == 0;
 }
 
+/* The worker added a job's elements (or could not): send its answer. */
+static void learned_done(struct hu_dns_learn_job *j, void *arg)
+{
+	struct hu_dns_proxy *p = arg;
+	char id[HU_ID_MAX + 1];
+	hu_err err;
+
+	if (j->rc < 0) {
+		hu_log(HU_LOG_WARN, j->sbx_id, 0, "dns proxy: %s", j->err);
+		return;
+	}
+	if (j->remove)
+		return;
+	/* the sandbox went (or another took its address) while the job
+	 * waited: its elements were deleted before these were added, so these
+	 * go again, and the answer with them */
+	if (!sandbox_of(p, j->sbx_addr, id) || strcmp(id, j->sbx_id)) {
+		struct hu_dns_learn_job *undo = hu_dns_learn_job_new(0);
+		if (!undo)
+			return;
+		memcpy(undo, j, sizeof(*undo));
+		undo->remove = 1;
+		undo->len = 0;
+		if (hu_dns_learn_queue_submit(p->learnq, undo, &err) < 0)
+			hu_log(HU_LOG_WARN, j->sbx_id, 0, "dns proxy: late elements stay until their TTL: %s", err.msg);
+		return;
+	}
+	reply(p, j->msg, j->len, &j->client);
+}
+
+/* Queue the answer for the worker (dns_learn_queue.h), which adds its
+ * addresses and then has it sent; dropped when the queue is full. */
+static void learn_then_reply(struct hu_dns_proxy *p, const struct pending *e, const struct hu_dns_answer *a,
+			     uint8_t *msg, size_t len)
+{
+	struct hu_dns_learn_job *j = hu_dns_learn_job_new(len);
+	hu_err err;
+
+	if (!j)
+		return;
+	j->sbx_addr = e->sbx_addr;
+	j->n4 = a->n_a;
+	j->ttl4 = clamp_ttl(a->ttl_min);
+	memcpy(j->a4, a->a, sizeof(j->a4));
+	j->n6 = a->n_aaaa;
+	j->ttl6 = clamp_ttl(a->ttl_min6);
+	memcpy(j->a6, a->aaaa, sizeof(j->a6));
+	snprintf(j->sbx_id, sizeof(j->sbx_id), "%s", e->sbx_id);
+	j->client = e->client;
+	msg[0] = (uint8_t)(e->client_id >> 8);
+	msg[1] = (uint8_t)e->client_id;
+	memcpy(j->msg, msg, len);
+	j->len = len;
+	if (hu_dns_learn_queue_submit(p->learnq, j, &err) < 0)
+		hu_log(HU_LOG_DEBUG, e->sbx_id, 0, "dns proxy: %s", err.msg);
+}
+
 static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 {
 	struct hu_dns_answer a;
@@ -205,12 +264,8 @@ static void on_answer(struct hu_dns_proxy *p, uint8_t *msg, size_t len)
 			       HU_DNS_LEARNED_MAX);
 			return;
 		}
-		if ((a.n_a && hu_net_learn(p->d->rt, e->sbx_addr, a.a, a.n_a, clamp_ttl(a.ttl_min), &err) < 0) ||
-		    (a.n_aaaa &&
-		     hu_net_learn6(p->d->rt, e->sbx_addr, a.aaaa, a.n_aaaa, clamp_ttl(a.ttl_min6), &err) < 0)) {
-			hu_log(HU_LOG_WARN, s->id, 0, "dns proxy: %s", err.msg);
-			return;
-		}
+		learn_then_reply(p, e, &a, msg, len);
+		return;
 	}
 	msg[0] = (uint8_t)(e->client_id >> 8);
 	msg[1] = (uint8_t)e->client_id;
@@ -248,6 +303,10 @@ int hu_dns_proxy_start(struct hu_dns_proxy *p, struct hu_daemon *d, hu_err *err)
 	/* connected: only the resolver's datagrams come in */
 	if (connect(p->up, (struct sockaddr *)&to, sizeof(to)) < 0)
 		return hu_err_sys(err, "dns proxy: connect to the resolver");
+	struct hu_net_learner *learner;
+	if (hu_net_learner_open(d->rt, &learner, err) < 0 ||
+	    hu_dns_learn_queue_start(&p->learnq, d->base, learner, learned_done, p, err) < 0)
+		return -1;
 	p->ev_fd = event_new(d->base, p->fd, EV_READ | EV_PERSIST, on_readable, p);
 	p->ev_up = event_new(d->base, p->up, EV_READ | EV_PERSIST, on_readable, p);
 	if (!p->ev_fd || !p->ev_up || event_add(p->ev_fd, NULL) < 0 || event_add(p->ev_up, NULL) < 0)
@@ -259,6 +318,7 @@ void hu_dns_proxy_free(struct hu_dns_proxy *p)
 {
 	if (!p)
 		return;
+	hu_dns_learn_queue_free(p->learnq); /* first: its worker ends after its transaction */
 	if (p->ev_fd)
 		event_free(p->ev_fd);
 	if (p->ev_up)

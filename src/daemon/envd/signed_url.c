@@ -4,30 +4,28 @@
  * Finding the sandbox. A signed URL made with one shared E2B_SANDBOX_URL
  * carries path, operation, user, expiration and a signature, and nothing
  * else: the sandbox is named only implicitly, through the secret token
- * inside the hash. So hutch looks, in this order:
+ * inside the hash, and no index keyed by request data can find it on first
+ * sight (any key would have to be computed from a token). So an
+ * unauthenticated request tries at most one token, whatever the number of
+ * sandboxes:
  *
- *  1. E2b-Sandbox-Id, when a client sends it: one hash, one compare.
+ *  1. E2b-Sandbox-Id, when a client sends it (dispatch.c, hu_signed_check).
  *  2. The Host name, when it has E2B's per-sandbox form
  *     `<port>-<sandboxID>.<domain>` (deployments with wildcard DNS, the way
- *     E2B itself routes): one hash, one compare.
+ *     E2B itself routes).
  *  3. The signature index in the registry (hu_registry_sig_hint): a hash
- *     map from the signature to the sandbox that verified it before, so a
- *     URL that is fetched again (the usual case: a link handed out once and
- *     used many times) costs one hash map lookup, one hash and one compare.
- *     The entry is only a hint and is verified like a fresh signature.
- *  4. A signature seen for the first time with no name at all: it is tried
- *     against the tokens of the running sandboxes, with the hash state of
- *     the common prefix "path:op:user:" computed once (each candidate then
- *     costs one or two SHA-256 blocks, about a microsecond). This cannot be
- *     avoided: the request holds no data that depends on the sandbox except
- *     the keyed hash itself, so any index would have to be keyed by a value
- *     that only a token can compute. The scan is what an unauthenticated
- *     client with random signatures can make the daemon do, so it is rate
- *     limited for the whole daemon (SCAN_RATE a second, bursts of
- *     SCAN_BURST): above it such a request is a 429 at the cost of a table
- *     lookup, and steps 1-3 keep working for every link seen before.
- *     docs/security.md discusses the cost (bounded by max_sandboxes) and how
- *     to avoid it (step 2).
+ *     map from a signature to the sandbox a scan (below) found for it. The
+ *     entry is only a hint and is verified like a fresh signature.
+ *  Anything else is a 401 that cost no hash at all.
+ *
+ * Deployments that hand out links made with a shared URL and want them to
+ * work on first sight without a name turn on signed_url.scan: such a link
+ * is then tried against the tokens of the running sandboxes (from a hash
+ * state of the common prefix "path:op:user:", one or two SHA-256 blocks per
+ * sandbox), at most SCAN_RATE scans a second for the whole daemon (bursts of
+ * SCAN_BURST; above it a 429 at the cost of a table lookup), and a link
+ * found that way goes into the index for its later uses. The test build
+ * reports the tokens each request hashed (X-Hutch-Test-Signature-Hashes).
  *
  * An expired signature is refused before any of this, so a flood of stale
  * links costs nothing per sandbox. Every comparison is constant-time.
@@ -107,12 +105,37 @@ static bool verify_one(const struct signed_ctx *c, const struct hu_sbx *s)
 	return CRYPTO_memcmp(want, c->sig.digest, HU_SIG_DIGEST_LEN) == 0;
 }
 
+/* Test build: tell the client how many tokens its request hashed. */
+static void report_hashes(struct hu_req *r, unsigned long before)
+{
+#ifdef HU_TEST_HOOKS
+	char n[24];
+	snprintf(n, sizeof(n), "%lu", hu_signed_hash_count() - before);
+	hu_reply_header(r, "X-Hutch-Test-Signature-Hashes", n);
+#else
+	(void)r;
+	(void)before;
+#endif
+}
+
+static unsigned long hashes_now(void)
+{
+#ifdef HU_TEST_HOOKS
+	return hu_signed_hash_count();
+#else
+	return 0;
+#endif
+}
+
 bool hu_signed_check(struct hu_req *r, const struct hu_sbx *s)
 {
 	struct signed_ctx c;
+	unsigned long before = hashes_now();
 	if (!prepare(r, &c))
 		return false;
-	if (!verify_one(&c, s)) {
+	bool ok = verify_one(&c, s);
+	report_hashes(r, before);
+	if (!ok) {
 		reply_401(r, "invalid signature");
 		return false;
 	}
@@ -157,41 +180,72 @@ static struct hu_sbx *scan_tokens(struct hu_registry *reg, const struct signed_c
 	return sc.failed ? NULL : sc.found;
 }
 
+/* Steps 2 and 3: the one sandbox the request points at, verified; NULL when
+ * it names none or the signature is not its. */
+static struct hu_sbx *named_or_indexed(struct hu_req *r, struct hu_registry *reg, const struct signed_ctx *c,
+				       const char **how)
+{
+	char id[HU_ID_MAX];
+	const char *hint;
+	struct hu_sbx *s;
+
+	if (hu_signed_host_id(hu_req_header(r, "Host"), id, sizeof(id))) {
+		*how = "host name";
+		s = hu_registry_get(reg, id);
+	} else if ((hint = hu_registry_sig_hint(reg, c->sig.digest))) {
+		*how = "signature index";
+		s = hu_registry_get(reg, hint);
+	} else {
+		return NULL;
+	}
+	return s && verify_one(c, s) ? s : NULL;
+}
+
+/* The opt-in step: every token, within the daemon's scan budget. NULL
+ * after replying 429 (over budget) or when no token matches. */
+static struct hu_sbx *scan_if_allowed(struct hu_req *r, struct hu_registry *reg, const struct signed_ctx *c,
+				      bool *replied)
+{
+	struct hu_sbx *s;
+
+	if (!hu_ratelimit_take(&scan_budget, hu_mono_ms())) {
+		hu_reply_error(r, 429, "too many signed URLs not seen before: retry later, or send "
+				       "E2b-Sandbox-Id (or use per-sandbox host names)");
+		*replied = true;
+		return NULL;
+	}
+	if ((s = scan_tokens(reg, c)))
+		hu_registry_sig_remember(reg, c->sig.digest, s->id);
+	return s;
+}
+
 struct hu_sbx *hu_signed_resolve(struct hu_req *r)
 {
-	struct hu_registry *reg = hu_req_daemon(r)->reg;
+	struct hu_daemon *d = hu_req_daemon(r);
 	struct signed_ctx c;
 	struct hu_sbx *s = NULL;
-	char id[HU_ID_MAX];
+	const char *how = NULL;
+	unsigned long before = hashes_now();
+	bool replied = false;
 
 	if (!prepare(r, &c))
 		return NULL;
-	if (!reg) {
-		reply_401(r, "invalid signature");
+	if (d->reg)
+		s = named_or_indexed(r, d->reg, &c, &how);
+	/* a Host naming a sandbox is checked against that one only */
+	if (!s && !how && d->reg && d->cfg.signed_url_scan) {
+		how = "token scan";
+		s = scan_if_allowed(r, d->reg, &c, &replied);
+	}
+	report_hashes(r, before);
+	if (replied)
 		return NULL;
-	}
-	const char *how = "host name";
-	if (hu_signed_host_id(hu_req_header(r, "Host"), id, sizeof(id))) {
-		s = hu_registry_get(reg, id);
-		if (s && !verify_one(&c, s))
-			s = NULL;
-	} else {
-		const char *hint = hu_registry_sig_hint(reg, c.sig.digest);
-		how = "signature index";
-		if (hint && (s = hu_registry_get(reg, hint)) && !verify_one(&c, s))
-			s = NULL;
-		if (!s && !hu_ratelimit_take(&scan_budget, hu_mono_ms())) {
-			hu_reply_error(r, 429, "too many signed URLs not seen before: retry later, or send "
-					       "E2b-Sandbox-Id (or use per-sandbox host names)");
-			return NULL;
-		}
-		if (!s && (s = scan_tokens(reg, &c))) {
-			how = "token scan";
-			hu_registry_sig_remember(reg, c.sig.digest, s->id);
-		}
-	}
 	if (!s) {
-		reply_401(r, "invalid signature");
+		if (!how && !d->cfg.signed_url_scan)
+			reply_401(r, "invalid signature: a signed URL that names no sandbox is found only by "
+				     "E2b-Sandbox-Id or a per-sandbox host name (signed_url.scan is off)");
+		else
+			reply_401(r, "invalid signature");
 		return NULL;
 	}
 	/* the e2e tests read this line to check which way was taken */

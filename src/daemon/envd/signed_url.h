@@ -7,9 +7,9 @@
  *
  * OP is "read" for GET and "write" for POST, U the username parameter ("" when
  * absent), TOKEN the sandbox's envdAccessToken, E unix seconds. Such URLs are
- * handed to third parties, so they usually arrive without E2b-Sandbox-Id:
- * how the sandbox is found without trying every token is described in
- * docs/security.md ("Signed URLs") and in signed_url.c.
+ * handed to third parties, so they may arrive without E2b-Sandbox-Id: how
+ * the sandbox is found with one hash is described in docs/security.md
+ * ("Signed URLs") and in signed_url.c.
  */
 #ifndef HUTCH_DAEMON_SIGNED_URL_H
 #define HUTCH_DAEMON_SIGNED_URL_H
@@ -48,6 +48,12 @@ EVP_MD_CTX *hu_signed_prefix_state(const char *path, const char *op, const char 
 bool hu_signed_finish(EVP_MD_CTX *prefix, EVP_MD_CTX *work, const char *token, const char *expiration_text,
 		      uint8_t out[HU_SIG_DIGEST_LEN]);
 
+#ifdef HU_TEST_HOOKS
+/* Test build: tokens hashed so far (hu_signed_finish calls). Every signed
+ * reply carries the number its request cost in X-Hutch-Test-Signature-Hashes. */
+unsigned long hu_signed_hash_count(void);
+#endif
+
 /* E2B's sandbox host names, `<port>-<sandboxID>.<domain>[:port]`: the id
  * into id (cap bytes); false for any other Host. */
 bool hu_signed_host_id(const char *host, char *id, size_t cap);
@@ -61,8 +67,10 @@ bool hu_signed_present(struct hu_req *r);
 bool hu_signed_check(struct hu_req *r, const struct hu_sbx *s);
 
 /* r carries a signature but no E2b-Sandbox-Id: find the sandbox it was
- * signed for. Returns it, or NULL after replying (401 expired or invalid,
- * 502 when the sandbox is paused). */
+ * signed for, trying at most one token (the sandbox its Host names, or the
+ * one the signature index remembers) unless the daemon runs with
+ * signed_url.scan. Returns it, or NULL after replying (401 expired or
+ * invalid, 429 when scans are over their rate). */
 struct hu_sbx *hu_signed_resolve(struct hu_req *r);
 
 #endif

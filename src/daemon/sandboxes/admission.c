@@ -62,13 +62,16 @@ int hu_capacity_read_skip(struct hu_daemon *d, const struct hu_sbx *skip, struct
 	cap->ledger.pids_committed[HU_CS_CREATING] += (uint64_t)d->n_creating * cap->pids_per_sandbox;
 	/* and so are the warm pools (ready: what they hold; being built: limits) */
 	hu_pool_commitments(d, &cap->ledger);
-	cap->mem_committed = hu_ledger_mem(&cap->ledger);
+	cap->mem_committed = hu_ledger_mem(&cap->ledger, cfg->admission_memory_overcommit);
 	cap->pids_committed = hu_ledger_pids(&cap->ledger);
 	cap->cpu_committed_millis = cap->ledger.cpu_committed_millis;
 	cap->holding_paused = cap->ledger.n[HU_CS_FROZEN];
-	/* descriptors: every sandbox the daemon holds, warm ones and ones
-	 * being killed included */
-	cap->fds_held = (d->reg ? hu_registry_count(d->reg) : 0) + hu_pool_count(d) + d->n_creating + d->n_killing;
+	/* sandboxes with processes (warm and being built included): what
+	 * max_sandboxes counts; released ones hold only files and a row */
+	cap->holding = hu_ledger_holding(&cap->ledger);
+	cap->max_holding = cfg->max_sandboxes;
+	/* descriptors: the same, and the ones being killed */
+	cap->fds_held = cap->holding + d->n_killing;
 	cap->fds_creating = d->n_creating;
 	hu_fd_budget_read(cap->fds_held, &cap->fd_limit, &cap->fd_base);
 	return 0;
@@ -79,12 +82,31 @@ int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_
 	return hu_admission_check_skip(d, NULL, memory_bytes, cpu_millis, err);
 }
 
-void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short)
+/* Sandboxes over max_sandboxes with one more (0: it fits). */
+static uint64_t over_max(const struct hu_capacity *cap)
+{
+	return cap->max_holding && cap->holding + 1 > cap->max_holding ? cap->holding + 1 - cap->max_holding : 0;
+}
+
+/* Sandboxes that would have to give back their descriptors for one more
+ * (0: it fits). */
+static uint64_t over_fds(const struct hu_capacity *cap)
+{
+	if (cap->fd_limit == UINT64_MAX)
+		return 0;
+	uint64_t need = hu_fd_needed(cap->fd_base, cap->fd_limit, cap->fds_held + 1, cap->fds_creating + 1);
+	return need > cap->fd_limit ? (need - cap->fd_limit + HU_FD_PER_SANDBOX - 1) / HU_FD_PER_SANDBOX : 0;
+}
+
+void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short,
+		       uint64_t *slots_short)
 {
 	uint64_t mem = cap->mem_committed + memory_bytes, pids = cap->pids_committed + cap->pids_per_sandbox;
+	uint64_t slots = over_max(cap), fds = over_fds(cap);
 
 	*mem_short = mem > cap->mem_budget ? mem - cap->mem_budget : 0;
 	*pids_short = pids > cap->pids_budget ? pids - cap->pids_budget : 0;
+	*slots_short = slots > fds ? slots : fds;
 }
 
 int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint64_t memory_bytes, uint32_t cpu_millis,
@@ -97,6 +119,11 @@ int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint
 	if (hu_capacity_read_skip(d, skip, &cap, err) < 0)
 		return -1;
 	pids = cap.pids_per_sandbox;
+	if (over_max(&cap))
+		return hu_err_set(err, -EAGAIN,
+				  "this server runs its maximum of %llu sandboxes (max_sandboxes; released sandboxes, "
+				  "which hold only their files, are not counted)",
+				  (unsigned long long)cap.max_holding);
 	if (cap.mem_committed + memory_bytes > cap.mem_budget)
 		return hu_err_set(err, -EAGAIN,
 				  "not enough memory on this host: %llu MiB committed to sandboxes, this one asks %llu MiB, "
@@ -117,8 +144,7 @@ int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint
 				  "or lower default_pids)",
 				  (unsigned long long)cap.pids_committed, (unsigned long long)pids,
 				  (unsigned long long)cap.pids_budget);
-	if (cap.fd_limit != UINT64_MAX &&
-	    hu_fd_needed(cap.fd_base, cap.fd_limit, cap.fds_held + 1, cap.fds_creating + 1) > cap.fd_limit)
+	if (over_fds(&cap))
 		return hu_err_set(err, -EAGAIN,
 				  "too many open files for one more sandbox: the daemon's descriptor limit "
 				  "(RLIMIT_NOFILE) is %llu, enough for about %llu sandboxes, and it holds %llu; "

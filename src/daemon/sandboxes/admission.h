@@ -9,7 +9,10 @@
  * built. Under real memory pressure (lifecycle.h) paused sandboxes release
  * memory first; when none is left to release, creates get 503. The
  * daemon's own descriptors are budgeted too (fd_budget.h): a create that
- * would run it out of them is refused with 429 like the others.
+ * would run it out of them is refused with 429 like the others, and so is
+ * one beyond max_sandboxes. Both count the sandboxes that hold processes:
+ * a released sandbox holds no descriptor and no process, only its files
+ * and its row, and counts against neither.
  */
 #ifndef HUTCH_DAEMON_ADMISSION_H
 #define HUTCH_DAEMON_ADMISSION_H
@@ -31,6 +34,8 @@ struct hu_capacity {
 	uint64_t pids_committed;
 	uint64_t pids_per_sandbox;         /* every sandbox gets default_pids */
 	unsigned holding_paused;           /* paused sandboxes that still hold memory */
+	uint64_t holding;                  /* sandboxes with processes: all but released ones (commit.h) */
+	uint64_t max_holding;              /* max_sandboxes (0: no maximum) */
 	uint64_t fd_limit, fd_base;        /* soft RLIMIT_NOFILE (UINT64_MAX: none), fds before sandboxes */
 	uint64_t fds_held, fds_creating;   /* sandboxes holding descriptors (fd_budget.h), creates among them */
 	struct hu_commit_ledger ledger;    /* committed and held, by state */
@@ -47,9 +52,11 @@ int hu_admission_check(struct hu_daemon *d, uint64_t memory_bytes, uint32_t cpu_
 int hu_capacity_read_skip(struct hu_daemon *d, const struct hu_sbx *skip, struct hu_capacity *cap, hu_err *err);
 int hu_admission_check_skip(struct hu_daemon *d, const struct hu_sbx *skip, uint64_t memory_bytes, uint32_t cpu_millis,
 			    hu_err *err);
-/* How much memory and how many pids one more sandbox of memory_bytes is
- * short of (0 and 0: it fits both). */
-void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short);
+/* How much memory, how many pids and how many sandbox slots (max_sandboxes
+ * and descriptors, one per sandbox that holds processes) one more sandbox
+ * of memory_bytes is short of (all 0: it fits). */
+void hu_capacity_short(const struct hu_capacity *cap, uint64_t memory_bytes, uint64_t *mem_short, uint64_t *pids_short,
+		       uint64_t *slots_short);
 
 /* Admit a create (skip NULL) or a resume (skip: the sandbox) for team:
  * the warm pools give way first, then the team's frozen sandboxes, least

@@ -63,12 +63,28 @@ void hu_ledger_add(struct hu_commit_ledger *l, const struct hu_sbx *s, enum hu_c
 	}
 }
 
-uint64_t hu_ledger_mem(const struct hu_commit_ledger *l)
+static int held_state(int cs)
+{
+	return cs == HU_CS_FROZEN || cs == HU_CS_POOL;
+}
+
+static uint64_t weigh(uint64_t bytes, int cs, double held_weight)
+{
+	return held_state(cs) && held_weight > 1.0 ? (uint64_t)((double)bytes * held_weight) : bytes;
+}
+
+uint64_t hu_ledger_mem(const struct hu_commit_ledger *l, double held_weight)
 {
 	uint64_t t = 0;
 	for (int i = 0; i < HU_CS_N; i++)
-		t += l->mem_committed[i];
+		t += weigh(l->mem_committed[i], i, held_weight);
 	return t;
+}
+
+uint64_t hu_commit_mem_weighed(const struct hu_sbx *s, enum hu_commit_state cs, uint64_t pids_limit,
+			       double held_weight)
+{
+	return weigh(hu_commit_of(s, cs, pids_limit).memory_bytes, cs, held_weight);
 }
 
 uint64_t hu_ledger_pids(const struct hu_commit_ledger *l)
@@ -76,6 +92,15 @@ uint64_t hu_ledger_pids(const struct hu_commit_ledger *l)
 	uint64_t t = 0;
 	for (int i = 0; i < HU_CS_N; i++)
 		t += l->pids_committed[i];
+	return t;
+}
+
+unsigned hu_ledger_holding(const struct hu_commit_ledger *l)
+{
+	unsigned t = 0;
+	for (int i = 0; i < HU_CS_N; i++)
+		if (i != HU_CS_RELEASED)
+			t += l->n[i];
 	return t;
 }
 
@@ -94,7 +119,7 @@ static int release_order(const void *a, const void *b)
 }
 
 long hu_room_plan(struct hu_sbx **cands, size_t n, const char *team, uint64_t mem_short, uint64_t pids_short,
-		  uint64_t pids_limit)
+		  uint64_t slots_short, uint64_t pids_limit, double held_weight)
 {
 	uint64_t mem = 0, pids = 0;
 
@@ -104,12 +129,11 @@ long hu_room_plan(struct hu_sbx **cands, size_t n, const char *team, uint64_t me
 		sort_team = NULL;
 	}
 	for (size_t i = 0;; i++) {
-		if (mem >= mem_short && pids >= pids_short)
+		if (mem >= mem_short && pids >= pids_short && i >= slots_short)
 			return (long)i;
 		if (i == n)
 			return -1;
-		struct hu_commit c = hu_commit_of(cands[i], HU_CS_FROZEN, pids_limit);
-		mem += c.memory_bytes;
-		pids += c.pids;
+		mem += hu_commit_mem_weighed(cands[i], HU_CS_FROZEN, pids_limit, held_weight);
+		pids += hu_commit_of(cands[i], HU_CS_FROZEN, pids_limit).pids;
 	}
 }

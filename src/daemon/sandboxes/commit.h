@@ -8,8 +8,12 @@
  * commits what it holds (its memory charge and tasks, read at freeze and
  * kept up to date by the sampler). A warm pool sandbox runs nothing until a
  * create takes it, so it too commits what it holds. A released sandbox has
- * no processes and commits nothing here (its files are outside admission).
+ * no processes and commits nothing here (its files are outside admission),
+ * nor does it count against max_sandboxes or the descriptor budget.
  * A holding figure not read yet (0) counts as the limit.
+ *
+ * Held memory weighs by the memory overcommit against the budget
+ * (hu_ledger_mem): it is real memory, not a cap.
  *
  * Making room (hu_room_plan): the frozen sandboxes of the team that needs
  * room are released first, least recently used first, then everybody's,
@@ -54,15 +58,31 @@ struct hu_commit_ledger {
 	unsigned n[HU_CS_N];
 };
 void hu_ledger_add(struct hu_commit_ledger *l, const struct hu_sbx *s, enum hu_commit_state cs, uint64_t pids_limit);
-uint64_t hu_ledger_mem(const struct hu_commit_ledger *l);
+/* Memory against the budget: the limits of running sandboxes and creates
+ * as they are, what frozen and warm sandboxes hold times held_weight. The
+ * budget is memory times an overcommit ratio because limits are caps that
+ * idle sandboxes rarely reach; what a frozen sandbox holds is real memory
+ * that cannot be overcommitted, so admission weighs it by the same ratio
+ * (1000 frozen sandboxes of 25 MiB are 25 GiB of the host, not a quarter
+ * of that). */
+uint64_t hu_ledger_mem(const struct hu_commit_ledger *l, double held_weight);
+/* The memory s commits in state cs, weighed as hu_ledger_mem does. */
+uint64_t hu_commit_mem_weighed(const struct hu_sbx *s, enum hu_commit_state cs, uint64_t pids_limit,
+			       double held_weight);
 uint64_t hu_ledger_pids(const struct hu_commit_ledger *l);
+
+/* Sandboxes that hold processes (and descriptors in the daemon): every
+ * state but released. max_sandboxes and the descriptor budget count these;
+ * a released sandbox holds only its files and its row. */
+unsigned hu_ledger_holding(const struct hu_commit_ledger *l);
 
 /* Order cands (frozen sandboxes; the one resuming not among them) for
  * release: team's own first, then the others, least recently used first
  * within each. Returns how many of the first are enough to free mem_short
- * bytes and pids_short pids (0 if nothing is short), or -1 if all of them
- * together are not. */
+ * bytes, pids_short pids and slots_short sandbox slots (max_sandboxes,
+ * descriptors: each release frees one), 0 if nothing is short, or -1 if
+ * all of them together are not. */
 long hu_room_plan(struct hu_sbx **cands, size_t n, const char *team, uint64_t mem_short, uint64_t pids_short,
-		  uint64_t pids_limit);
+		  uint64_t slots_short, uint64_t pids_limit, double held_weight);
 
 #endif

@@ -58,7 +58,11 @@ void hu_admits_estimate(const struct hu_config *cfg, const struct hu_host_figure
 	limit(&paused, pids / HU_FROZEN_TYPICAL_PIDS, why);
 	limit(&run, cfg->default_memory_bytes ? mem / cfg->default_memory_bytes : UINT64_MAX,
 	      "memory: more host memory, admission.memory_overcommit, or a smaller default_memory");
-	limit(&paused, mem / HU_FROZEN_TYPICAL_MEM, "memory: more host memory or admission.memory_overcommit");
+	/* what a frozen sandbox holds is real memory: it weighs the overcommit
+	 * ratio against the budget (commit.h) */
+	double weight = cfg->admission_memory_overcommit > 1.0 ? cfg->admission_memory_overcommit : 1.0;
+	limit(&paused, (uint64_t)((double)mem / ((double)HU_FROZEN_TYPICAL_MEM * weight)),
+	      "memory: more host memory, or a smaller admission.reserve");
 	if (cfg->admission_cpu_overcommit > 0 && cfg->default_cpu_millis)
 		limit(&run,
 		      (uint64_t)((double)h->cpus * 1000.0 * cfg->admission_cpu_overcommit) / cfg->default_cpu_millis,

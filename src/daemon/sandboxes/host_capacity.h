@@ -7,7 +7,9 @@
  * Running sandboxes commit their limits; paused (frozen) ones what they
  * hold (commit.h), estimated here at HU_FROZEN_TYPICAL_* (a shell and a
  * small program: measured sessions hold a few tasks and tens of MiB).
- * Released ones commit nothing but a slot and descriptors.
+ * (weighed by the memory overcommit: it is real memory). Released ones
+ * commit nothing: their files and a row (not counted against
+ * max_sandboxes or descriptors; a uid slot each, of 16384).
  */
 #ifndef HUTCH_DAEMON_HOST_CAPACITY_H
 #define HUTCH_DAEMON_HOST_CAPACITY_H

@@ -19,7 +19,13 @@
 
 #define REFILL_RETRY_MS 1000 /* a refill that admission or pressure held back tries again */
 #define REFILL_BUSY_MS 20     /* requests' creates in progress go first */
-#define REFILL_QUIET_MS 20    /* after a take: a burst of creates is rarely one request */
+/* after a take: a burst of creates is rarely one request, and a build in
+ * the middle of one takes the loop and a core from the creates still to
+ * come; the same quiet as ends a burst (pool.h) */
+#define REFILL_QUIET_MS HU_POOL_BURST_MS
+/* but no later than this after the first take it waits for: a steady
+ * stream of creates never leaves the quiet, and must not starve the pool */
+#define REFILL_QUIET_MAX_MS 500
 #define BUILD_TIMEOUT_S 15
 
 /* ---- bookkeeping (no I/O) ------------------------------------------------ */
@@ -75,28 +81,24 @@ unsigned hu_pool_set_missing(const struct hu_pool_set *ps)
 	return have >= ps->target ? 0 : (unsigned)(ps->target - have);
 }
 
-void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms)
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms, int busy)
 {
 	int64_t epoch = now_ms / HU_POOL_DEMAND_BUCKET_MS;
-	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS), in_sec = 0;
+	unsigned i = (unsigned)(epoch % HU_POOL_DEMAND_BUCKETS);
 
-	dm->recent[dm->head] = now_ms;
-	dm->head = (dm->head + 1) % HU_POOL_DEMAND_RECENT;
-	if (dm->n < HU_POOL_DEMAND_RECENT)
-		dm->n++;
-	/* newest first, until one is HU_POOL_BURST_MS old */
-	for (unsigned k = 0; k < dm->n; k++) {
-		int64_t t = dm->recent[(dm->head + HU_POOL_DEMAND_RECENT - 1 - k) % HU_POOL_DEMAND_RECENT];
-		if (now_ms - t >= HU_POOL_BURST_MS)
-			break;
-		in_sec++;
-	}
+	/* the same burst while the gap stays short (a clock that went back
+	 * too: never a negative gap read as a long one) */
+	if (dm->last_ms && (busy || now_ms - dm->last_ms < HU_POOL_BURST_MS))
+		dm->run = dm->run < HU_POOL_DEMAND_RECENT ? dm->run + 1 : HU_POOL_DEMAND_RECENT;
+	else
+		dm->run = 1;
+	dm->last_ms = now_ms;
 	if (dm->bucket[i].epoch != epoch) {
 		dm->bucket[i].epoch = epoch;
 		dm->bucket[i].peak = 0;
 	}
-	if (in_sec > dm->bucket[i].peak)
-		dm->bucket[i].peak = in_sec;
+	if (dm->run > dm->bucket[i].peak)
+		dm->bucket[i].peak = dm->run;
 }
 
 unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms)
@@ -156,6 +158,7 @@ struct hu_pools {
 	struct build *building;
 	unsigned n_building;
 	struct event *refill; /* the refill step: soon after a take, and every REFILL_RETRY_MS */
+	int64_t quiet_since_ms; /* mono ms of the first take the refill waits quiet after (0: none) */
 	int stopping;
 };
 
@@ -164,6 +167,18 @@ static void schedule(struct hu_pools *pl, int64_t ms)
 	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
 	if (!pl->stopping)
 		evtimer_add(pl->refill, &tv);
+}
+
+/* After a take: the refill waits for REFILL_QUIET_MS without one, and at
+ * most REFILL_QUIET_MAX_MS from the first take it waited for. */
+static void schedule_after_take(struct hu_pools *pl)
+{
+	int64_t now = hu_mono_ms();
+
+	if (!pl->quiet_since_ms)
+		pl->quiet_since_ms = now;
+	int64_t left = pl->quiet_since_ms + REFILL_QUIET_MAX_MS - now;
+	schedule(pl, left < REFILL_QUIET_MS ? (left > 0 ? left : 0) : REFILL_QUIET_MS);
 }
 
 /* Remove a pool sandbox: its processes and files, then its row. */
@@ -224,9 +239,6 @@ static int room_for_one(struct hu_daemon *d, const struct hu_sbx *s)
 	char why[160];
 	hu_err ignored;
 
-	if (d->cfg.max_sandboxes &&
-	    hu_registry_count(d->reg) + d->n_creating + hu_pool_count(d) >= d->cfg.max_sandboxes)
-		return 0;
 	if (hu_lifecycle_under_pressure(d, why, sizeof(why)))
 		return 0;
 	return hu_admission_check(d, s->memory_bytes, s->cpu_millis, &ignored) == 0;
@@ -289,6 +301,7 @@ static void on_refill(evutil_socket_t fd, short what, void *arg)
 	int held_back = 0;
 	hu_err err;
 
+	pl->quiet_since_ms = 0;
 	/* a build takes the loop for a few ms: never while a request's create
 	 * is in progress */
 	if (pl->d->n_creating) {
@@ -408,14 +421,14 @@ struct hu_sbx *hu_pool_take(struct hu_daemon *d, const struct hu_sbx *want)
 		if (strcmp(pl->sets[i].template_id, want->template_id))
 			continue;
 		/* every create of the template is demand, served or not */
-		hu_pool_demand_note(&pl->sets[i].demand, hu_wall_ms());
+		hu_pool_demand_note(&pl->sets[i].demand, hu_wall_ms(), d->n_creating > 0);
 		hu_pool_set_retarget(&pl->sets[i], d->cfg.pool_max, hu_wall_ms());
 		struct hu_sbx *p;
 		while ((p = hu_pool_set_take(&pl->sets[i], want)) && dead(p)) {
 			hu_log(HU_LOG_WARN, p->id, 0, "pool sandbox of %s died while it waited; removed", want->template_id);
 			hu_pool_discard(d, p);
 		}
-		schedule(pl, REFILL_QUIET_MS);
+		schedule_after_take(pl);
 		return p;
 	}
 	return NULL;
@@ -558,7 +571,7 @@ void hu_pool_render(const struct hu_daemon *d, struct evbuffer *o)
 				    ps->template_id, ps->floor);
 	}
 	evbuffer_add_printf(o, "# HELP hutch_pool_demand_peak Warm pools: the most concurrent creates of a template "
-			       "(within 100 ms of each other) over the last five minutes (what the target follows).\n"
+			       "(a burst: each within 100 ms of the one before) over the last five minutes (what the target follows).\n"
 			       "# TYPE hutch_pool_demand_peak gauge\n");
 	for (size_t i = 0; pl && i < pl->n_sets; i++) {
 		const struct hu_pool_set *ps = &pl->sets[i];

@@ -23,7 +23,8 @@
  * (hu_pool_give_way).
  *
  * Each pool follows demand: its target is the recent peak of concurrent
- * creates of its template: creates within HU_POOL_BURST_MS of each other
+ * creates of its template: runs of creates each within HU_POOL_BURST_MS of
+ * the one before
  * (HU_POOL_DEMAND_BUCKETS of
  * HU_POOL_DEMAND_BUCKET_MS: five minutes), at least its configured size
  * and at most pool.max; when the peak leaves the window the pool shrinks
@@ -50,23 +51,30 @@
 #define HU_POOL_DEMAND_BUCKET_MS 10000
 #define HU_POOL_SHRINK_PER_TICK 2
 
-/* Recent demand: at each create, the creates of the last HU_POOL_BURST_MS
- * (a sliding window, so a burst across a boundary counts whole), the peak
- * of each bucket. A burst of concurrent creates reaches the daemon within
- * a few ms; the window is short enough that bursts a client makes one
- * after another (each waiting for the pool to refill) do not add up. */
+/* Recent demand: the size of each burst of creates, the peak of each
+ * bucket. A burst is a run of creates each within HU_POOL_BURST_MS of the
+ * one before: what a pool must hold because it had no quiet moment to
+ * refill in (the refill waits for the same quiet, pool.c). A gap rather
+ * than a fixed window: a burst of 50 concurrent SDK creates reaches a
+ * loaded daemon spread over several hundred ms (the client, and the cold
+ * creates the pool was short of, delay the later ones), which a 100 ms
+ * window counted as 30-40 and the pool stayed short. Bursts a client makes
+ * one after another, each after the pool had a quiet moment, do not add
+ * up; a run is counted up to HU_POOL_DEMAND_RECENT. */
 #define HU_POOL_BURST_MS 100
 #define HU_POOL_DEMAND_RECENT 256 /* = the largest pool.max */
 struct hu_pool_demand {
-	int64_t recent[HU_POOL_DEMAND_RECENT]; /* the latest creates' times (ms), a ring */
-	unsigned head, n;
+	int64_t last_ms; /* the latest create (0: none yet) */
+	unsigned run;    /* creates in the burst it belongs to */
 	struct {
 		int64_t epoch; /* ms / HU_POOL_DEMAND_BUCKET_MS it belongs to */
 		unsigned peak;
 	} bucket[HU_POOL_DEMAND_BUCKETS];
 };
-/* One create of the template at now_ms. */
-void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms);
+/* One create of the template at now_ms; busy: other creates were still
+ * being built (cold) when it came, so it belongs to their burst whatever
+ * the gap (a loop busy with cold creates reads the next request late). */
+void hu_pool_demand_note(struct hu_pool_demand *dm, int64_t now_ms, int busy);
 /* The peak of the window that ends at now_ms (0: no creates in it). */
 unsigned hu_pool_demand_peak(const struct hu_pool_demand *dm, int64_t now_ms);
 

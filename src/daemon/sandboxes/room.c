@@ -26,16 +26,20 @@ static int collect_frozen(struct hu_sbx *s, void *arg)
 }
 
 /* What the frozen sandboxes (skip left out) and the ready pool sandboxes
- * could give together. */
-static void could_give(struct hu_daemon *d, const struct hu_capacity *cap, struct hu_sbx_list *frozen, uint64_t *mem,
-		       uint64_t *pids)
+ * could give together: memory, pids, and slots (one each). */
+static void could_give(const struct hu_capacity *cap, struct hu_sbx_list *frozen, double held_weight, uint64_t *mem,
+		       uint64_t *pids, uint64_t *slots)
 {
-	*mem = cap->ledger.mem_committed[HU_CS_POOL];
+	struct hu_commit_ledger pools = {0};
+
+	/* the pools' part of the ledger alone, weighed as admission weighs it */
+	pools.mem_committed[HU_CS_POOL] = cap->ledger.mem_committed[HU_CS_POOL];
+	*mem = hu_ledger_mem(&pools, held_weight);
 	*pids = cap->ledger.pids_committed[HU_CS_POOL];
+	*slots = cap->ledger.n[HU_CS_POOL] + frozen->n;
 	for (size_t i = 0; i < frozen->n; i++) {
-		struct hu_commit c = hu_commit_of(frozen->v[i], HU_CS_FROZEN, cap->pids_per_sandbox);
-		*mem += c.memory_bytes;
-		*pids += c.pids;
+		*mem += hu_commit_mem_weighed(frozen->v[i], HU_CS_FROZEN, cap->pids_per_sandbox, held_weight);
+		*pids += hu_commit_of(frozen->v[i], HU_CS_FROZEN, cap->pids_per_sandbox).pids;
 	}
 }
 
@@ -47,15 +51,17 @@ static int release_for_room(struct hu_daemon *d, const char *team, const struct 
 {
 	struct hu_capacity cap;
 	struct frozen_ctx c = {.skip = skip};
-	uint64_t mem_short, pids_short;
+	uint64_t mem_short, pids_short, slots_short;
 	hu_err rerr;
 	int rc = -1;
 
 	if (hu_capacity_read_skip(d, skip, &cap, &rerr) < 0)
 		return -1;
-	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short);
+	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short, &slots_short);
 	hu_registry_each(d->reg, collect_frozen, &c);
-	long k = c.failed ? -1 : hu_room_plan(c.l.v, c.l.n, team, mem_short, pids_short, cap.pids_per_sandbox);
+	long k = c.failed ? -1
+			  : hu_room_plan(c.l.v, c.l.n, team, mem_short, pids_short, slots_short, cap.pids_per_sandbox,
+					       d->cfg.admission_memory_overcommit);
 	if (k < 0) {
 		free(c.l.v);
 		return -1;
@@ -78,7 +84,7 @@ int hu_admit_with_room(struct hu_daemon *d, const char *team, const struct hu_sb
 {
 	struct hu_capacity cap;
 	struct frozen_ctx c = {.skip = skip};
-	uint64_t mem_short, pids_short, mem_can, pids_can;
+	uint64_t mem_short, pids_short, slots_short, mem_can, pids_can, slots_can;
 	hu_err rerr;
 
 	if (hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err) == 0)
@@ -87,22 +93,18 @@ int hu_admit_with_room(struct hu_daemon *d, const char *team, const struct hu_sb
 		return -1;
 	if (hu_capacity_read_skip(d, skip, &cap, &rerr) < 0)
 		return -1;
-	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short);
-	if (!mem_short && !pids_short) {
-		/* CPU or descriptors: a release frees no CPU; a pool sandbox
-		 * gives back its descriptors */
-		while (hu_pool_give_way(d))
-			if (hu_admission_check_skip(d, skip, memory_bytes, cpu_millis, err) == 0)
-				return 0;
+	hu_capacity_short(&cap, memory_bytes, &mem_short, &pids_short, &slots_short);
+	/* CPU: frozen and warm sandboxes use none, giving them up frees none */
+	if ((!mem_short && !pids_short && !slots_short) ||
+	    (d->cfg.admission_cpu_overcommit > 0 && cap.cpu_committed_millis + cpu_millis > cap.cpu_budget_millis))
 		return -1;
-	}
 	/* all or nothing: unless the pools and the frozen sandboxes together
 	 * cover what is short, nothing is given up */
 	hu_registry_each(d->reg, collect_frozen, &c);
-	could_give(d, &cap, &c.l, &mem_can, &pids_can);
+	could_give(&cap, &c.l, d->cfg.admission_memory_overcommit, &mem_can, &pids_can, &slots_can);
 	size_t n_frozen = c.l.n;
 	free(c.l.v);
-	if (c.failed || mem_can < mem_short || pids_can < pids_short) {
+	if (c.failed || mem_can < mem_short || pids_can < pids_short || slots_can < slots_short) {
 		hu_err_prefix(err, "%zu frozen and %u warm sandboxes could not make room", n_frozen,
 			      cap.ledger.n[HU_CS_POOL]);
 		return -1;

@@ -394,15 +394,11 @@ static int create_by_key(struct hu_daemon *d, const char *team, const char *key,
 	return 1;
 }
 
-/* Admission for s; the warm pools give way (a sandbox of theirs at a
- * time) to a create that would otherwise be refused for capacity, then
- * frozen sandboxes are released (admission.h). */
+/* Admission for s (max_sandboxes included); the warm pools give way (a
+ * sandbox of theirs at a time) to a create that would otherwise be refused
+ * for capacity, then frozen sandboxes are released (admission.h). */
 static int admit(struct hu_daemon *d, const struct hu_sbx *s, hu_err *err)
 {
-	while (d->cfg.max_sandboxes &&
-	       hu_registry_count(d->reg) + d->n_creating + hu_pool_count(d) >= d->cfg.max_sandboxes &&
-	       hu_pool_give_way(d))
-		;
 	return hu_admit_with_room(d, s->team, NULL, s->memory_bytes, s->cpu_millis, err);
 }
 
@@ -495,10 +491,6 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 			hu_tpl_meta_free(&tpl);
 			return rc < 0 ? -1 : 0;
 		}
-	}
-	if (d->cfg.max_sandboxes && hu_registry_count(d->reg) + d->n_creating >= d->cfg.max_sandboxes) {
-		hu_tpl_meta_free(&tpl);
-		return hu_err_set(err, -EAGAIN, "this server runs its maximum of %u sandboxes", d->cfg.max_sandboxes);
 	}
 	int64_t t0 = hu_mono_ms();
 	s = calloc(1, sizeof(*s));

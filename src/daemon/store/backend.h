@@ -55,6 +55,8 @@ struct hu_store_ops {
 	int (*node_each)(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 	int (*sandbox_owner)(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			     hu_err *err);
+	/* hutch doctor's reading (NULL: store.c answers ENOSYS) */
+	int (*health)(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 };
 
 /* Every backend's state begins with this. */

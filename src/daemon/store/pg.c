@@ -47,24 +47,38 @@ static void pg_close(struct hu_store *base)
 	free(st);
 }
 
-int hu_store_pg_open(const char *uri, struct hu_store **out, hu_err *err)
+static int pg_open(const char *uri, int migrate, struct hu_store **out, hu_err *err)
 {
 	struct pg_store *st;
 
 	*out = NULL;
+	if (hu_pq_lib_load(err) < 0) {
+		hu_err_prefix(err, "open the postgresql store");
+		return -1;
+	}
 	st = calloc(1, sizeof(*st));
 	if (!st || !(st->uri = strdup(uri))) {
 		free(st);
 		return hu_err_set(err, ENOMEM, "store");
 	}
 	st->base.ops = &pg_ops;
-	if (hu_pg_connect(st, err) < 0 || hu_pg_migrate(st, err) < 0) {
+	if (hu_pg_connect(st, err) < 0 || (migrate && hu_pg_migrate(st, err) < 0)) {
 		hu_err_prefix(err, "open the postgresql store");
 		pg_close(&st->base);
 		return -1;
 	}
 	*out = &st->base;
 	return 0;
+}
+
+int hu_store_pg_open(const char *uri, struct hu_store **out, hu_err *err)
+{
+	return pg_open(uri, 1, out, err);
+}
+
+int hu_store_pg_open_to_inspect(const char *uri, struct hu_store **out, hu_err *err)
+{
+	return pg_open(uri, 0, out, err);
 }
 
 static int pg_key_add(struct hu_store *base, const char *team, const char *hash, hu_err *err)
@@ -438,4 +452,5 @@ static const struct hu_store_ops pg_ops = {
 	.placement_done = hu_pg_placement_done,
 	.node_each = hu_pg_node_each,
 	.sandbox_owner = hu_pg_sandbox_owner,
+	.health = hu_pg_health,
 };

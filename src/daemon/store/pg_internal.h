@@ -11,6 +11,7 @@
 
 #include "daemon/store/backend.h"
 #include "daemon/store/pg.h"
+#include "daemon/store/pq_lib.h"
 
 struct pg_store {
 	struct hu_store base;
@@ -72,6 +73,9 @@ int hu_pg_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t 
 /* 0 while this process holds a live node lease (or is no node), else
  * ENOTCONN: a node past its lease writes no sandbox. */
 int hu_pg_node_live(struct pg_store *st, hu_err *err);
+
+/* pg_health.c: hutch doctor's reading of the server, its schema and clock */
+int hu_pg_health(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 
 /* pg_volumes.c: the volume and template calls of struct hu_store_ops */
 int hu_pg_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);

@@ -60,8 +60,8 @@ int hu_pg_node_register(struct hu_store *base, const struct hu_node *n, int64_t 
 int hu_pg_node_renew(struct hu_store *base, const struct hu_node *n, int64_t ttl_ms, hu_err *err)
 {
 	struct pg_store *st = hu_pg(base);
-	char ttl[24], memory[24], cpu[24], pids[24], maxs[24];
-	const char *p[] = {st->node, st->generation, ttl, memory, cpu, pids, maxs, n->templates};
+	char ttl[24], wall[24], memory[24], cpu[24], pids[24], maxs[24];
+	const char *p[] = {st->node, st->generation, ttl, wall, memory, cpu, pids, maxs, n->templates};
 	int64_t t0 = hu_mono_ms();
 	PGresult *res;
 	int renewed;
@@ -73,12 +73,16 @@ int hu_pg_node_renew(struct hu_store *base, const struct hu_node *n, int64_t ttl
 	snprintf(cpu, sizeof(cpu), "%" PRIu64, n->cpu_millis);
 	snprintf(pids, sizeof(pids), "%" PRIu64, n->pids);
 	snprintf(maxs, sizeof(maxs), "%" PRIu32, n->max_sandboxes);
-	/* the budgets go with the lease: placement reads what holds now */
+	/* the node's clock as it sends, against the server's as it runs the
+	 * statement: the skew, plus half a round trip (well under a ms here);
+	 * and the budgets go with the lease: placement reads what holds now */
+	snprintf(wall, sizeof(wall), "%" PRId64, hu_wall_ms());
 	if (hu_pg_exec(st, "renew the lease",
-		       "UPDATE nodes SET lease_until = now() + $3::bigint * interval '1 millisecond', memory = $4,"
-		       " cpu = $5, pids = $6, max_sandboxes = $7, templates = $8"
+		       "UPDATE nodes SET lease_until = now() + $3::bigint * interval '1 millisecond',"
+		       " clock_skew_ms = $4::bigint - (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
+		       " memory = $5, cpu = $6, pids = $7, max_sandboxes = $8, templates = $9"
 		       " WHERE name = $1 AND generation = $2::bigint",
-		       8, p, &res, err) < 0) {
+		       9, p, &res, err) < 0) {
 		hu_err_prefix(err, "node %s", st->node);
 		return -1;
 	}
@@ -100,8 +104,8 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 
 	if (hu_pg_exec(hu_pg(base), "list nodes",
 		       "SELECT name, address, labels, memory, cpu, pids, max_sandboxes, generation, lease_until > now(),"
-		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint, templates, draining FROM nodes"
-		       " ORDER BY name",
+		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint, clock_skew_ms, templates, draining"
+		       " FROM nodes ORDER BY name",
 		       0, NULL, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
@@ -116,8 +120,9 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 		n.generation = strtoll(PQgetvalue(res, r, 7), NULL, 10);
 		n.alive = PQgetvalue(res, r, 8)[0] == 't';
 		n.lease_left_ms = strtoll(PQgetvalue(res, r, 9), NULL, 10);
-		snprintf(n.templates, sizeof(n.templates), "%s", PQgetvalue(res, r, 10));
-		n.draining = PQgetvalue(res, r, 11)[0] == 't';
+		n.clock_skew_ms = strtoll(PQgetvalue(res, r, 10), NULL, 10);
+		snprintf(n.templates, sizeof(n.templates), "%s", PQgetvalue(res, r, 11));
+		n.draining = PQgetvalue(res, r, 12)[0] == 't';
 		fn(&n, arg);
 	}
 	PQclear(res);

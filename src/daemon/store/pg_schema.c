@@ -96,7 +96,10 @@ static const char *const migrations[] = {
 	"  memory bigint NOT NULL,"
 	"  disk bigint NOT NULL,"
 	"  UNIQUE (team, name));",
-	/* 3 -> 4: placement (pg_place.c). A node publishes its templates with
+	/* 3 -> 4: each node's wall clock against the server's, as it last
+	 * renewed (hutch doctor compares the nodes') */
+	"ALTER TABLE nodes ADD COLUMN clock_skew_ms bigint NOT NULL DEFAULT 0;",
+	/* 4 -> 5: placement (pg_place.c). A node publishes its templates with
 	 * its budgets; a draining node takes no new placements; a reservation
 	 * holds a placed create's share of its node until the create's row is
 	 * written (or it expires: the placing node died). */

@@ -80,6 +80,7 @@ struct hu_node {
 	int draining;          /* loaded: takes no new placements */
 	int alive;             /* loaded: its lease has not expired */
 	int64_t lease_left_ms; /* loaded: until the lease expires (negative: since) */
+	int64_t clock_skew_ms; /* loaded: its wall clock minus the store server's, at its last renewal */
 };
 
 /* What a create asks of the node placement picks (store.h "nodes"). */
@@ -116,6 +117,15 @@ struct hu_snapshot_row {
 	uint32_t cpu_millis;             /* the source's sizes: a sandbox made from it gets them */
 	uint64_t memory_bytes;
 	uint64_t disk_bytes;
+};
+
+/* hutch doctor's reading of a store (store.h hu_store_health). */
+struct hu_store_health {
+	char server[64];     /* the database server's version; "" for an embedded store */
+	int schema;          /* the store's schema version (-1: none yet, the first start makes it) */
+	int schema_hutch;    /* the version this hutch writes */
+	int64_t round_trip_us;
+	int64_t skew_ms;     /* this host's wall clock minus the server's (0 for an embedded store) */
 };
 
 #endif

@@ -30,6 +30,21 @@ int hu_store_open(const char *location, struct hu_store **out, hu_err *err)
 	return hu_store_sqlite_open(location, out, err);
 }
 
+int hu_store_open_to_inspect(const char *location, struct hu_store **out, hu_err *err)
+{
+	if (hu_store_pg_location(location))
+		return hu_store_pg_open_to_inspect(location, out, err);
+	return hu_store_sqlite_open(location, out, err);
+}
+
+int hu_store_health(struct hu_store *st, struct hu_store_health *h, hu_err *err)
+{
+	memset(h, 0, sizeof(*h));
+	if (!st->ops->health)
+		return hu_err_set(err, -ENOSYS, "store %s: no health reading", st->ops->name);
+	return st->ops->health(st, h, err);
+}
+
 void hu_store_close(struct hu_store *st)
 {
 	if (st)

@@ -40,6 +40,13 @@ int hu_store_open(const char *location, struct hu_store **out, hu_err *err);
 void hu_store_close(struct hu_store *st);
 /* "sqlite" or "postgresql", for logs and doctor. */
 const char *hu_store_backend_name(const struct hu_store *st);
+/* Open the store at `location` to look at it (hutch doctor): as
+ * hu_store_open, but a PostgreSQL schema is left at the version it has
+ * (hu_store_health reports it) instead of being migrated. */
+int hu_store_open_to_inspect(const char *location, struct hu_store **out, hu_err *err);
+
+/* ---- health (hutch doctor) ---------------------------------------------------- */
+int hu_store_health(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 
 /* ---- API keys: shown once, stored as sha256 hex ---------------------------- */
 /* Create a key for `team` (the team is created if needed); key_out gets the

@@ -152,6 +152,15 @@ static void test_v2_create_writes_limits(void **state)
 	expect_file(t, "cg2/hutch/sb1/cpu.max", "50000 100000");
 	expect_file(t, "cg2/hutch/sb1/cgroup.freeze", "0"); /* the leftover was thawed */
 	assert_true(hu_cgroup_clone_fd(cg) >= 0);
+	/* a stopped (released) sandbox keeps no descriptor; a restart takes it again */
+	hu_cgroup_drop_clone_fd(cg);
+	assert_int_equal(hu_cgroup_clone_fd(cg), -1);
+	hu_cgroup_drop_clone_fd(cg); /* twice: still none, nothing closed twice */
+	assert_int_equal(hu_cgroup_take_clone_fd(cg, &err), 0);
+	assert_true(hu_cgroup_clone_fd(cg) >= 0);
+	int fd = hu_cgroup_clone_fd(cg);
+	assert_int_equal(hu_cgroup_take_clone_fd(cg, &err), 0); /* held already: the same one */
+	assert_int_equal(hu_cgroup_clone_fd(cg), fd);
 	hu_cgroup_close(cg);
 }
 

@@ -219,19 +219,20 @@ static int loop_backs(const char *image)
 	return found;
 }
 
-/* Write `bytes` into <layer>/upper/fill as the layer's owner, in a child;
- * returns the errno that stopped it (0: all written). */
-static int fill_as_owner(const char *layer, uint64_t bytes)
+/* Write `bytes` into <layer>/rw/upper/fill as the sandbox's root stores
+ * its files there (host root: rw/ holds the ids the sandbox sees), in a
+ * child; returns the errno that stopped it (0: all written). The cap is
+ * the subvolume's, whoever writes. */
+static int fill_upper(const char *layer, uint64_t bytes)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
 		static char chunk[1 << 20];
 		char path[PATH_MAX + 16];
 		memset(chunk, 'x', sizeof(chunk));
-		/* the dirs above are root's 0700: opened before dropping to the owner */
-		snprintf(path, sizeof(path), "%s/upper", layer);
+		snprintf(path, sizeof(path), "%s/" HU_LAYER_RW "/upper", layer);
 		int dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (dir < 0 || setresgid(OWNER, OWNER, OWNER) < 0 || setresuid(OWNER, OWNER, OWNER) < 0)
+		if (dir < 0)
 			_exit(200);
 		int fd = openat(dir, "fill", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd < 0)
@@ -275,7 +276,7 @@ static void test_image_layer_cap_and_cleanup(void **state)
 	assert_int_equal(hu_layer_ephemeral(&l->ly, "cap-test"), 0);
 	assert_int_equal(hu_layer_path(&l->ly, "cap-test", layer, sizeof(layer), &err), 0);
 	/* the cap stops the owner's writes with EDQUOT, well before 64 MiB */
-	assert_int_equal(fill_as_owner(layer, 64u << 20), EDQUOT);
+	assert_int_equal(fill_upper(layer, 64u << 20), EDQUOT);
 	int fd = open(layer, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(syncfs(fd), 0);
@@ -286,7 +287,7 @@ static void test_image_layer_cap_and_cleanup(void **state)
 	/* a second layer is not charged for the first one's files */
 	assert_int_equal(hu_layer_create(&l->ly, "other", 8u << 20, OWNER, 1, &err), 0);
 	assert_int_equal(hu_layer_path(&l->ly, "other", layer, sizeof(layer), &err), 0);
-	assert_int_equal(fill_as_owner(layer, 4u << 20), 0);
+	assert_int_equal(fill_upper(layer, 4u << 20), 0);
 	assert_int_equal(hu_layer_ephemeral(&l->ly, "other"), 1);
 
 	/* destroy: no directory, and the quota group goes once the kernel's
@@ -367,7 +368,7 @@ static void test_data_dir_on_btrfs_with_quota_is_used(void **state)
 	assert_int_equal(hu_layer_create(&l->inner, "direct", 4u << 20, OWNER, 0, &err), 0);
 	char layer[PATH_MAX];
 	assert_int_equal(hu_layer_path(&l->inner, "direct", layer, sizeof(layer), &err), 0);
-	assert_int_equal(fill_as_owner(layer, 32u << 20), EDQUOT);
+	assert_int_equal(fill_upper(layer, 32u << 20), EDQUOT);
 	assert_int_equal(hu_layer_destroy(&l->inner, "direct", &err), 0);
 	assert_int_equal(stat(layer, &st), -1);
 	hu_layers_close(&l->inner);
@@ -377,6 +378,132 @@ static void test_data_dir_on_btrfs_with_quota_is_used(void **state)
 	snprintf(img, sizeof(img), "%s/layers.img", inner.data_dir);
 	assert_int_equal(stat(img, &st), -1);
 	hu_rm_rf(inner.data_dir, &err);
+}
+
+/* uid/gid and mode of <layer>/<rel> */
+static void owner_of(const char *layer, const char *rel, uid_t *uid, mode_t *mode)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", layer, rel);
+	assert_int_equal(lstat(path, &st), 0);
+	assert_int_equal(st.st_uid, st.st_gid);
+	*uid = st.st_uid;
+	*mode = st.st_mode & 07777;
+}
+
+static void put_file(const char *layer, const char *rel, uid_t uid, mode_t mode)
+{
+	char path[PATH_MAX + 64];
+	snprintf(path, sizeof(path), "%s/%s", layer, rel);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(fchown(fd, uid, uid), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+/* A read-only snapshot of layer `id` as .snapshots/<name>, as
+ * hu_sandbox_snapshot makes it. */
+static void snapshot_layer(const struct hu_layers *ly, const char *id, const char *name)
+{
+	hu_err err = {0};
+	mkdirat(ly->root_fd, ".snapshots", 0700);
+	int dir = openat(ly->root_fd, ".snapshots", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int src = openat(ly->root_fd, id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dir >= 0 && src >= 0);
+	assert_int_equal(hu_btrfs_snapshot(src, dir, name, 1, &err), 0);
+	close(src);
+	close(dir);
+}
+
+#define OWNER2 (OWNER + 0x10000u) /* the next slot */
+
+/* A layer made from a snapshot: the files in rw/ keep their owners and
+ * modes (set-user-ID included: no walk touches them), only the top and its
+ * mount points move to the new slot. A snapshot of a layer of an older
+ * hutch (upper/ at its top, the files at the source's host uids) still has
+ * its files moved to the new slot's range. */
+static void test_layer_from_snapshot_keeps_files(void **state)
+{
+	struct live *l = *state;
+	char a[PATH_MAX], b[PATH_MAX], path[PATH_MAX + 64];
+	uid_t uid;
+	mode_t mode;
+	hu_err err = {0};
+
+	if (!have_tools())
+		skip();
+	assert_int_equal(hu_layers_open(&l->ly, &l->cfg, &err), 0);
+	l->open1 = 1;
+	assert_int_equal(hu_layer_create(&l->ly, "src", 64u << 20, OWNER, 0, &err), 0);
+	assert_int_equal(hu_layer_path(&l->ly, "src", a, sizeof(a), &err), 0);
+	int fd = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(hu_layer_idmapped(fd), 1);
+	close(fd);
+	owner_of(a, HU_LAYER_RW "/upper", &uid, &mode);
+	assert_int_equal(uid, 0);
+	assert_int_equal(mode, 0755);
+	owner_of(a, HU_LAYER_RW, &uid, &mode);
+	assert_int_equal(uid, 0);
+	assert_int_equal(mode, 0700);
+	put_file(a, HU_LAYER_RW "/upper/user-file", 1000, 0640);
+	put_file(a, HU_LAYER_RW "/upper/suid", 0, 04755);
+	snapshot_layer(&l->ly, "src", "snap-new");
+
+	assert_int_equal(hu_layer_from_snapshot(&l->ly, "snap-new", "dst", 64u << 20, OWNER2, &err), 0);
+	assert_int_equal(hu_layer_path(&l->ly, "dst", b, sizeof(b), &err), 0);
+	const char *slot_dirs[] = {"", "rootfs", "lower", "bootid"};
+	for (size_t i = 0; i < sizeof(slot_dirs) / sizeof(slot_dirs[0]); i++) {
+		owner_of(b, slot_dirs[i], &uid, &mode);
+		assert_int_equal(uid, OWNER2);
+	}
+	owner_of(b, HU_LAYER_RW "/upper/user-file", &uid, &mode);
+	assert_int_equal(uid, 1000);
+	assert_int_equal(mode, 0640);
+	owner_of(b, HU_LAYER_RW "/upper/suid", &uid, &mode);
+	assert_int_equal(uid, 0);
+	assert_int_equal(mode, 04755);
+	/* the source is untouched */
+	owner_of(a, "", &uid, &mode);
+	assert_int_equal(uid, OWNER);
+
+	/* a layer as an older hutch made it */
+	int root = l->ly.root_fd;
+	assert_int_equal(hu_btrfs_subvol_create(root, "old", &err), 0);
+	assert_int_equal(hu_layer_path(&l->ly, "old", a, sizeof(a), &err), 0);
+	const char *old_dirs[] = {"rootfs", "lower", "upper", "work", "bootid"};
+	for (size_t i = 0; i < sizeof(old_dirs) / sizeof(old_dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", a, old_dirs[i]);
+		assert_int_equal(mkdir(path, 0755), 0);
+		assert_int_equal(chown(path, OWNER, OWNER), 0);
+	}
+	put_file(a, "upper/user-file", OWNER + 1000, 0640);
+	put_file(a, "upper/suid", OWNER, 04755);
+	assert_int_equal(chown(a, OWNER, OWNER), 0);
+	fd = open(a, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_int_equal(hu_layer_idmapped(fd), 0);
+	close(fd);
+	snapshot_layer(&l->ly, "old", "snap-old");
+	assert_int_equal(hu_layer_from_snapshot(&l->ly, "snap-old", "dst-old", 64u << 20, OWNER2, &err), 0);
+	assert_int_equal(hu_layer_path(&l->ly, "dst-old", b, sizeof(b), &err), 0);
+	owner_of(b, "", &uid, &mode);
+	assert_int_equal(uid, OWNER2);
+	owner_of(b, "upper/user-file", &uid, &mode);
+	assert_int_equal(uid, OWNER2 + 1000);
+	owner_of(b, "upper/suid", &uid, &mode);
+	assert_int_equal(uid, OWNER2);
+	assert_int_equal(mode, 04755);
+
+	const char *ids[] = {"src", "dst", "old", "dst-old"};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		assert_int_equal(hu_layer_destroy(&l->ly, ids[i], &err), 0);
+	int snaps = openat(root, ".snapshots", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(snaps >= 0);
+	assert_int_equal(hu_btrfs_subvol_delete(snaps, "snap-new", &err), 0);
+	assert_int_equal(hu_btrfs_subvol_delete(snaps, "snap-old", &err), 0);
+	close(snaps);
 }
 
 static void test_probe_makes_nothing(void **state)
@@ -407,6 +534,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_probe_makes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_image_layer_cap_and_cleanup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_data_dir_on_btrfs_with_quota_is_used, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layer_from_snapshot_keeps_files, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

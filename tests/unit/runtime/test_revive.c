@@ -6,9 +6,11 @@
  * hu_sandbox_revive + hu_sandbox_restart boot a fresh init over the same
  * files. Needs root, cgroups, a loop device and mkfs.btrfs (skipped
  * otherwise); everything lives in a private temporary directory and a
- * cgroup parent of its own, removed at the end.
+ * cgroup parent of its own, removed at the end. Also: a layer of the layout
+ * before rw/ (files at host uids) still boots as it is.
  */
 #include <fcntl.h>
+#include <ftw.h>
 #include <glob.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -214,10 +216,82 @@ static void test_revive_after_a_reboot(void **state)
 	assert_int_equal(access(p, F_OK), -1); /* a failed revive leaves nothing */
 }
 
+/* Files of the old layout carry the sandbox's host uids: give every id
+ * below the range's size this base (nftw has no argument). */
+static uint32_t old_base;
+
+static int to_host_ids(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)type;
+	(void)ftw;
+	uid_t u = st->st_uid < 65536u ? old_base + st->st_uid : st->st_uid;
+	gid_t g = st->st_gid < 65536u ? old_base + st->st_gid : st->st_gid;
+	if (lchown(path, u, g) < 0)
+		return 1;
+	/* chown clears set-user-ID and set-group-ID */
+	if ((st->st_mode & (S_ISUID | S_ISGID)) && !S_ISLNK(st->st_mode) && chmod(path, st->st_mode & 07777) < 0)
+		return 1;
+	return 0;
+}
+
+/* A layer as hutch made it before rw/ (upper/ and work/ at the layer's top,
+ * the files at the sandbox's host uids) still boots as it is, and what the
+ * sandbox writes there keeps that layout. */
+static void test_layer_of_the_old_layout_boots(void **state)
+{
+	struct fx *f = *state;
+	struct hu_sandbox_spec spec;
+	char layer[PATH_MAX], from[PATH_MAX + 32], to[PATH_MAX + 32];
+	struct stat st;
+	hu_err err = {0};
+
+	if (!usable())
+		skip();
+	if (hu_runtime_open(&f->cfg, &f->rt, &err) < 0 || hu_template_ensure_base(f->rt, &err) < 0) {
+		print_message("runtime unavailable here: %s\n", err.msg);
+		skip();
+	}
+	hu_sandbox_spec_defaults(&spec);
+	snprintf(spec.id, sizeof(spec.id), ID);
+	spec.disk_bytes = 64u << 20;
+	assert_int_equal(hu_sandbox_create(f->rt, &spec, &f->sb, &err), 0);
+	const char *write[] = {"sh", "-c", "echo kept >/root/f && echo u >/home/user/g && chown 1000:1000 /home/user/g"};
+	assert_int_equal(sandbox_run(f->sb, write, 3), 0);
+	assert_int_equal(hu_sandbox_stop(f->sb, &err), 0);
+
+	/* rewrite the layer into the old layout */
+	old_base = hu_sandbox_uid_base(f->sb);
+	snprintf(layer, sizeof(layer), "%s/layers/" ID, f->cfg.data_dir);
+	snprintf(from, sizeof(from), "%s/rw/upper/home/user/g", layer);
+	assert_int_equal(stat(from, &st), 0);
+	assert_int_equal(st.st_uid, 1000); /* the new layout: the sandbox's own ids */
+	const char *moved[] = {"upper", "work"};
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(from, sizeof(from), "%s/rw/%s", layer, moved[i]);
+		snprintf(to, sizeof(to), "%s/%s", layer, moved[i]);
+		assert_int_equal(rename(from, to), 0);
+		assert_int_equal(nftw(to, to_host_ids, 16, FTW_PHYS | FTW_MOUNT), 0);
+	}
+	snprintf(from, sizeof(from), "%s/rw", layer);
+	assert_int_equal(rmdir(from), 0);
+
+	assert_int_equal(hu_sandbox_restart(f->sb, &spec, &err), 0);
+	const char *check[] = {"sh", "-c",
+			       "test \"$(cat /root/f)\" = kept && test \"$(stat -c %u /home/user/g)\" = 1000 && "
+			       "test \"$(stat -c %u /root)\" = 0 && echo new >/home/user/h && chown 1000 /home/user/h"};
+	assert_int_equal(sandbox_run(f->sb, check, 3), 0);
+	snprintf(to, sizeof(to), "%s/upper/home/user/h", layer);
+	assert_int_equal(stat(to, &st), 0);
+	assert_int_equal(st.st_uid, old_base + 1000); /* written the old way */
+	snprintf(from, sizeof(from), "%s/rw", layer);
+	assert_int_equal(access(from, F_OK), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_revive_after_a_reboot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_layer_of_the_old_layout_boots, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

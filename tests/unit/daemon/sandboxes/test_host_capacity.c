@@ -25,8 +25,9 @@ static void test_defaults(void **state)
 	hu_admits_estimate(&cfg, &h, &a);
 	assert_int_equal(a.running, 56);
 	assert_non_null(strstr(a.running_raise, "kernel.pid_max is 32768"));
-	assert_int_equal(a.paused, 1000);
-	assert_string_equal(a.paused_raise, "max_sandboxes");
+	/* frozen ones hold real memory: (24 GiB - 10%) / 32 MiB */
+	assert_int_equal(a.paused, 691);
+	assert_non_null(strstr(a.paused_raise, "memory"));
 
 	h.pid_max = 4194304;
 	hu_admits_estimate(&cfg, &h, &a);
@@ -41,7 +42,11 @@ static void test_defaults(void **state)
 	assert_non_null(strstr(a.paused_raise, "RLIMIT_NOFILE"));
 	h.fd_allowed = UINT64_MAX;
 	hu_admits_estimate(&cfg, &h, &a);
-	assert_int_equal(a.paused, hu_mem_budget(&cfg, 24 * GIB) / HU_FROZEN_TYPICAL_MEM);
+	assert_int_equal(a.paused, hu_mem_budget(&cfg, 24 * GIB) / 4 / HU_FROZEN_TYPICAL_MEM);
+	cfg.max_sandboxes = 500;
+	hu_admits_estimate(&cfg, &h, &a);
+	assert_int_equal(a.paused, 500);
+	assert_string_equal(a.paused_raise, "max_sandboxes");
 }
 
 /* A tiny host: nothing fits, and the figures say 0 rather than wrapping. */

@@ -126,7 +126,7 @@ static void test_sizes(void **state)
 
 	hu_config_defaults(&cfg);
 	assert_int_equal(hu_pool_size_for(&cfg, "base"), 2);
-	assert_int_equal(cfg.pool_max, 64);
+	assert_int_equal(cfg.pool_max, 128); /* 100 concurrent creates from one client fit */
 	assert_int_equal(hu_config_set(&cfg, "pool.max", "100", &err), 0);
 	assert_int_equal(cfg.pool_max, 100);
 	assert_int_equal(hu_config_set(&cfg, "pool.max", "257", &err), -1);
@@ -166,9 +166,9 @@ static void test_sizes(void **state)
 }
 
 
-/* A burst of 50 creates within HU_POOL_BURST_MS makes the peak 50, across
- * a bucket's boundary too; spread-out creates, and bursts a second apart,
- * do not add up. */
+/* A burst of 50 creates, each within HU_POOL_BURST_MS of the one before,
+ * makes the peak 50, across a bucket's boundary too; creates a second
+ * apart, and bursts a second apart, do not add up. */
 static void test_demand_peak(void **state)
 {
 	struct hu_pool_demand dm = {0};
@@ -176,20 +176,45 @@ static void test_demand_peak(void **state)
 
 	assert_int_equal(hu_pool_demand_peak(&dm, t0), 0);
 	for (int i = 0; i < 50; i++)
-		hu_pool_demand_note(&dm, t0 + i); /* 50 ms: across the boundary */
+		hu_pool_demand_note(&dm, t0 + i, 0); /* 50 ms: across the boundary */
 	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 1000), 50);
 	struct hu_pool_demand slow = {0};
 	for (int i = 0; i < 50; i++)
-		hu_pool_demand_note(&slow, t0 + i * 1000); /* one a second */
+		hu_pool_demand_note(&slow, t0 + i * 1000, 0); /* one a second */
 	assert_int_equal(hu_pool_demand_peak(&slow, t0 + 50 * 1000), 1);
 	for (int i = 0; i < 50; i++)
-		hu_pool_demand_note(&dm, t0 + 1000 + i); /* the next burst, a second later */
+		hu_pool_demand_note(&dm, t0 + 1000 + i, 0); /* the next burst, a second later */
 	assert_int_equal(hu_pool_demand_peak(&dm, t0 + 2000), 50);
-	/* the ring holds the last HU_POOL_DEMAND_RECENT: a burst larger than
-	 * that counts as that many */
+	/* a burst spread out (a loaded client: 50 creates over 1.2 s, 25 ms
+	 * apart) is still one burst of 50 */
+	struct hu_pool_demand spread = {0};
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&spread, t0 + i * 25, 0);
+	assert_int_equal(hu_pool_demand_peak(&spread, t0 + 2000), 50);
+	/* one gap of HU_POOL_BURST_MS ends it: two bursts of 25 */
+	struct hu_pool_demand two = {0};
+	for (int i = 0; i < 50; i++)
+		hu_pool_demand_note(&two, t0 + i + (i >= 25 ? HU_POOL_BURST_MS : 0), 0);
+	assert_int_equal(hu_pool_demand_peak(&two, t0 + 2000), 25);
+	/* creates still being built carry the burst over a long gap (the loop
+	 * read the next request late); without them the gap ends it */
+	struct hu_pool_demand busy = {0};
+	hu_pool_demand_note(&busy, t0, 0);
+	hu_pool_demand_note(&busy, t0 + 400, 1);
+	hu_pool_demand_note(&busy, t0 + 900, 1);
+	assert_int_equal(hu_pool_demand_peak(&busy, t0 + 900), 3);
+	hu_pool_demand_note(&busy, t0 + 1500, 0);
+	hu_pool_demand_note(&busy, t0 + 1550, 0);
+	assert_int_equal(hu_pool_demand_peak(&busy, t0 + 1550), 3);
+	/* a clock that went back does not start a new burst nor count a long gap */
+	struct hu_pool_demand back = {0};
+	hu_pool_demand_note(&back, t0 + 50, 0);
+	hu_pool_demand_note(&back, t0, 0);
+	assert_int_equal(hu_pool_demand_peak(&back, t0 + 50), 2);
+	/* a burst larger than HU_POOL_DEMAND_RECENT counts as that many */
 	struct hu_pool_demand big = {0};
 	for (int i = 0; i < 400; i++)
-		hu_pool_demand_note(&big, t0);
+		hu_pool_demand_note(&big, t0, 0);
 	assert_int_equal(hu_pool_demand_peak(&big, t0), HU_POOL_DEMAND_RECENT);
 }
 
@@ -204,7 +229,7 @@ static void test_retarget(void **state)
 
 	assert_int_equal(hu_pool_set_retarget(&ps, 64, t0), 2);
 	for (int i = 0; i < 50; i++)
-		hu_pool_demand_note(&ps.demand, t0 + i);
+		hu_pool_demand_note(&ps.demand, t0 + i, 0);
 	assert_int_equal(hu_pool_set_retarget(&ps, 64, t0 + 100), 50);
 	assert_int_equal(hu_pool_set_missing(&ps), 50);
 	assert_int_equal(hu_pool_set_retarget(&ps, 16, t0 + 100), 16); /* pool.max bounds it */

@@ -387,7 +387,7 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 4);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
@@ -519,7 +519,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 4);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }

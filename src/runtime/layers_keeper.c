@@ -1,0 +1,120 @@
+/*
+ * The layers image's keeper (layers.h, hu_layers_linger).
+ *
+ * Mounting hutch's btrfs image costs 50-350 ms and unmounting it 30 ms or
+ * more (btrfs reads its trees and commits), several times a whole `hutch
+ * run -- true`. A daemon pays that once; `hutch run` paid it on every run,
+ * being the last runtime out each time. The last one out now leaves a
+ * keeper behind: a process of its own that holds layers.users shared (so a
+ * runtime opening in the meantime finds the image mounted and is not the
+ * last out, and the keeper's unmount check fails while one is open), for
+ * the linger time, and then does what the last runtime would have done.
+ * Nothing stays: the mount and its loop device go at most linger_ms after
+ * the last run ends, as they went at its end before.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/layers.h"
+
+/* Keep only the two lock descriptors: the caller's stdout, pipes and
+ * sockets must not stay open for the linger time (a `$(hutch run ...)`
+ * would wait for them). */
+static int keep_only_locks(int a, int b)
+{
+	int lo = a < b ? a : b, hi = a < b ? b : a;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
+		return -1;
+	if (null > 2)
+		close(null);
+	if (lo > 3 && close_range(3, (unsigned)lo - 1, 0) < 0)
+		return -1;
+	if (hi > lo + 1 && close_range((unsigned)lo + 1, (unsigned)hi - 1, 0) < 0)
+		return -1;
+	return close_range((unsigned)hi + 1, ~0u, 0);
+}
+
+/* Sleep for ms, or until SIGTERM, SIGINT or SIGHUP (decide at once). */
+static void linger(unsigned ms)
+{
+	struct timespec end, now;
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		struct timespec left = {end.tv_sec - now.tv_sec, end.tv_nsec - now.tv_nsec};
+		if (left.tv_nsec < 0) {
+			left.tv_sec--;
+			left.tv_nsec += 1000000000L;
+		}
+		if (left.tv_sec < 0)
+			return;
+		if (sigtimedwait(&set, NULL, &left) >= 0 || errno != EINTR)
+			return; /* a signal, or the time is up (EAGAIN) */
+	}
+}
+
+static _Noreturn void keeper(struct hu_layers *ly)
+{
+	prctl(PR_SET_NAME, "hutch-layers");
+	if (chdir("/") < 0 || keep_only_locks(ly->lock_fd, ly->users_fd) < 0)
+		_exit(1);
+	/* from the last one out (both exclusive) to one user among others: the
+	 * change of layers.users happens under layers.lock, so no other closer
+	 * can look in between */
+	if (flock(ly->users_fd, LOCK_SH) < 0 || flock(ly->lock_fd, LOCK_UN) < 0)
+		_exit(1);
+	linger(ly->linger_ms);
+	if (hu_layers_last_out(ly))
+		umount2(ly->root, MNT_DETACH);
+	_exit(0);
+}
+
+int hu_layers_linger(struct hu_layers *ly)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		/* detached twice: no session, no terminal, and not our child (the
+		 * caller does not wait for it) */
+		if (setsid() < 0)
+			_exit(1);
+		pid = fork();
+		if (pid < 0)
+			_exit(1);
+		if (pid > 0)
+			_exit(0);
+		keeper(ly);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	/* the keeper has the locks (the same open files as ours) from here;
+	 * on a failure the caller still holds them and unmounts itself */
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
