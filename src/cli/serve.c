@@ -35,6 +35,7 @@
 #include "daemon/routes.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/sandboxes/sbx_network.h"
+#include "daemon/cluster/forward.h"
 #include "daemon/cluster/node.h"
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/templates.h"
@@ -301,6 +302,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	signal(SIGHUP, SIG_IGN);
 	d->stopping = 1;
 	hu_ingress_free(d); /* its dials hold requests, its relays connections */
+	hu_cluster_forward_shutdown(d); /* likewise the calls forwarded to other nodes */
 	hu_http_close(d->http);
 	/* unary process calls still waiting for init: end them (their requests
 	 * are gone with the connections) */

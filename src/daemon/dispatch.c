@@ -18,12 +18,13 @@
 #include <string.h>
 #include <strings.h>
 
+#include "daemon/api/handlers.h"
+#include "daemon/cluster/forward.h"
 #include "daemon/common/json.h"
 #include "daemon/common/stats.h"
 #include "daemon/envd/signed_url.h"
 #include "daemon/ingress/ingress.h"
 #include "daemon/routes.h"
-#include "daemon/sandboxes/elsewhere.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
 #include "daemon/store/store.h"
@@ -74,10 +75,35 @@ static int authenticate_api_key(struct hu_req *r)
 	return 0;
 }
 
+/* A control-plane route that acts on one sandbox: /sandboxes/{id}... */
+static bool acts_on_sandbox(const struct hu_route *rt)
+{
+	return !strncmp(rt->pattern, "/sandboxes/{id}", 15) || !strncmp(rt->pattern, "/v2/sandboxes/{id}", 18);
+}
+
+/* A node of a cluster answers for the others (cluster/forward.h): a call
+ * for another node's sandbox goes to that node, and a create to the node
+ * placement picks. 1 when r was answered so; otherwise *placement is the
+ * reservation of a create placed here. */
+static int for_another_node(struct hu_req *r, const struct hu_route *rt, bool forwarded, char *placement)
+{
+	struct hu_daemon *d = hu_req_daemon(r);
+
+	if (!d->cluster)
+		return 0;
+	if (acts_on_sandbox(rt) && r->param[0] && (!d->reg || !hu_registry_get(d->reg, r->param)))
+		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded);
+	if (rt->fn == hu_api_create_sandbox) /* POST /sandboxes, /v2/sandboxes */
+		return hu_cluster_place(r, forwarded, placement);
+	return 0;
+}
+
 /* Answer r from `table`: 404/405 in the plane's error shape, the API key
  * checked where the route needs one, then the handler. */
-static void route(struct hu_req *r, const struct hu_route *table, size_t n, int data_plane)
+static void route(struct hu_req *r, const struct hu_route *table, size_t n, int data_plane, bool forwarded)
 {
+	struct hu_daemon *d = hu_req_daemon(r);
+	char placement[HU_PLACEMENT_ID_MAX] = "";
 	int status;
 	const struct hu_route *found = hu_route_find(table, n, r, &status);
 
@@ -91,7 +117,13 @@ static void route(struct hu_req *r, const struct hu_route *table, size_t n, int 
 	}
 	if (!data_plane && found->flags == HU_AUTH_API_KEY && authenticate_api_key(r) < 0)
 		return;
-	found->fn(r);
+	if (!data_plane && for_another_node(r, found, forwarded, placement))
+		return;
+	found->fn(r); /* r may be gone now */
+	/* a create placed here has written its row (or failed): the
+	 * reservation placement made for it is no longer needed */
+	if (placement[0])
+		hu_cluster_placed(d, placement);
 }
 
 static int token_ok(const struct hu_sbx *s, const char *given)
@@ -186,7 +218,7 @@ static void reply_sandbox_unavailable(struct hu_req *r, const char *id, const st
 
 /* `s` is the sandbox a signed URL resolved to (already verified), or NULL
  * to look sbx_id up and check X-Access-Token (or a signature). */
-static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_sbx *s)
+static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_sbx *s, bool forwarded)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
 	bool signature_ok = s != NULL;
@@ -196,7 +228,7 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	/* envd's health probe carries no token: the SDK uses it to tell a dead
 	 * or paused sandbox (502) from a live one. It never resumes one: an
 	 * unauthenticated request must not wake sandboxes up. */
-	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_sbx_answer_elsewhere(r, sbx_id, NULL))
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded))
 		return;
 	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
 		reply_sandbox_unavailable(r, sbx_id, s);
@@ -238,18 +270,20 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	if (r->ev)
 		hu_stat_add(HU_STAT_DATA_BYTES_IN, evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)));
 	hu_sbx_touch(s);
-	route(r, hu_data_routes, hu_n_data_routes, 1);
+	route(r, hu_data_routes, hu_n_data_routes, 1, forwarded);
 }
 
 /* A port other than envd's. With public traffic (the default, as on E2B)
  * the port needs no credential; a sandbox created with allowPublicTraffic
  * false needs its traffic token on every request. Only a request that got
  * this far may resume a paused sandbox (autoResume). */
-static void dispatch_port(struct hu_req *r, const char *sbx_id, uint16_t port)
+static void dispatch_port(struct hu_req *r, const char *sbx_id, uint16_t port, bool forwarded)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_sbx *s = d->reg && strlen(sbx_id) < HU_ID_MAX ? hu_registry_get(d->reg, sbx_id) : NULL;
 
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded))
+		return;
 	if (!s || (s->state != HU_SBX_RUNNING && !s->auto_resume)) {
 		reply_sandbox_unavailable(r, sbx_id, s);
 		return;
@@ -313,39 +347,60 @@ void hu_dispatch(struct hu_req *r)
 	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
 	struct hu_sbx *signed_for;
 	char host_id[HU_ID_MAX];
+	bool forwarded;
 	uint16_t port;
 
+	/* a call another node forwarded proves it (cluster/forward_auth.h) */
+	if (hu_cluster_accept_forwarded(r, &forwarded) < 0)
+		return;
 	if (sbx_id && (port = header_port(r)) && port != HU_ENVD_PORT)
-		dispatch_port(r, sbx_id, port);
+		dispatch_port(r, sbx_id, port, forwarded);
 	else if (sbx_id)
-		dispatch_data_plane(r, sbx_id, NULL);
+		dispatch_data_plane(r, sbx_id, NULL, forwarded);
 	else if ((port = host_port(r, host_id, sizeof(host_id))) && port != HU_ENVD_PORT)
-		dispatch_port(r, host_id, port);
+		dispatch_port(r, host_id, port, forwarded);
 	else if (port == HU_ENVD_PORT)
-		dispatch_data_plane(r, host_id, NULL);
+		dispatch_data_plane(r, host_id, NULL, forwarded);
 	else if (hu_signed_present(r)) {
 		/* a signed /files URL names its sandbox only through the signature */
 		if ((signed_for = hu_signed_resolve(r)))
-			dispatch_data_plane(r, signed_for->id, signed_for);
+			dispatch_data_plane(r, signed_for->id, signed_for, forwarded);
 	} else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
 		hu_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	else
-		route(r, hu_control_routes, hu_n_control_routes, 0);
+		route(r, hu_control_routes, hu_n_control_routes, 0, forwarded);
 }
 
 /* Bodies that go on to a sandbox as they arrive (never held whole): what a
  * port's server is sent, and envd uploads. Decided from the head alone,
  * the same way hu_dispatch routes. */
+static bool held_here(struct hu_req *r, const char *id)
+{
+	struct hu_daemon *d = hu_req_daemon(r);
+
+	/* one host: an unknown sandbox is a 404 whatever its body */
+	if (!d->cluster)
+		return true;
+	return d->reg && strlen(id) < HU_ID_MAX && hu_registry_get(d->reg, id);
+}
+
 bool hu_dispatch_streams_body(struct hu_req *r)
 {
 	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
 	char host_id[HU_ID_MAX];
 	uint16_t port;
 
+	/* A call for another node's sandbox is forwarded, and cluster/forward.c
+	 * sends on a body it has whole (bounded by max_body): streaming through
+	 * a forwarding node is not built yet. */
+	if (sbx_id && !held_here(r, sbx_id))
+		return false;
 	if (sbx_id && (port = header_port(r)) && port != HU_ENVD_PORT)
 		return true;
 	bool data_plane = sbx_id != NULL;
 	if (!sbx_id && (port = host_port(r, host_id, sizeof(host_id)))) {
+		if (!held_here(r, host_id))
+			return false;
 		if (port != HU_ENVD_PORT)
 			return true;
 		data_plane = true;

@@ -86,6 +86,35 @@ function storeArgs(base, extraArgs) {
   return ['--config', conf]
 }
 
+// E2E_VIA_NODE=1 (with E2E_STORE=postgresql): every daemon gets a second
+// node on its database, which takes no placements (draining), and the
+// test talks to that one: every call is forwarded to the daemon the test
+// started (docs/operations.md "Any node answers any call"). `url` is the
+// forwarding node's; pid, log and restart stay the daemon's.
+const viaNode = pgDir && process.env.E2E_VIA_NODE === '1'
+
+function viaNodeArgs(base) {
+  if (!viaNode) return []
+  const secret = join(base, 'cluster-secret')
+  if (!existsSync(secret)) writeFileSync(secret, 'e2e-cluster-secret-' + process.pid + '\n', { mode: 0o600 })
+  return ['--cluster-secret-file', secret, '--slots-dir', join(base, 'slots')]
+}
+
+async function startForwarder(base, ownerArgs, env) {
+  const port = await freePort()
+  const name = `fwd-${port}`
+  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), '--pool-size', '0',
+    ...ownerArgs, '--node-name', name], {
+    env: { ...env, HUTCH_DATA_DIR: join(base, 'fwd-data'), HUTCH_RUN_DIR: join(base, 'fwd-run'),
+      HUTCH_CGROUP_PARENT: env.HUTCH_CGROUP_PARENT + '-fwd' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  await waitFor(proc, /listening on/, 20000)
+  execFileSync('psql', [pgDatabase(base), '-Atc', `UPDATE nodes SET draining = true WHERE name = '${name}'`])
+  const exited = new Promise((res) => proc.on('exit', () => res()))
+  return { url: `http://127.0.0.1:${port}`, async stop() { proc.kill('SIGTERM'); await exited } }
+}
+
 // startDaemon() -> { url, apiKey, pid, base, storeArgs, stop(), restart() }
 // `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
 // restart); the key is not printed again then. { apiKey } alone: new dirs,
@@ -108,8 +137,9 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   // no warm pool unless a test asks (pool.test.mjs): the other files count
   // cgroups, directories and budgets that a pool would change under them
   const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', process.env.E2E_POOL_SIZE || '0']
+  const ownerArgs = [...storeArgs(base, extraArgs), ...viaNodeArgs(base)]
   const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs,
-    ...storeArgs(base, extraArgs), ...extraArgs], {
+    ...ownerArgs, ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -124,7 +154,9 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     early = w.output
   }
   await waitFor(proc, /listening on/, 20000, early).catch(() => {})
-  const url = `http://127.0.0.1:${port}`
+  const fwd = !viaNode ? null
+    : reuse?.fwd ?? await startForwarder(base, ['--store', pgDatabase(base), ...viaNodeArgs(base)], env)
+  const url = fwd ? fwd.url : `http://127.0.0.1:${port}`
   useDaemon({ apiKey, url })
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
   const self = {
@@ -138,18 +170,20 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
       : ['--store', pgDatabase(base)],
     log: () => log,
     async stop() {
+      if (fwd) await fwd.stop()
       proc.kill('SIGTERM')
       const t = setTimeout(() => proc.kill('SIGKILL'), 10000)
       const st = await exited
       clearTimeout(t)
       pgDrop(base)
       cleanupDir(base, env.HUTCH_CGROUP_PARENT)
+      if (fwd) cleanupDir(base, env.HUTCH_CGROUP_PARENT + '-fwd')
       return st
     },
     // a new daemon on the same data and run dirs (after this one died)
     async restart(args = extraArgs, env = {}) {
       await exited
-      return startDaemon(args, { base, apiKey }, env)
+      return startDaemon(args, { base, apiKey, fwd }, env)
     },
     exited,
   }

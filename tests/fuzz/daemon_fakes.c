@@ -6,7 +6,8 @@
 #include "daemon/common/stats.h"
 #include "daemon/store/store.h"
 #include "daemon/ingress/ingress.h"
-#include "daemon/sandboxes/elsewhere.h"
+#include "daemon/api/handlers.h"
+#include "daemon/cluster/forward.h"
 #include "daemon_fakes.h"
 
 struct hu_registry {
@@ -120,16 +121,47 @@ const char *hu_registry_death(struct hu_registry *reg, const char *id, const cha
 	return NULL;
 }
 
-int hu_sbx_answer_elsewhere(struct hu_req *r, const char *id, const char *team)
-{
-	(void)r;
-	(void)id;
-	(void)team;
-	return 0;
-}
-
 void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 {
 	(void)s;
 	hu_reply_error(r, 502, "fake: no server on port %u", (unsigned)port);
+}
+
+/* One host: no cluster, so a client's forwarding proof is refused as a
+ * node without cluster.secret refuses it (cluster/forward.c). */
+int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded)
+{
+	*forwarded = false;
+	if (!hu_req_header(r, "X-Hutch-Forwarded"))
+		return 0;
+	hu_reply_error(r, 403, "fake: no forwarded calls");
+	return -1;
+}
+
+int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded)
+{
+	(void)r;
+	(void)id;
+	(void)team;
+	(void)forwarded;
+	return 0;
+}
+
+int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement)
+{
+	(void)r;
+	(void)forwarded;
+	placement[0] = '\0';
+	return 0;
+}
+
+void hu_cluster_placed(struct hu_daemon *d, const char *placement)
+{
+	(void)d;
+	(void)placement;
+}
+
+void hu_api_create_sandbox(struct hu_req *r)
+{
+	hu_reply_error(r, 500, "fake: no creates");
 }

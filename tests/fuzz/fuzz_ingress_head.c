@@ -1,7 +1,7 @@
-// fuzz-sources: src/daemon/ingress/response.c src/daemon/ingress/head.c
+// fuzz-sources: src/daemon/http/response.c src/daemon/ingress/head.c
 /*
  * libFuzzer driver for the two places port ingress handles bytes it did not
- * write: a sandbox server's response head (src/daemon/ingress/response.c),
+ * write: a sandbox server's response head (src/daemon/http/response.c),
  * fed in two pieces to exercise the "need more" path, and request headers
  * rebuilt into a head (src/daemon/ingress/head.c). What is accepted must be
  * consistent: a final head ends in a blank line and is bounded, a rewritten
@@ -17,7 +17,7 @@
 #include <sys/queue.h>
 
 #include "daemon/ingress/head.h"
-#include "daemon/ingress/response.h"
+#include "daemon/http/response.h"
 
 static void check_response(const uint8_t *data, size_t size)
 {

@@ -8,39 +8,72 @@
  */
 #include "daemon/cluster/node.h"
 
+#include <dirent.h>
 #include <event2/event.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/cluster/cluster_internal.h"
+#include "daemon/cluster/forward.h"
 #include "daemon/common/log.h"
 #include "daemon/sandboxes/admission.h"
+#include "daemon/sandboxes/templates.h"
 #include "daemon/store/store.h"
 
-struct hu_cluster {
-	struct hu_daemon *d;
-	struct hu_node self;
-	struct event *renew;
-	int failing; /* the last renewal failed (logged once per outage) */
-};
-
 /* The defaults of node.name (<host name>-<port>: two nodes on one host
- * differ by port) and node.address (what this node listens on). */
+ * differ by port) and node.address (what this node listens on, https://
+ * with tls_cert). */
 static void identity(const struct hu_config *cfg, struct hu_node *n)
 {
 	hu_config_node_name(cfg, n->name, sizeof(n->name));
+	/* a listener with TLS is reached over TLS */
+	const char *scheme = cfg->tls_cert[0] ? "https" : "http";
 	if (cfg->node_address[0])
 		snprintf(n->address, sizeof(n->address), "%s", cfg->node_address);
 	else if (strchr(cfg->listen_addr, ':'))
-		snprintf(n->address, sizeof(n->address), "http://[%s]:%u", cfg->listen_addr, cfg->port);
+		snprintf(n->address, sizeof(n->address), "%s://[%s]:%u", scheme, cfg->listen_addr, cfg->port);
 	else
-		snprintf(n->address, sizeof(n->address), "http://%s:%u", cfg->listen_addr, cfg->port);
+		snprintf(n->address, sizeof(n->address), "%s://%s:%u", scheme, cfg->listen_addr, cfg->port);
 	snprintf(n->labels, sizeof(n->labels), "%s", cfg->node_labels);
 }
 
-/* What placement may count on here: the admission budgets. */
+/* The templates of this node's data dir, comma-separated (placement sends
+ * a create only to a node that has its template). A name that does not
+ * fit the list is left out: that template is used here only by creates
+ * sent to this node. */
+static void templates(struct hu_daemon *d, char *out, size_t cap)
+{
+	char dir[PATH_MAX], meta[PATH_MAX];
+	size_t used = 0;
+	struct dirent *e;
+	DIR *dh;
+
+	out[0] = '\0';
+	hu_templates_dir(d, dir, sizeof(dir));
+	if (!(dh = opendir(dir)))
+		return;
+	while ((e = readdir(dh))) {
+		size_t n = strlen(e->d_name);
+		if (e->d_name[0] == '.' || strspn(e->d_name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+							     "0123456789._-") != n)
+			continue;
+		/* a built template has its template.json; base has its rootfs only */
+		snprintf(meta, sizeof(meta), "%s/%s/template.json", dir, e->d_name);
+		int built = access(meta, R_OK) == 0;
+		snprintf(meta, sizeof(meta), "%s/%s/rootfs", dir, e->d_name);
+		if ((!built && access(meta, X_OK) < 0) || used + n + 2 > cap)
+			continue;
+		used += (size_t)snprintf(out + used, cap - used, "%s%s", used ? "," : "", e->d_name);
+	}
+	closedir(dh);
+}
+
+/* What placement may count on here: the admission budgets, and the
+ * templates. */
 static int capacity(struct hu_daemon *d, struct hu_node *n, hu_err *err)
 {
 	struct hu_capacity cap;
@@ -48,10 +81,12 @@ static int capacity(struct hu_daemon *d, struct hu_node *n, hu_err *err)
 	if (hu_capacity_read(d, &cap, err) < 0)
 		return -1;
 	n->memory_bytes = cap.mem_budget;
-	/* no CPU budget (CPU is shared, not exhausted): the CPUs themselves */
-	n->cpu_millis = cap.cpu_budget_millis ? cap.cpu_budget_millis : (uint64_t)cap.cpus * 1000;
+	/* 0: no CPU budget (admission.cpu_overcommit 0, the default: CPU is
+	 * shared, not exhausted), so placement does not count CPU either */
+	n->cpu_millis = d->cfg.admission_cpu_overcommit > 0 ? cap.cpu_budget_millis : 0;
 	n->pids = cap.pids_budget;
 	n->max_sandboxes = d->cfg.max_sandboxes;
+	templates(d, n->templates, sizeof(n->templates));
 	return 0;
 }
 
@@ -60,7 +95,10 @@ static void renew(evutil_socket_t fd, short what, void *arg)
 	struct hu_cluster *c = arg;
 	hu_err err;
 
-	if (hu_store_node_renew(c->d->store, HU_LEASE_TTL_MS, &err) == 0) {
+	/* budgets that cannot be read now stay as they were published */
+	if (capacity(c->d, &c->self, &err) < 0)
+		hu_log(HU_LOG_WARN, NULL, 0, "node %s: read the budgets: %s", c->self.name, err.msg);
+	if (hu_store_node_renew(c->d->store, &c->self, HU_LEASE_TTL_MS, &err) == 0) {
 		if (c->failing)
 			hu_log(HU_LOG_INFO, NULL, 0, "node %s: lease renewed again", c->self.name);
 		c->failing = 0;
@@ -90,6 +128,9 @@ int hu_cluster_start(struct hu_daemon *d, hu_err *err)
 		return hu_err_set(err, ENOMEM, "cluster");
 	c->d = d;
 	identity(&d->cfg, &c->self);
+	if (d->cfg.cluster_secret_len)
+		c->secret = d->cfg.cluster_secret;
+	c->secret_len = d->cfg.cluster_secret_len;
 	if (capacity(d, &c->self, err) < 0)
 		goto fail;
 	if (hu_store_node_register(d->store, &c->self, HU_LEASE_TTL_MS, &generation, err) < 0) {
@@ -128,6 +169,7 @@ void hu_cluster_stop(struct hu_daemon *d)
 		return;
 	/* the lease is left to expire: the sandboxes run on, and the other
 	 * nodes answer for them as this node's, unavailable, until it is back */
+	hu_cluster_forward_abort_all(c);
 	event_free(c->renew);
 	free(c);
 	d->cluster = NULL;

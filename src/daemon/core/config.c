@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include "runtime/cgroup.h"
 #include "runtime/net.h"
+#include "util/fileutil.h"
 #include "util/parse.h"
 
 #define MAX_TIMEOUT_S (30u * 24 * 3600) /* a month: longer is surely a typo */
@@ -145,6 +147,49 @@ static int set_node_labels(struct hu_config *cfg, const char *v, hu_err *err)
 				  sizeof(cfg->node_labels) - 1);
 	snprintf(cfg->node_labels, sizeof(cfg->node_labels), "%s", v);
 	return 0;
+}
+
+/* cluster.secret: HU_CLUSTER_SECRET_MIN bytes at least, printable, no
+ * spaces (the same in every node's config) */
+static int set_cluster_secret(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	size_t n = strlen(v);
+	if (n < HU_CLUSTER_SECRET_MIN || n >= sizeof(cfg->cluster_secret))
+		return hu_err_set(err, -EINVAL, "the cluster secret must be %d to %zu bytes long", HU_CLUSTER_SECRET_MIN,
+				  sizeof(cfg->cluster_secret) - 1);
+	for (size_t i = 0; i < n; i++)
+		if (v[i] <= ' ' || v[i] == 0x7f)
+			return hu_err_set(err, -EINVAL, "the cluster secret holds a space or a control character");
+	memcpy(cfg->cluster_secret, v, n + 1);
+	cfg->cluster_secret_len = n;
+	return 0;
+}
+
+/* cluster.secret_file: the secret in a file of its own (a trailing newline
+ * is not part of it), read at start, so that the config can be world
+ * readable and the secret not */
+static int set_cluster_secret_file(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	char buf[sizeof(cfg->cluster_secret) + 2];
+	ssize_t n = hu_read_file(v, buf, sizeof(buf), err);
+
+	if (n < 0) {
+		hu_err_prefix(err, "cluster secret file %.200s", v);
+		return -1;
+	}
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = '\0';
+	int rc = set_cluster_secret(cfg, buf, err);
+	OPENSSL_cleanse(buf, sizeof(buf));
+	if (rc < 0)
+		hu_err_prefix(err, "cluster secret file %.200s", v);
+	return rc;
+}
+
+static int set_cluster_ca(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->cluster_ca, sizeof(cfg->cluster_ca), v, err);
 }
 
 const char *hu_config_store_location(const struct hu_config *cfg)
@@ -675,6 +720,9 @@ static const struct {
 	{"node.name", "--node-name", set_node_name},
 	{"node.address", NULL, set_node_address},
 	{"node.labels", NULL, set_node_labels},
+	{"cluster.secret", NULL, set_cluster_secret},
+	{"cluster.secret_file", "--cluster-secret-file", set_cluster_secret_file},
+	{"cluster.ca", "--cluster-ca", set_cluster_ca},
 	{"max_body", NULL, set_max_body},
 	{"sandbox_domain", "--sandbox-domain", set_sandbox_domain},
 	{"ingress.max_per_sandbox", NULL, set_ingress_per_sandbox},

@@ -14,6 +14,7 @@
 
 #define HU_HOST_MOUNT_ROOTS_MAX 8
 #define HU_POOL_TEMPLATES_MAX 16
+#define HU_CLUSTER_SECRET_MIN 16 /* bytes of cluster.secret */
 
 /* hutch serve settings: flags > config file > embedded defaults. */
 struct hu_config {
@@ -32,6 +33,14 @@ struct hu_config {
 	char node_name[64];
 	char node_address[256];
 	char node_labels[256];
+	/* cluster.secret (or the contents of cluster.secret_file): what a
+	 * node proves to another it forwards a call to (cluster/forward_auth.h);
+	 * empty = calls for other nodes' sandboxes are not forwarded (421) */
+	char cluster_secret[256];
+	size_t cluster_secret_len;
+	/* cluster.ca: CA certificates that an https:// node.address of another
+	 * node is checked against ("" = the system's) */
+	char cluster_ca[PATH_MAX];
 	uint64_t max_body_bytes;       /* default 256 MiB (413 above it) */
 	uint32_t idle_timeout_s;       /* idle HTTP connections, default 60 */
 	char sandbox_domain[128];      /* sandbox_domain: Host <port>-<id>.<domain> reaches a sandbox's port,

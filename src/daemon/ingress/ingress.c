@@ -19,8 +19,8 @@
 #include "daemon/http/server.h"
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
-#include "daemon/ingress/relay.h"
-#include "daemon/ingress/response.h"
+#include "daemon/http/relay.h"
+#include "daemon/http/response.h"
 #include "runtime/sandbox.h"
 
 /* One proxied request, from the dial to the end of its response (or of

@@ -48,7 +48,10 @@ struct hu_store_ops {
 	/* nodes (NULL in a backend for one host: store.c answers ENOSYS) */
 	int (*node_register)(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
 			     hu_err *err);
-	int (*node_renew)(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+	int (*node_renew)(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, hu_err *err);
+	int (*place)(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
+		     hu_err *err);
+	int (*placement_done)(struct hu_store *st, const char *placement, hu_err *err);
 	int (*node_each)(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 	int (*sandbox_owner)(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			     hu_err *err);

@@ -62,7 +62,11 @@ int hu_pg_schema_version(void);
 /* pg_nodes.c: the node calls of struct hu_store_ops */
 int hu_pg_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
 			hu_err *err);
-int hu_pg_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+int hu_pg_node_renew(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, hu_err *err);
+/* pg_place.c: placement */
+int hu_pg_place(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
+		hu_err *err);
+int hu_pg_placement_done(struct hu_store *st, const char *placement, hu_err *err);
 int hu_pg_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 int hu_pg_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			hu_err *err);

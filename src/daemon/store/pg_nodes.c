@@ -26,7 +26,7 @@ int hu_pg_node_register(struct hu_store *base, const struct hu_node *n, int64_t 
 {
 	struct pg_store *st = hu_pg(base);
 	char memory[24], cpu[24], pids[24], maxs[24], ttl[24];
-	const char *p[] = {n->name, n->address, n->labels, memory, cpu, pids, maxs, ttl};
+	const char *p[] = {n->name, n->address, n->labels, memory, cpu, pids, maxs, ttl, n->templates};
 	int64_t t0 = hu_mono_ms();
 	PGresult *res;
 
@@ -39,13 +39,13 @@ int hu_pg_node_register(struct hu_store *base, const struct hu_node *n, int64_t 
 	 * a process still running under the old one fails its next renewal */
 	if (hu_pg_exec(st, "register node",
 		       "INSERT INTO nodes (name, address, labels, memory, cpu, pids, max_sandboxes, generation,"
-		       " lease_until, registered_at) VALUES ($1, $2, $3, $4, $5, $6, $7, 1,"
-		       " now() + $8::bigint * interval '1 millisecond', now())"
+		       " lease_until, registered_at, templates) VALUES ($1, $2, $3, $4, $5, $6, $7, 1,"
+		       " now() + $8::bigint * interval '1 millisecond', now(), $9)"
 		       " ON CONFLICT (name) DO UPDATE SET address = $2, labels = $3, memory = $4, cpu = $5, pids = $6,"
 		       " max_sandboxes = $7, generation = nodes.generation + 1,"
-		       " lease_until = now() + $8::bigint * interval '1 millisecond', registered_at = now()"
+		       " lease_until = now() + $8::bigint * interval '1 millisecond', registered_at = now(), templates = $9"
 		       " RETURNING generation",
-		       8, p, &res, err) < 0) {
+		       9, p, &res, err) < 0) {
 		hu_err_prefix(err, "node %s", n->name);
 		return -1;
 	}
@@ -57,11 +57,11 @@ int hu_pg_node_register(struct hu_store *base, const struct hu_node *n, int64_t 
 	return 0;
 }
 
-int hu_pg_node_renew(struct hu_store *base, int64_t ttl_ms, hu_err *err)
+int hu_pg_node_renew(struct hu_store *base, const struct hu_node *n, int64_t ttl_ms, hu_err *err)
 {
 	struct pg_store *st = hu_pg(base);
-	char ttl[24], wall[24];
-	const char *p[] = {st->node, st->generation, ttl, wall};
+	char ttl[24], wall[24], memory[24], cpu[24], pids[24], maxs[24];
+	const char *p[] = {st->node, st->generation, ttl, wall, memory, cpu, pids, maxs, n->templates};
 	int64_t t0 = hu_mono_ms();
 	PGresult *res;
 	int renewed;
@@ -69,14 +69,20 @@ int hu_pg_node_renew(struct hu_store *base, int64_t ttl_ms, hu_err *err)
 	if (!st->node[0])
 		return hu_err_set(err, -EINVAL, "store: not registered as a node");
 	snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
+	snprintf(memory, sizeof(memory), "%" PRIu64, n->memory_bytes);
+	snprintf(cpu, sizeof(cpu), "%" PRIu64, n->cpu_millis);
+	snprintf(pids, sizeof(pids), "%" PRIu64, n->pids);
+	snprintf(maxs, sizeof(maxs), "%" PRIu32, n->max_sandboxes);
 	/* the node's clock as it sends, against the server's as it runs the
-	 * statement: the skew, plus half a round trip (well under a ms here) */
+	 * statement: the skew, plus half a round trip (well under a ms here);
+	 * and the budgets go with the lease: placement reads what holds now */
 	snprintf(wall, sizeof(wall), "%" PRId64, hu_wall_ms());
 	if (hu_pg_exec(st, "renew the lease",
 		       "UPDATE nodes SET lease_until = now() + $3::bigint * interval '1 millisecond',"
-		       " clock_skew_ms = $4::bigint - (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+		       " clock_skew_ms = $4::bigint - (extract(epoch FROM clock_timestamp()) * 1000)::bigint,"
+		       " memory = $5, cpu = $6, pids = $7, max_sandboxes = $8, templates = $9"
 		       " WHERE name = $1 AND generation = $2::bigint",
-		       4, p, &res, err) < 0) {
+		       9, p, &res, err) < 0) {
 		hu_err_prefix(err, "node %s", st->node);
 		return -1;
 	}
@@ -98,7 +104,8 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 
 	if (hu_pg_exec(hu_pg(base), "list nodes",
 		       "SELECT name, address, labels, memory, cpu, pids, max_sandboxes, generation, lease_until > now(),"
-		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint, clock_skew_ms FROM nodes ORDER BY name",
+		       " (extract(epoch FROM lease_until - now()) * 1000)::bigint, clock_skew_ms, templates, draining"
+		       " FROM nodes ORDER BY name",
 		       0, NULL, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
@@ -114,6 +121,8 @@ int hu_pg_node_each(struct hu_store *base, void (*fn)(const struct hu_node *n, v
 		n.alive = PQgetvalue(res, r, 8)[0] == 't';
 		n.lease_left_ms = strtoll(PQgetvalue(res, r, 9), NULL, 10);
 		n.clock_skew_ms = strtoll(PQgetvalue(res, r, 10), NULL, 10);
+		snprintf(n.templates, sizeof(n.templates), "%s", PQgetvalue(res, r, 11));
+		n.draining = PQgetvalue(res, r, 12)[0] == 't';
 		fn(&n, arg);
 	}
 	PQclear(res);

@@ -99,6 +99,20 @@ static const char *const migrations[] = {
 	/* 3 -> 4: each node's wall clock against the server's, as it last
 	 * renewed (hutch doctor compares the nodes') */
 	"ALTER TABLE nodes ADD COLUMN clock_skew_ms bigint NOT NULL DEFAULT 0;",
+	/* 4 -> 5: placement (pg_place.c). A node publishes its templates with
+	 * its budgets; a draining node takes no new placements; a reservation
+	 * holds a placed create's share of its node until the create's row is
+	 * written (or it expires: the placing node died). */
+	"ALTER TABLE nodes ADD COLUMN templates text NOT NULL DEFAULT '';"
+	"ALTER TABLE nodes ADD COLUMN draining boolean NOT NULL DEFAULT false;"
+	"CREATE TABLE placements ("
+	"  id text PRIMARY KEY,"
+	"  node text NOT NULL,"
+	"  memory bigint NOT NULL,"
+	"  cpu bigint NOT NULL,"
+	"  pids bigint NOT NULL,"
+	"  until timestamptz NOT NULL);"
+	"CREATE INDEX placements_node ON placements(node);",
 };
 
 int hu_pg_schema_version(void)

@@ -76,10 +76,24 @@ struct hu_node {
 	uint64_t pids;
 	uint32_t max_sandboxes;
 	int64_t generation;
+	char templates[2048];  /* comma-separated: the templates this node has (placement) */
+	int draining;          /* loaded: takes no new placements */
 	int alive;             /* loaded: its lease has not expired */
 	int64_t lease_left_ms; /* loaded: until the lease expires (negative: since) */
 	int64_t clock_skew_ms; /* loaded: its wall clock minus the store server's, at its last renewal */
 };
+
+/* What a create asks of the node placement picks (store.h "nodes"). */
+struct hu_place_ask {
+	const char *team;
+	const char *idem_key;    /* NULL or "": none */
+	const char *template_id; /* "": any node */
+	uint64_t memory_bytes;
+	uint64_t cpu_millis;
+	uint64_t pids;
+};
+
+#define HU_PLACEMENT_ID_MAX 40
 
 /* A snapshot of a sandbox's files (sandboxes/snapshots.h), usable as a
  * templateID. Its files are the runtime's snapshot `id`; its lower layers

@@ -204,11 +204,26 @@ int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t
 	return st->ops->node_register(st, n, ttl_ms, generation, err);
 }
 
-int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err)
+int hu_store_node_renew(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, hu_err *err)
 {
 	if (!st->ops->node_renew)
 		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
-	return st->ops->node_renew(st, ttl_ms, err);
+	return st->ops->node_renew(st, n, ttl_ms, err);
+}
+
+int hu_store_place(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
+		   hu_err *err)
+{
+	if (!st->ops->place)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->place(st, ask, chosen, placement, err);
+}
+
+int hu_store_placement_done(struct hu_store *st, const char *placement, hu_err *err)
+{
+	if (!st->ops->placement_done)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->placement_done(st, placement, err);
 }
 
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err)

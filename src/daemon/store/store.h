@@ -107,14 +107,35 @@ int hu_store_volume_by_id(struct hu_store *st, const char *id, struct hu_volume 
  * nodes (SQLite: one host). */
 int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, int64_t *generation,
 			   hu_err *err);
-/* Extend the lease by ttl_ms from now. ESTALE when the node was registered
- * again (by another process: this one is fenced out for good). */
-int hu_store_node_renew(struct hu_store *st, int64_t ttl_ms, hu_err *err);
+/* Extend the lease by ttl_ms from now, and publish n's budgets and
+ * templates again (they change: templates are built, memory is added).
+ * ESTALE when the node was registered again (by another process: this one
+ * is fenced out for good). */
+int hu_store_node_renew(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, hu_err *err);
 /* The node that owns sandbox id, when it is another node than this one:
  * its name, address and whether its lease is live, and the sandbox's team.
  * ENOENT when no other node owns it (or there is no such sandbox). */
 int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			   hu_err *err);
+/* Placement, in one transaction (serialised between nodes): the node a
+ * create goes to. The owner of the team's sandbox of ask->idem_key when
+ * there is one (placement "" then: nothing is reserved). Otherwise the least
+ * loaded node (committed memory over its budget) whose lease is live, that
+ * is not draining, has ask->template_id and room for ask's memory, CPU
+ * (when the node has a CPU budget), pids and sandbox count; what it
+ * commits counts its sandbox rows (a paused one whose memory was released
+ * commits nothing) and the reservations of creates placed there and still
+ * on their way. A reservation is made for ask (its id in placement, cap
+ * HU_PLACEMENT_ID_MAX) and lasts until hu_store_placement_done or 30 s.
+ * When no node has room: the least loaded live, not draining node with the
+ * template, placement "" (nothing reserved: its admission says why it
+ * cannot). ENOENT: no such node (the placing node itself fenced out or past
+ * its lease counts as none). ENOSYS: the backend has no nodes. */
+int hu_store_place(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
+		   hu_err *err);
+/* The create of a reservation reached its node (its row is written, or it
+ * failed): the reservation goes. */
+int hu_store_placement_done(struct hu_store *st, const char *placement, hu_err *err);
 /* Every registered node, by name. */
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 

@@ -32,8 +32,8 @@
 
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
-#include "daemon/ingress/relay.h"
-#include "daemon/ingress/response.h"
+#include "daemon/http/relay.h"
+#include "daemon/http/response.h"
 #include "util/fileutil.h"
 
 /* ---- the head ------------------------------------------------------------ */

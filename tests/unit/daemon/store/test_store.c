@@ -387,7 +387,7 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 4);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
@@ -519,7 +519,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 4);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }
@@ -834,7 +834,7 @@ static void test_pg_lease_expiry(void **state)
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
 	assert_int_equal(err.code, ENOTCONN);
 	assert_non_null(strstr(err.msg, "lease"));
-	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_node_renew(f->st, &n1, 10000, &err), 0);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
 	/* the database's clock is the one that counts */
 	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '1 second'");
@@ -842,7 +842,7 @@ static void test_pg_lease_expiry(void **state)
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
 	assert_int_equal(err.code, ENOTCONN);
 	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 1700000300000);
-	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), 0);
+	assert_int_equal(hu_store_node_renew(f->st, &n1, 10000, &err), 0);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
 	assert_int_equal(sql_int(f, "SELECT end_at FROM sandboxes WHERE id = $1", a->id), 42);
 	free_row(a);
@@ -868,12 +868,88 @@ static void test_pg_fencing(void **state)
 	assert_int_equal(gen2, gen1 + 1);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1); /* the database refuses the old generation */
 	assert_int_equal(err.code, ENOTCONN);
-	assert_int_equal(hu_store_node_renew(f->st, 10000, &err), -1);
+	assert_int_equal(hu_store_node_renew(f->st, &n1, 10000, &err), -1);
 	assert_int_equal(err.code, ESTALE);
 	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), -1);
 	assert_int_equal(hu_store_sandbox_put(second, a, &err), 0);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes WHERE owner = 'n1'", NULL), 1);
 	hu_store_close(second);
+	free_row(a);
+}
+
+/* Placement: live, not draining nodes that have the template and room,
+ * least loaded (committed memory over budget) first, counting what is
+ * reserved for creates on their way; an Idempotency-Key goes to the owner
+ * of its sandbox. */
+static void test_pg_placement(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), chosen;
+	struct hu_place_ask ask = {.team = "default", .template_id = "base", .memory_bytes = 512u << 20,
+				   .cpu_millis = 1000, .pids = 512};
+	char placement[HU_PLACEMENT_ID_MAX], first[HU_PLACEMENT_ID_MAX] = "";
+	struct hu_sandbox_row *a;
+	int to_n1 = 0, to_n2 = 0;
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin) {
+		assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), -1);
+		assert_int_equal(err.code, ENOSYS);
+		return;
+	}
+	n1.memory_bytes = 1ull << 30;
+	n1.cpu_millis = 0; /* no CPU budget */
+	snprintf(n1.templates, sizeof(n1.templates), "base,other");
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	/* n2: four times n1's memory; n3: dead; n4: draining; n5: no template */
+	pg_exec(f, "INSERT INTO nodes (name, address, memory, cpu, pids, max_sandboxes, generation, lease_until,"
+		   " registered_at, templates, draining) VALUES"
+		   " ('n2', 'http://127.0.0.1:2', 4294967296, 0, 100000, 0, 1, now() + interval '10 s', now(), 'base', false),"
+		   " ('n3', 'http://127.0.0.1:3', 99999999999, 0, 100000, 0, 1, now() - interval '1 s', now(), 'base', false),"
+		   " ('n4', 'http://127.0.0.1:4', 99999999999, 0, 100000, 0, 1, now() + interval '10 s', now(), 'base', true),"
+		   " ('n5', 'http://127.0.0.1:5', 99999999999, 0, 100000, 0, 1, now() + interval '10 s', now(), 'x', false)");
+	/* 10 reservations of 512 MiB: 2 fit n1, 8 fit n2, in the shares of their budgets */
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+		assert_int_equal(strlen(placement), 32);
+		to_n1 += !strcmp(chosen.name, "n1");
+		to_n2 += !strcmp(chosen.name, "n2");
+		if (!first[0])
+			snprintf(first, sizeof(first), "%s", placement);
+	}
+	assert_int_equal(to_n1, 2);
+	assert_int_equal(to_n2, 8);
+	/* full: the least loaded node that could take it, nothing reserved
+	 * (its admission says why not); none for a template no node has */
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n1");
+	assert_string_equal(placement, "");
+	ask.template_id = "nowhere";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), -1);
+	assert_int_equal(err.code, ENOENT);
+	assert_string_equal(placement, "");
+	/* a template only n1 has, once n1 has room again */
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM placements", NULL), 10);
+	pg_exec(f, "DELETE FROM placements WHERE node = 'n1'");
+	ask.template_id = "other";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n1");
+	assert_string_equal(chosen.address, "http://127.0.0.1:1");
+	/* a reservation ends */
+	assert_int_equal(hu_store_placement_done(f->st, first, &err), 0);
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM placements WHERE id = $1", first), 0);
+	/* the Idempotency-Key of a sandbox n1 owns: n1, nothing reserved */
+	a = sample_row();
+	snprintf(a->idem_key, sizeof(a->idem_key), "k-1");
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	pg_exec(f, "DELETE FROM placements");
+	ask.template_id = "base";
+	ask.idem_key = "k-1";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n1");
+	assert_string_equal(placement, "");
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM placements", NULL), 0);
 	free_row(a);
 }
 
@@ -905,6 +981,7 @@ int main(void)
 		TESTS(test_pg_lease_expiry),
 		TESTS(test_pg_fencing),
 		TESTS(test_pg_sandbox_owner),
+		TESTS(test_pg_placement),
 	};
 	int rc = cmocka_run_group_tests_name("store: sqlite", tests, NULL, NULL);
 

@@ -8,8 +8,8 @@
  * Switching Protocols head passes unchanged; interim 1xx heads (103 Early
  * Hints) pass unchanged and the next head is read.
  */
-#ifndef HUTCH_DAEMON_INGRESS_RESPONSE_H
-#define HUTCH_DAEMON_INGRESS_RESPONSE_H
+#ifndef HUTCH_DAEMON_HTTP_RESPONSE_H
+#define HUTCH_DAEMON_HTTP_RESPONSE_H
 
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>

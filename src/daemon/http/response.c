@@ -1,4 +1,4 @@
-#include "daemon/ingress/response.h"
+#include "daemon/http/response.h"
 
 #include <event2/http.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "daemon/ingress/relay.h"
+#include "daemon/http/relay.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>

@@ -11,8 +11,8 @@
  * what it sends meanwhile is left unread. Either way the relay ends when the server's end of stream
  * has been written out to the client, or on the first error.
  */
-#ifndef HUTCH_DAEMON_INGRESS_RELAY_H
-#define HUTCH_DAEMON_INGRESS_RELAY_H
+#ifndef HUTCH_DAEMON_HTTP_RELAY_H
+#define HUTCH_DAEMON_HTTP_RELAY_H
 
 #include <event2/bufferevent.h>
 #include <stdbool.h>

@@ -1,0 +1,48 @@
+/*
+ * The proof a node adds to a request it forwards to another node of the
+ * cluster (forward.h): the header X-Hutch-Forwarded,
+ *
+ *   v1 t=<unix ms> n=<sending node> p=<placement id or -> s=<hex HMAC>
+ *
+ * where s is HMAC-SHA256 under the cluster secret (cluster.secret) over the
+ * method, the raw request target, t, n and p. The receiving node checks it
+ * (a request with the header and no valid proof is refused: a client must
+ * not pass for a node, which would let it pick where creates land) and
+ * strips it. A proof is good for HU_FWD_VALID_MS either side of the
+ * receiver's clock (the nodes' clocks must agree that closely; doctor
+ * checks their skew), so a captured one cannot be replayed later, and it
+ * binds the method and target, so it cannot be moved to another call.
+ * The body is not covered: the channel's integrity is TLS's job where the
+ * link between nodes is not trusted (docs/security.md).
+ */
+#ifndef HUTCH_DAEMON_CLUSTER_FORWARD_AUTH_H
+#define HUTCH_DAEMON_CLUSTER_FORWARD_AUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/err.h"
+
+#define HU_FWD_HEADER "X-Hutch-Forwarded"
+#define HU_FWD_VALID_MS 10000
+#define HU_FWD_VALUE_MAX 320
+#define HU_FWD_PLACEMENT_MAX 40
+
+struct hu_fwd_claim {
+	int64_t at_ms;
+	char node[64];
+	char placement[HU_FWD_PLACEMENT_MAX]; /* "" when the request is no placed create */
+};
+
+/* The header's value for a request from `node` (placement NULL or "" for
+ * none) at now_ms into out (HU_FWD_VALUE_MAX bytes). -1 when a field does
+ * not fit or holds a character the format cannot carry. */
+int hu_fwd_sign(const void *secret, size_t secret_len, const char *method, const char *target, const char *node,
+		const char *placement, int64_t now_ms, char *out, size_t cap, hu_err *err);
+/* Check a header value. 0 with *claim filled when it is well formed, fresh
+ * and its HMAC matches (compared in constant time); -1 with EACCES
+ * otherwise, the message saying which. */
+int hu_fwd_verify(const void *secret, size_t secret_len, const char *method, const char *target, const char *value,
+		  int64_t now_ms, struct hu_fwd_claim *claim, hu_err *err);
+
+#endif
