@@ -18,6 +18,8 @@
 # file and the tests excluded by name are listed with their reason in
 # docs/e2b-compat.md.
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 src=${1:-${E2B_REPO:-}}

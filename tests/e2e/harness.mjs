@@ -100,6 +100,8 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     HUTCH_RUN_DIR: join(base, 'run'),
     HUTCH_CGROUP_PARENT: 'hutch-e2e-' + process.pid,
     ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1',
+    // a test daemon provisions the code interpreter template only when its test asks (provision.h)
+    HUTCH_INTERPRETER_PROVISION: process.env.HUTCH_INTERPRETER_PROVISION || '0',
     ...extraEnv,
   }
   // no warm pool unless a test asks (pool.test.mjs): the other files count

@@ -47,6 +47,8 @@ class JupyterKernel:
         self.km = None
         self.kc = None
         self._msg = None
+        self.cells = 0
+        self.env_generation = 0  # of the sandbox's environment it has (sandbox_env.py)
 
     def start(self):
         from jupyter_client import KernelManager
@@ -98,7 +100,16 @@ class JupyterKernel:
             self._quiet("local({o <- .hutch_env; for (k in names(o)) if (is.na(o[[k]])) Sys.unsetenv(k) else "
                         "do.call(Sys.setenv, setNames(list(o[[k]]), k))}); rm(.hutch_env)")
 
+    def set_env(self, env):
+        """The sandbox's environment, for good (a quiet cell); True when done."""
+        if self.language == "python":
+            self._quiet(f"__import__('os').environ.update({env!r})")
+        elif self.language == "r" and env:
+            self._quiet("Sys.setenv(" + ", ".join(f"`{k}` = {json.dumps(v)}" for k, v in env.items()) + ")")
+        return True
+
     def begin(self, code, env):
+        self.cells += 1
         self._env = bool(env)
         if env:
             self._env_push(env)
@@ -172,6 +183,8 @@ class PipeKernel:
         self._id = 0
         self._buf = b""
         self._tmp = None
+        self.cells = 0
+        self.env_generation = 0
 
     def _argv(self):
         if self.language in ("javascript", "typescript"):
@@ -216,7 +229,12 @@ class PipeKernel:
     def exit_status(self):
         return self.proc.poll() if self.proc is not None else None
 
+    def set_env(self, env):
+        """Our pipe kernels take an environment per cell only: the caller restarts or merges instead."""
+        return False
+
     def begin(self, code, env):
+        self.cells += 1
         if not env_names_ok(env):
             raise ValueError("env_vars: names are letters, digits and _")
         self._id += 1
