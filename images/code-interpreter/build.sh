@@ -158,6 +158,8 @@ install_server() {
 		install -D -m 0644 "$f" "$root$SERVER_DIR/$f"
 	done)
 	printf '%s\n' "$1" >"$root$SERVER_DIR/RECIPE"
+	# root's home may be a context's working directory (E2B's SDK tests use it); the kernels run as the user
+	chmod 0755 "$root/root"
 }
 
 current_recipe() {

@@ -54,7 +54,11 @@ class JupyterKernel:
         from jupyter_client import KernelManager
 
         self.km = KernelManager(kernel_name=self._spec, kernel_spec_manager=self._ksm)
-        self.km.start_kernel(cwd=self.cwd, env=dict(os.environ), independent=False)
+        try:
+            self.km.start_kernel(cwd=self.cwd, env=dict(os.environ), independent=False)
+        except OSError as e:  # a working directory the user may not enter, for example
+            self.km = None
+            raise KernelError(f"the {self.language} kernel did not start in {self.cwd}: {e}") from e
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
         try:
@@ -91,7 +95,8 @@ class JupyterKernel:
         elif self.language == "r":
             keys = ", ".join(json.dumps(k) for k in env)
             sets = ", ".join(f"`{k}` = {json.dumps(v)}" for k, v in env.items())
-            self._quiet(f".hutch_env <- Sys.getenv(c({keys}), unset = NA); Sys.setenv({sets})")
+            # names = TRUE: a single name's value is otherwise unnamed, and the restore would find no name
+            self._quiet(f".hutch_env <- Sys.getenv(c({keys}), unset = NA, names = TRUE); Sys.setenv({sets})")
 
     def _env_pop(self):
         if self.language == "python":

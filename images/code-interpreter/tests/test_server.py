@@ -183,6 +183,15 @@ class Python(unittest.TestCase):
                   "'get_ipython', 'open'))", context_id=ctx["id"])
         self.assertEqual(text(evs), "[]")
 
+    def test_pillow_show_and_save_display_the_image(self):
+        make = ("import numpy\nfrom PIL import Image\n"
+                "im = Image.fromarray((numpy.random.rand(16, 16, 3) * 255).astype('uint8')).convert('RGBA')\n")
+        for code in (make + "im.show()\nprint('done')", make + "im.save('pil-test.png')", make + "im"):
+            evs = run(code)
+            pngs = [e for e in of(evs, "result") if e.get("png")]
+            self.assertEqual(len(pngs), 1, code)
+            self.assertTrue(base64.b64decode(pngs[0]["png"]).startswith(b"\x89PNG"))
+
     def test_display_data_is_not_main(self):
         evs = run("from IPython.display import display, HTML\ndisplay(HTML('<b>hi</b>'))")
         res = of(evs, "result")

@@ -119,7 +119,7 @@ static void on_line(struct hu_provision *pv, const char *line, size_t len)
 		return;
 	}
 	/* the recipe's own lines; what debootstrap and apt say (indented) only at debug */
-	int indented = len > 20 && !memcmp(line, "code-interpreter:   ", 20);
+	int indented = pv->p.last[0] == ' ';
 	hu_log(strstr(pv->p.last, "error") ? HU_LOG_WARN : indented ? HU_LOG_DEBUG : HU_LOG_INFO, NULL, 0,
 	       "template %s: %s", HU_PROVISION_TEMPLATE, pv->p.last);
 }

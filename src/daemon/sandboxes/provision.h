@@ -51,7 +51,8 @@ struct hu_provision_progress {
 };
 /* One line of the recipe's output (without its newline): a step line
  * ("code-interpreter: step N/M: WHAT", 0 < N <= M <= 99) moves the progress
- * on; every line becomes `last`. Returns 1 for a step line, else 0. */
+ * on; every line becomes `last` (without the "code-interpreter: " prefix).
+ * Returns 1 for a step line, else 0. */
 int hu_provision_parse_line(struct hu_provision_progress *p, const char *line, size_t len);
 const char *hu_provision_state_name(enum hu_provision_state s);
 

@@ -47,7 +47,9 @@ int hu_provision_parse_line(struct hu_provision_progress *p, const char *line, s
 
 	while (len && (line[len - 1] == '\r' || line[len - 1] == ' '))
 		end = line + --len;
-	copy_clean(p->last, sizeof(p->last), line, len);
+	/* the recipe's own prefix is left out of what the log and the API show */
+	size_t skip = len >= strlen(PREFIX) && !memcmp(line, PREFIX, strlen(PREFIX)) ? strlen(PREFIX) : 0;
+	copy_clean(p->last, sizeof(p->last), line + skip, len - skip);
 	if (len < strlen(PREFIX STEP) || memcmp(c, PREFIX STEP, strlen(PREFIX STEP)))
 		return 0;
 	c += strlen(PREFIX STEP);

@@ -21,11 +21,11 @@ static void test_steps(void **state)
 	assert_int_equal(p.step, 2);
 	assert_int_equal(p.steps, 5);
 	assert_string_equal(p.what, "apt-get install 31 packages");
-	assert_string_equal(p.last, "code-interpreter: step 2/5: apt-get install 31 packages");
+	assert_string_equal(p.last, "step 2/5: apt-get install 31 packages");
 	/* other lines leave the step alone and become the latest line */
 	assert_int_equal(parse(&p, "code-interpreter:   Unpacking python3 (3.11.2-1+b1) ..."), 0);
 	assert_int_equal(p.step, 2);
-	assert_string_equal(p.last, "code-interpreter:   Unpacking python3 (3.11.2-1+b1) ...");
+	assert_string_equal(p.last, "  Unpacking python3 (3.11.2-1+b1) ...");
 	assert_int_equal(parse(&p, "code-interpreter: step 10/12: x"), 1);
 	assert_int_equal(p.step, 10);
 }
