@@ -57,7 +57,8 @@ for f in bash js python r; do applicable="$applicable sync/env_vars/test_$f.py a
 applicable="$applicable images/test_images.py"
 # Tests inside applicable files that are not run, by name (pytest -k); reasons in docs/e2b-compat.md.
 excluded=(
-	test_cwd_java test_java_kernel # no Java kernel
+	# no Java kernel (-k matches substrings: not test_cwd_javascript)
+	'(test_cwd_java and not test_cwd_javascript)' test_java_kernel
 )
 files=${ONLY:-$applicable}
 
