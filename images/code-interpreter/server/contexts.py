@@ -261,6 +261,8 @@ class Registry:
             ctx = self.default(lang, start=eager)
             if eager:
                 ctx.ensure_started()
+                with ctx.lock:
+                    ctx.kernel.warm()
 
     def stop_all(self):
         with self._lock:

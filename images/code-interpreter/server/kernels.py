@@ -105,6 +105,25 @@ class JupyterKernel:
             self._quiet("local({o <- .hutch_env; for (k in names(o)) if (is.na(o[[k]])) Sys.unsetenv(k) else "
                         "do.call(Sys.setenv, setNames(list(o[[k]]), k))}); rm(.hutch_env)")
 
+    def warm(self):
+        """A first cell that shows its result but leaves no count or history: IPython's first execution sets up
+        its display machinery (a few hundred ms on a busy machine), which a warm pool sandbox then has done
+        before a create takes it."""
+        msg_id = self.kc.execute("None", silent=False, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        while True:  # its iopub messages are nobody's
+            try:
+                self.kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                return
+
     def set_env(self, env):
         """The sandbox's environment, for good (a quiet cell); True when done."""
         if self.language == "python":
@@ -233,6 +252,9 @@ class PipeKernel:
 
     def exit_status(self):
         return self.proc.poll() if self.proc is not None else None
+
+    def warm(self):
+        pass
 
     def set_env(self, env):
         """Our pipe kernels take an environment per cell only: the caller restarts or merges instead."""

@@ -36,12 +36,9 @@ struct hu_provision {
 	struct event *out_ev, *exit_ev, *timer;
 	char line[LINE_MAX_BYTES];
 	size_t line_len;
-	int line_cut;          /* the rest of an overlong line is dropped */
 	int saw_step;          /* this run built something (an up-to-date check prints no step) */
 	int64_t started_ms;    /* wall clock, the first run of this provisioning */
-	int64_t run_mono_ms;
 	unsigned runs;
-	int exit_code;
 };
 
 /* ---- the recipe ---------------------------------------------------------------- */
@@ -136,11 +133,8 @@ static void drain(struct hu_provision *pv)
 				if (pv->line_len)
 					on_line(pv, pv->line, pv->line_len);
 				pv->line_len = 0;
-				pv->line_cut = 0;
-			} else if (pv->line_len < sizeof(pv->line)) {
+			} else if (pv->line_len < sizeof(pv->line)) { /* the rest of an overlong line is dropped */
 				pv->line[pv->line_len++] = buf[i];
-			} else {
-				pv->line_cut = 1;
 			}
 		}
 	}
@@ -211,7 +205,6 @@ static void on_exit_ev(evutil_socket_t fd, short what, void *arg)
 	pid_t got = waitpid(pv->pid, &status, 0);
 	run_end(pv);
 	int code = got < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	pv->exit_code = code;
 	if (code == 0) {
 		if (hu_template_refresh(pv->d->rt, HU_PROVISION_TEMPLATE, &err) < 0) {
 			pv->p.state = HU_PROV_FAILED;
@@ -260,8 +253,19 @@ static int spawn_recipe(struct hu_provision *pv, hu_err *err)
 		return hu_err_sys(err, "pipe");
 	posix_spawn_file_actions_init(&fa);
 	posix_spawnattr_init(&attr);
-	/* its own session: a stop signals the whole group (debootstrap, apt, the copy) */
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	/* its own session: a stop signals the whole group (debootstrap, apt, the copy); and the signals the
+	 * daemon ignores (SIGPIPE) back to their defaults, as a shell's pipelines expect */
+	sigset_t def;
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGHUP);
+	posix_spawnattr_setsigdefault(&attr, &def);
+	sigset_t none;
+	sigemptyset(&none);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
 	posix_spawn_file_actions_adddup2(&fa, out[1], 2);
@@ -295,7 +299,6 @@ static void run_recipe(struct hu_provision *pv)
 
 	pv->runs++;
 	pv->saw_step = 0;
-	pv->run_mono_ms = hu_mono_ms();
 	if (pv->p.state != HU_PROV_BUILDING)
 		pv->p.state = HU_PROV_CHECKING;
 	if (spawn_recipe(pv, &err) < 0) {
