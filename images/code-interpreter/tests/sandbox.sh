@@ -43,7 +43,7 @@ grep -q "is up to date" <<<"$again" || { echo "not ok: a second build did not fi
 cp -a "$here/.." "$tmp/recipe"
 rm -rf "$tmp/recipe/tests"
 echo "# changed" >>"$tmp/recipe/server/events.py"
-HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" "$root/$build/hutch" run --template code-interpreter-v1 -- sleep 30 &
+HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" "$root/$build/hutch" run --template code-interpreter-v1 -- sleep 600 &
 user=$!
 sleep 2
 "$tmp/recipe/build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch"
