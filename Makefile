@@ -155,17 +155,20 @@ check-interpreter:
 check-interpreter-sandbox: all
 	images/code-interpreter/tests/sandbox.sh $(BUILD)
 
-# E2B's own JS SDK tests against hutch: E2B_REPO=<checkout of e2b-dev/E2B>
-# (skipped with a message without one; docs/e2b-compat.md).
+# E2B's own JS SDK tests against hutch: E2B_REPO=<checkout of e2b-dev/E2B>; the code interpreter's JS and
+# Python suites: E2B_CI_REPO=<checkout of e2b-dev/code-interpreter> (each skipped with a message without its
+# checkout; docs/e2b-compat.md). The code interpreter's build the Debian tree into HUTCH_INTERP_CACHE once.
 check-conformance: all
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" $(BUILD)
 	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" $(BUILD)
+	tests/conformance/run-e2b-ci-suite.sh "$(E2B_CI_REPO)" $(BUILD)
+	tests/conformance/run-e2b-ci-py-suite.sh "$(E2B_CI_REPO)" $(BUILD)
 
 fuzz:
 	tests/fuzz/run.sh build
 
 # The full suite: the plain build and the sanitizer build, unit and
-# integration tests under both, end-to-end and (with E2B_REPO) E2B's own
+# integration tests under both, end-to-end and (with E2B_REPO, E2B_CI_REPO) E2B's own
 # SDK tests, then a bounded fuzz run.
 check:
 	rm -rf tests/results
@@ -183,6 +186,8 @@ check:
 	images/code-interpreter/tests/run.sh
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" build-san
+	tests/conformance/run-e2b-ci-suite.sh "$(E2B_CI_REPO)" build-san
+	tests/conformance/run-e2b-ci-py-suite.sh "$(E2B_CI_REPO)" build-san
 	tests/fuzz/run.sh smoke
 	tests/summary.sh
 
@@ -191,6 +196,12 @@ install: all
 	install -m 0755 $(HUTCH) $(DESTDIR)$(PREFIX)/bin/hutch
 	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init
 	install -m 0755 $(BUILDER) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-build
+	# the code interpreter's recipe, which `hutch serve` finds beside its binary (docs/operations.md)
+	install -d $(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/server
+	install -m 0755 images/code-interpreter/build.sh $(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/
+	install -m 0644 images/code-interpreter/packages.txt images/code-interpreter/packages.lock \
+		$(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/
+	install -m 0644 images/code-interpreter/server/* $(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/server/
 
 clean:
 	rm -rf build build-san build-fuzz

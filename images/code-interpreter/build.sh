@@ -2,7 +2,7 @@
 # Builds the template code-interpreter-v1 (Debian bookworm with Python, ipykernel, the data and office libraries,
 # Node.js, R and this folder's server on port 49999) into a hutch data dir, as root.
 #
-#   build.sh [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock]
+#   build.sh [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock] [--daemon]
 #
 # --name builds the same recipe under another template name: a copy of this folder with more packages in
 # packages.txt (and --update-lock once) is how a derived template is made. The cache dir defaults to
@@ -11,9 +11,16 @@
 # It is cached twice: the template's description carries a hash of the recipe (this script, packages.txt,
 # packages.lock, server/), so a template built from the same recipe is left alone and the script exits 0 at once;
 # and the debootstrapped tree is kept in the cache dir, keyed by the package list and lock, so a change to the
-# server alone rebuilds in seconds without a download. Progress goes to stdout, one line a step, prefixed with
-# "code-interpreter:". Exit codes: 0 built or up to date, 1 failed, 2 bad usage, 3 a stale template is still in
-# use by a sandbox (it is kept; stop those sandboxes and run again).
+# server alone rebuilds in seconds without a download. Progress goes to stdout, prefixed with "code-interpreter:";
+# each of the build's steps starts with a line "code-interpreter: step N/M: WHAT" (what `hutch serve` shows in
+# GET /templates while it provisions the template). Exit codes: 0 built or up to date, 1 failed, 2 bad usage, 3 a
+# stale template is still in use by a sandbox (it is kept; stop those sandboxes and run again), 4 (--daemon only)
+# the tree of a new recipe is ready but the template of the previous one is still in place.
+#
+# --daemon is how `hutch serve` runs it (docs/operations.md, "The code interpreter template"): a running daemon
+# holds the data dir, so the script never removes a template itself; when a template of another recipe is in
+# place it prepares the new tree (the old template keeps serving meanwhile) and exits 4, the daemon moves the old
+# one aside once no sandbox uses it, and runs the script again, which then only copies the cached tree.
 #
 # Every installed package's version is pinned by packages.lock; a mirror that serves another version fails the
 # build with the difference, and --update-lock rewrites the lock from what was installed. The Debian mirror is
@@ -28,8 +35,11 @@ DATA_DIR=${HUTCH_DATA_DIR:-/var/lib/hutch}
 CACHE_DIR=
 HUTCH=
 UPDATE_LOCK=0
+DAEMON=0
+STEPS=5
 
 say() { printf 'code-interpreter: %s\n' "$*"; }
+step() { say "step $1/$STEPS: $2"; }
 die() { printf 'code-interpreter: error: %s\n' "$*" >&2; exit 1; }
 
 while [ $# -gt 0 ]; do
@@ -39,8 +49,9 @@ while [ $# -gt 0 ]; do
 	--hutch) HUTCH=$2; shift 2 ;;
 	--name) NAME=$2; shift 2 ;;
 	--update-lock) UPDATE_LOCK=1; shift ;;
+	--daemon) DAEMON=1; shift ;;
 	-h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-	*) printf 'usage: %s [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock]\n' "$0" >&2; exit 2 ;;
+	*) printf 'usage: %s [--data-dir DIR] [--cache-dir DIR] [--hutch BIN] [--name NAME] [--update-lock] [--daemon]\n' "$0" >&2; exit 2 ;;
 	esac
 done
 CACHE_DIR=${CACHE_DIR:-$DATA_DIR/cache/$NAME}
@@ -83,6 +94,9 @@ debian_tree() {
 	key=$(packages_key)
 	stamp=$CACHE_DIR/rootfs/.hutch-packages
 	if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$key" ] && [ "$UPDATE_LOCK" = 0 ]; then
+		step 1 "debootstrap: cached"
+		step 2 "apt-get install: cached"
+		step 3 "packages.lock: cached"
 		say "Debian tree: cached ($CACHE_DIR/rootfs)"
 		return
 	fi
@@ -92,11 +106,11 @@ debian_tree() {
 	rm -rf --one-file-system "$NEW"
 	mkdir -p "$CACHE_DIR/debs"
 	trap 'unmount_under "$NEW"' EXIT
-	say "Debian tree: debootstrap a minimal $SUITE"
+	step 1 "debootstrap a minimal $SUITE"
 	# shellcheck disable=SC2086 # the mirror is one optional word
 	debootstrap --variant=minbase --cache-dir="$CACHE_DIR/debs" "$SUITE" "$NEW" ${HUTCH_DEBIAN_MIRROR:-} 2>&1 |
 		sed -u 's/^/code-interpreter:   /'
-	say "Debian tree: apt-get install $(packages | tr ',' '\n' | wc -l) packages and their dependencies"
+	step 2 "apt-get install $(packages | tr ',' '\n' | wc -l) packages and their dependencies"
 	mount -t proc proc "$NEW/proc"
 	cp "$CACHE_DIR"/debs/*.deb "$NEW/var/cache/apt/archives/" 2>/dev/null || true
 	local pkgs
@@ -108,6 +122,7 @@ debian_tree() {
 	cp -n "$NEW"/var/cache/apt/archives/*.deb "$CACHE_DIR/debs/" 2>/dev/null || true
 	unmount_under "$NEW"
 	trap - EXIT
+	step 3 "check the installed versions against packages.lock"
 	check_lock "$NEW"
 	rm -rf "$NEW"/var/cache/apt/archives/*.deb "$NEW"/var/lib/apt/lists/* "$NEW"/var/log/* "$NEW"/debootstrap
 	unmount_under "$CACHE_DIR/rootfs"
@@ -143,6 +158,8 @@ install_server() {
 		install -D -m 0644 "$f" "$root$SERVER_DIR/$f"
 	done)
 	printf '%s\n' "$1" >"$root$SERVER_DIR/RECIPE"
+	# root's home may be a context's working directory (E2B's SDK tests use it); the kernels run as the user
+	chmod 0755 "$root/root"
 }
 
 current_recipe() {
@@ -164,7 +181,12 @@ main() {
 	say "building template $NAME (recipe ${hash:0:12}) in $DATA_DIR"
 	debian_tree
 	hash=$(recipe_hash) # --update-lock may have changed the lock
+	step 4 "install the server (recipe ${hash:0:12})"
 	install_server "$hash"
+	if [ -d "$DATA_DIR/templates/$NAME" ] && [ "$DAEMON" = 1 ]; then
+		say "the template of the previous recipe (${have:0:12}) is in place; the daemon replaces it"
+		exit 4
+	fi
 	if [ -d "$DATA_DIR/templates/$NAME" ]; then
 		say "removing the template of the previous recipe (${have:0:12})"
 		if ! "$HUTCH" template rm "$NAME" --data-dir "$DATA_DIR"; then
@@ -172,7 +194,9 @@ main() {
 			exit 3
 		fi
 	fi
-	say "copying the tree into the template"
+	# what a daemon moved aside (provision.h): no sandbox uses it any more
+	rm -rf --one-file-system "$DATA_DIR/templates/.stale-$NAME-"*
+	step 5 "copy the tree into the template"
 	"$HUTCH" template build "$NAME" --from "$CACHE_DIR/rootfs" --data-dir "$DATA_DIR" --recipe "$hash" \
 		--memory 1024 --env LANG=C.UTF-8 --env PYTHONUNBUFFERED=1 --cwd /home/user \
 		--start-cmd "exec python3 $SERVER_DIR/server.py --port 49999" \

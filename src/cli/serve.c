@@ -25,6 +25,7 @@
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/lifecycle.h"
 #include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/provision.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/api/handlers.h"
 #include "daemon/dispatch.h"
@@ -269,6 +270,9 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	/* after the sweep, so that it never meets a pool sandbox */
 	if (hu_pool_start(d, err) < 0)
 		return -1;
+	/* the code interpreter template, built in the background when missing or stale */
+	if (hu_provision_start(d, err) < 0)
+		return -1;
 	hu_volume_sweep(d);
 	if (ensure_api_key(d, err) < 0)
 		return -1;
@@ -314,6 +318,7 @@ static void stop(struct hu_daemon *d, struct event **sigs)
 	/* creates waiting for their template's readiness check fail and are
 	 * undone; restarted sandboxes keep running without the wait */
 	hu_tpl_start_cancel_all(d);
+	hu_provision_stop(d);
 	hu_sbx_finish_kills(d);
 	/* pool sandboxes hold no session: destroyed, not left for adoption */
 	hu_pool_stop(d);

@@ -17,6 +17,8 @@
 # every other file and each test excluded by name is listed with its reason
 # in docs/e2b-compat.md.
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 src=${1:-${E2B_REPO:-}}

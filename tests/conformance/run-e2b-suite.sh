@@ -28,6 +28,8 @@
 # dnsmasq is bind-mounted on /etc/resolv.conf: the host's resolver, its
 # /etc/resolv.conf and every other process are untouched.
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 src=${1:-${E2B_REPO:-}}

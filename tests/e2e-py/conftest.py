@@ -42,6 +42,8 @@ class Daemon:
             HUTCH_RUN_DIR=os.path.join(self.base, "run"),
             HUTCH_CGROUP_PARENT=self.cgroup_parent,
             ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "detect_leaks=1"),
+            # no build of the code interpreter template per test daemon (provision.h)
+            HUTCH_INTERPRETER_PROVISION=os.environ.get("HUTCH_INTERPRETER_PROVISION", "0"),
         )
         self.env.update(env or {})
         self.log = []

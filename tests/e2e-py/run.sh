@@ -4,6 +4,8 @@
 # `hutch serve` started by conftest.py, with pytest.
 # Usage: tests/e2e-py/run.sh [BUILD]   (E2E_PY_FILES to pick test files)
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -132,6 +132,8 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     // the daemon's RSS measure what it holds, not what ASan keeps of what it
     // freed (streamed uploads free as much as they move)
     ASAN_OPTIONS: process.env.ASAN_OPTIONS || 'detect_leaks=1:quarantine_size_mb=64',
+    // a test daemon provisions the code interpreter template only when its test asks (provision.h)
+    HUTCH_INTERPRETER_PROVISION: process.env.HUTCH_INTERPRETER_PROVISION || '0',
     ...extraEnv,
   }
   // no warm pool unless a test asks (pool.test.mjs): the other files count

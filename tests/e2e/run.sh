@@ -2,6 +2,8 @@
 # End-to-end tests: the unmodified e2b SDK (pinned in package-lock.json)
 # against a real `hutch serve` started by each test file (harness.mjs).
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -2,6 +2,8 @@
 # Runs every tests/integration/test_*.sh against a build tree and writes the
 # total to tests/results/integration-<build>.txt.
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

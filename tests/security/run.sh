@@ -11,6 +11,8 @@
 # and writes "security[BUILD]: N passed, M failed" to
 # tests/results/security-BUILD.txt.
 set -u
+# the suites build their own templates: no daemon of theirs provisions the code interpreter's (provision.h)
+export HUTCH_INTERPRETER_PROVISION=${HUTCH_INTERPRETER_PROVISION:-0}
 BUILD=${1:-${BUILD:-build}}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ATT="$HERE/attacks"

@@ -14,6 +14,7 @@ import uuid
 
 import events
 import kernels
+import sandbox_env
 
 LANGUAGES = ("python", "javascript", "typescript", "bash", "r")
 ALIASES = {"js": "javascript", "ts": "typescript", "py": "python", "sh": "bash", "shell": "bash"}
@@ -46,8 +47,9 @@ def available():
 
 
 class Context:
-    def __init__(self, cid, language, cwd, spec_manager, notice=None):
+    def __init__(self, cid, language, cwd, spec_manager, notice=None, senv=None):
         self.id = cid
+        self.senv = senv or sandbox_env.SandboxEnv(None)
         self.language = language
         self.cwd = cwd
         self._ksm = spec_manager
@@ -59,7 +61,9 @@ class Context:
         return {"id": self.id, "language": self.language, "cwd": self.cwd}
 
     def _start(self):
+        self.senv.refresh()  # a kernel starts with the sandbox's environment as it is now
         self.kernel = kernels.make(self.language, self.cwd, self._ksm)
+        self.kernel.env_generation = self.senv.generation
         try:
             self.kernel.start()
         except Exception:
@@ -108,6 +112,7 @@ class Context:
                 self._start()
             elif not self.kernel.alive():
                 self._restart(self._lost(self.kernel.exit_status()))
+            env = self._sandbox_env(env)
             if self.notice:
                 note, self.notice = self.notice, None
                 send(events.stream("stderr", note))
@@ -117,6 +122,22 @@ class Context:
             except ClientGone:
                 self._abandon()
                 raise
+
+    def _sandbox_env(self, env):
+        """The sandbox's environment changed since the kernel started (a create took this sandbox from a warm
+        pool): the kernel gets it now. The cell's own env_vars are returned, with what could not be set for good
+        merged under them."""
+        generation, senv = self.senv.refresh()
+        if self.kernel.env_generation == generation:
+            return env
+        if self.kernel.set_env(senv):
+            self.kernel.env_generation = generation
+            return env
+        if not self.kernel.cells:  # a pipe kernel that has run nothing yet: restarting it costs no state
+            self.kernel.stop()
+            self._start()
+            return env
+        return dict(senv, **env)
 
     def _wait(self, send, client_gone):
         last = time.monotonic()
@@ -154,8 +175,9 @@ class Context:
 class Registry:
     """All contexts, the default one of each language, and the state file that outlives the server."""
 
-    def __init__(self, spec_manager, state_file, home):
+    def __init__(self, spec_manager, state_file, home, env_file=None):
         self._ksm = spec_manager
+        self.senv = sandbox_env.SandboxEnv(env_file)
         self._state = state_file
         self.home = home
         self._lock = threading.Lock()
@@ -177,7 +199,7 @@ class Registry:
                 lang = normalize(c["language"])
             except (UnknownLanguage, KeyError):
                 continue
-            ctx = Context(c["id"], lang, c.get("cwd") or self.home, self._ksm, notice=note)
+            ctx = Context(c["id"], lang, c.get("cwd") or self.home, self._ksm, notice=note, senv=self.senv)
             self._contexts[ctx.id] = ctx
             if c.get("default"):
                 self._defaults[lang] = ctx.id
@@ -193,7 +215,7 @@ class Registry:
 
     def create(self, language, cwd=None, default=False, start=True):
         lang = normalize(language)
-        ctx = Context(str(uuid.uuid4()), lang, cwd or self.home, self._ksm)
+        ctx = Context(str(uuid.uuid4()), lang, cwd or self.home, self._ksm, senv=self.senv)
         if start:
             ctx.ensure_started()
         with self._lock:
@@ -239,6 +261,8 @@ class Registry:
             ctx = self.default(lang, start=eager)
             if eager:
                 ctx.ensure_started()
+                with ctx.lock:
+                    ctx.kernel.warm()
 
     def stop_all(self):
         with self._lock:

@@ -48,6 +48,51 @@ class _DataFormatter(BaseFormatter):
             return None
 
 
+class _PillowHook:
+    """Shows Pillow images as results, as E2B's interpreter does: Image.show() displays the image (there is no
+    viewer in a sandbox), and so does Image.save() to a file. Patched when PIL.Image is first imported, so a
+    kernel that never uses Pillow never loads it."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "PIL.Image":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _patch_pillow(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def _patch_pillow(image_module):
+    from IPython.display import display
+
+    cls = image_module.Image
+    save = cls.save
+
+    def show(self, *args, **kwargs):
+        display(self)
+
+    def save_and_show(self, fp, *args, **kwargs):
+        save(self, fp, *args, **kwargs)
+        # a file, not the in-memory buffer Pillow's own PNG representation saves into
+        if isinstance(fp, (str, os.PathLike)):
+            display(self)
+
+    cls.show = show
+    cls.save = save_and_show
+
+
+sys.meta_path.insert(0, _PillowHook())
+
 _hutch.env_push = _env_push
 _hutch.env_pop = _env_pop
 sys.modules["_hutch"] = _hutch

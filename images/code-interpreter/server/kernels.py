@@ -47,12 +47,18 @@ class JupyterKernel:
         self.km = None
         self.kc = None
         self._msg = None
+        self.cells = 0
+        self.env_generation = 0  # of the sandbox's environment it has (sandbox_env.py)
 
     def start(self):
         from jupyter_client import KernelManager
 
         self.km = KernelManager(kernel_name=self._spec, kernel_spec_manager=self._ksm)
-        self.km.start_kernel(cwd=self.cwd, env=dict(os.environ), independent=False)
+        try:
+            self.km.start_kernel(cwd=self.cwd, env=dict(os.environ), independent=False)
+        except OSError as e:  # a working directory the user may not enter, for example
+            self.km = None
+            raise KernelError(f"the {self.language} kernel did not start in {self.cwd}: {e}") from e
         self.kc = self.km.blocking_client()
         self.kc.start_channels()
         try:
@@ -89,7 +95,8 @@ class JupyterKernel:
         elif self.language == "r":
             keys = ", ".join(json.dumps(k) for k in env)
             sets = ", ".join(f"`{k}` = {json.dumps(v)}" for k, v in env.items())
-            self._quiet(f".hutch_env <- Sys.getenv(c({keys}), unset = NA); Sys.setenv({sets})")
+            # names = TRUE: a single name's value is otherwise unnamed, and the restore would find no name
+            self._quiet(f".hutch_env <- Sys.getenv(c({keys}), unset = NA, names = TRUE); Sys.setenv({sets})")
 
     def _env_pop(self):
         if self.language == "python":
@@ -98,7 +105,35 @@ class JupyterKernel:
             self._quiet("local({o <- .hutch_env; for (k in names(o)) if (is.na(o[[k]])) Sys.unsetenv(k) else "
                         "do.call(Sys.setenv, setNames(list(o[[k]]), k))}); rm(.hutch_env)")
 
+    def warm(self):
+        """A first cell that shows its result but leaves no count or history: IPython's first execution sets up
+        its display machinery (a few hundred ms on a busy machine), which a warm pool sandbox then has done
+        before a create takes it."""
+        msg_id = self.kc.execute("None", silent=False, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                reply = self.kc.get_shell_msg(timeout=0.2)
+            except queue.Empty:
+                continue
+            if reply["parent_header"].get("msg_id") == msg_id:
+                break
+        while True:  # its iopub messages are nobody's
+            try:
+                self.kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                return
+
+    def set_env(self, env):
+        """The sandbox's environment, for good (a quiet cell); True when done."""
+        if self.language == "python":
+            self._quiet(f"__import__('os').environ.update({env!r})")
+        elif self.language == "r" and env:
+            self._quiet("Sys.setenv(" + ", ".join(f"`{k}` = {json.dumps(v)}" for k, v in env.items()) + ")")
+        return True
+
     def begin(self, code, env):
+        self.cells += 1
         self._env = bool(env)
         if env:
             self._env_push(env)
@@ -172,6 +207,8 @@ class PipeKernel:
         self._id = 0
         self._buf = b""
         self._tmp = None
+        self.cells = 0
+        self.env_generation = 0
 
     def _argv(self):
         if self.language in ("javascript", "typescript"):
@@ -216,7 +253,15 @@ class PipeKernel:
     def exit_status(self):
         return self.proc.poll() if self.proc is not None else None
 
+    def warm(self):
+        pass
+
+    def set_env(self, env):
+        """Our pipe kernels take an environment per cell only: the caller restarts or merges instead."""
+        return False
+
     def begin(self, code, env):
+        self.cells += 1
         if not env_names_ok(env):
             raise ValueError("env_vars: names are letters, digits and _")
         self._id += 1

@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import contexts  # noqa: E402
 import events  # noqa: E402
 import kernels  # noqa: E402
+import sandbox_env  # noqa: E402
 
 MAX_BODY = 16 << 20
 
@@ -200,6 +201,8 @@ def main(argv=None):
     ap.add_argument("--no-defaults", action="store_true", help="start no kernel before the first request")
     ap.add_argument("--keepalive", type=float, default=contexts.KEEPALIVE_S,
                     help="seconds without output after which a running cell's answer gets a keepalive line")
+    ap.add_argument("--env-file", default=sandbox_env.ENV_FILE,
+                    help="the sandbox's environment as hutch writes it when a create takes a pooled sandbox")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -211,7 +214,7 @@ def main(argv=None):
     specs = tempfile.mkdtemp(prefix="hutch-kernelspecs-")
     kernels.write_specs(specs)
     ksm = KernelSpecManager(kernel_dirs=[specs], ensure_native_kernel=False)
-    registry = contexts.Registry(ksm, state, home)
+    registry = contexts.Registry(ksm, state, home, args.env_file)
     Handler.registry = registry
     running = []
 

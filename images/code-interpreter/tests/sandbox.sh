@@ -4,6 +4,11 @@
 # `hutch run` sandbox as `user`, and drives /execute with curl from inside it, since port 49999 is reachable
 # from outside only through the daemon's ingress.
 #
+# Then `hutch serve` with provisioning on over the same data dir: it finds the template of the changed recipe
+# (above), replaces it from this recipe (build.sh --daemon, the cached tree), keeps a warm pool of it, and the
+# unmodified @e2b/code-interpreter SDK checks that a pooled create's envs reach the kernels started before it
+# (sdk/pool.test.mjs); a restart of the daemon then finds the template up to date.
+#
 #   images/code-interpreter/tests/sandbox.sh [BUILD_DIR]     (as root; HUTCH_INTERP_CACHE=DIR for the cache)
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +18,23 @@ cache=${HUTCH_INTERP_CACHE:-/var/cache/hutch-interpreter}
 tmp=$(mktemp -d /var/tmp/hutch-interp-sbx.XXXXXX)
 # hutch run unmounts the layers image at its end (no keeper lingering past the rm below)
 export HUTCH_LAYERS_LINGER=0
-trap 'rm -rf --one-file-system "$tmp"' EXIT
+cgparent=hutch-interp-sbx-$$
+daemon=
+cleanup() {
+	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+	for g in /sys/fs/cgroup/*/"$cgparent"/* /sys/fs/cgroup/"$cgparent"/*; do
+		[ -d "$g" ] || continue
+		if [ -e "$g/cgroup.kill" ]; then echo 1 >"$g/cgroup.kill"; else
+			for p in $(cat "$g/cgroup.procs"); do kill -9 "$p"; done
+		fi
+	done 2>/dev/null
+	sleep 0.3
+	for g in /sys/fs/cgroup/*/"$cgparent"/* /sys/fs/cgroup/"$cgparent"/* /sys/fs/cgroup/*/"$cgparent" \
+		/sys/fs/cgroup/"$cgparent"; do rmdir "$g"; done 2>/dev/null
+	grep -o " $tmp/[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done 2>/dev/null
+	rm -rf --one-file-system "$tmp"
+}
+trap cleanup EXIT
 mkdir -p "$root/tests/results"
 
 "$here/../build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch" || exit 1
@@ -24,7 +45,7 @@ grep -q "is up to date" <<<"$again" || { echo "not ok: a second build did not fi
 cp -a "$here/.." "$tmp/recipe"
 rm -rf "$tmp/recipe/tests"
 echo "# changed" >>"$tmp/recipe/server/events.py"
-HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" "$root/$build/hutch" run --template code-interpreter-v1 -- sleep 30 &
+HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" "$root/$build/hutch" run --template code-interpreter-v1 -- sleep 600 &
 user=$!
 sleep 2
 "$tmp/recipe/build.sh" --data-dir "$tmp/data" --cache-dir "$cache" --hutch "$root/$build/hutch"
@@ -73,5 +94,44 @@ line=$(grep '^inside: ' <<<"$out" | tail -1)
 pass=$(sed -n 's/.* \([0-9]\+\) passed.*/\1/p' <<<"$line")
 fail=$(sed -n 's/.* \([0-9]\+\) failed.*/\1/p' <<<"$line")
 [ -n "$line" ] || fail=1
-echo "interpreter-sandbox[$build]: ${pass:-0} passed, ${fail:-0} failed" | tee "$root/tests/results/interpreter-sandbox.txt"
-[ "${fail:-1}" -eq 0 ]
+[ -n "$line" ] || pass=0
+pass=${pass:-0} fail=${fail:-1}
+
+# the daemon provisions the template itself and pools it
+start_daemon() {
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" HUTCH_CGROUP_PARENT="$cgparent" HUTCH_INTERPRETER_PROVISION=1 \
+		"$root/$build/hutch" serve --listen 127.0.0.1 --port "$port" --pool-size 0 --config "$tmp/hutch.conf" \
+		--interpreter-cache-dir "$cache" >>"$tmp/daemon.log" 2>&1 &
+	daemon=$!
+}
+wait_log() { # PATTERN SECONDS
+	for _ in $(seq $(($2 * 5))); do grep -q "$1" "$tmp/daemon.log" && return 0; sleep 0.2; done
+	echo "not ok: no '$1' in the daemon's log within $2 s"; tail -20 "$tmp/daemon.log"; return 1
+}
+echo 'pool.size.code-interpreter-v1 = 1' >"$tmp/hutch.conf"
+start_daemon
+if wait_log 'listening on' 30 && wait_log 'template code-interpreter-v1: built in' 300; then
+	grep -q 'the old template is moved aside' "$tmp/daemon.log" && pass=$((pass + 1)) ||
+		{ fail=$((fail + 1)); echo "not ok: the changed recipe's template was not replaced"; }
+	key=$(grep -oE 'e2b_[0-9a-f]{40}' "$tmp/daemon.log" | head -1)
+	(cd "$here/sdk" && { [ -d node_modules/@e2b/code-interpreter ] || npm ci --no-audit --no-fund >/dev/null; } &&
+		E2B_API_KEY=$key E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port \
+		timeout 600 node --test --test-reporter=tap pool.test.mjs) >"$tmp/pool.out" 2>&1
+	cat "$tmp/pool.out"
+	p=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tmp/pool.out" | tail -1)
+	x=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tmp/pool.out" | tail -1)
+	[ -z "$p" ] && x=1
+	pass=$((pass + ${p:-0})) fail=$((fail + ${x:-0}))
+	kill "$daemon"; wait "$daemon"; daemon=
+	start_daemon
+	if wait_log 'template code-interpreter-v1: up to date' 60; then
+		pass=$((pass + 1)); echo "ok: a restarted daemon found the template up to date"
+	else
+		fail=$((fail + 1))
+	fi
+else
+	fail=$((fail + 1))
+fi
+echo "interpreter-sandbox[$build]: $pass passed, $fail failed" | tee "$root/tests/results/interpreter-sandbox.txt"
+[ "$fail" -eq 0 ]

@@ -29,7 +29,8 @@ HOME = None
 
 def start_server(home, extra_env=None):
     env = dict(os.environ, TEST_ENV_VAR="supertest", HOME=home, **(extra_env or {}))
-    proc = subprocess.Popen([sys.executable, SERVER, "--host", "127.0.0.1", "--port", "0", "--keepalive", "1"],
+    proc = subprocess.Popen([sys.executable, SERVER, "--host", "127.0.0.1", "--port", "0", "--keepalive", "1",
+                             "--env-file", os.path.join(home, "sandbox-envs.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=home,
                             start_new_session=True)
     line = proc.stdout.readline().decode()
@@ -182,6 +183,15 @@ class Python(unittest.TestCase):
                   "'get_ipython', 'open'))", context_id=ctx["id"])
         self.assertEqual(text(evs), "[]")
 
+    def test_pillow_show_and_save_display_the_image(self):
+        make = ("import numpy\nfrom PIL import Image\n"
+                "im = Image.fromarray((numpy.random.rand(16, 16, 3) * 255).astype('uint8')).convert('RGBA')\n")
+        for code in (make + "im.show()\nprint('done')", make + "im.save('pil-test.png')", make + "im"):
+            evs = run(code)
+            pngs = [e for e in of(evs, "result") if e.get("png")]
+            self.assertEqual(len(pngs), 1, code)
+            self.assertTrue(base64.b64decode(pngs[0]["png"]).startswith(b"\x89PNG"))
+
     def test_display_data_is_not_main(self):
         evs = run("from IPython.display import display, HTML\ndisplay(HTML('<b>hi</b>'))")
         res = of(evs, "result")
@@ -262,6 +272,44 @@ class EnvVars(unittest.TestCase):
         self.assertEqual(stdout(evs), value + "\n")
         evs = run("echo \"$Q\"", language="bash", env_vars={"Q": value})
         self.assertEqual(stdout(evs), value + "\n")
+
+
+class SandboxEnv(unittest.TestCase):
+    """A create that takes a pooled sandbox: its envs arrive in the env file after the kernels started."""
+
+    def test_envs_written_after_start_reach_every_kernel(self):
+        py = new_context("python")["id"]
+        js_used = new_context("javascript")["id"]
+        run("let kept = 41", context_id=js_used)
+        js_fresh = new_context("javascript")["id"]
+        sh = new_context("bash")["id"]
+        run("import os; os.getenv('POOL_TAKE', 'unset')", context_id=py)  # started and used before the take
+        path = os.path.join(HOME, "sandbox-envs.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump({"POOL_TAKE": "taken", "SECOND": "2"}, f)
+        os.replace(path + ".tmp", path)
+        try:
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE'] + os.environ['SECOND']", context_id=py)),
+                             "taken2")
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE']")), "taken")  # the default context
+            self.assertEqual(text(run("process.env.POOL_TAKE + kept", context_id=js_used)), "taken41")
+            self.assertEqual(text(run("process.env.POOL_TAKE", context_id=js_fresh)), "taken")
+            self.assertEqual(stdout(run("echo $POOL_TAKE", context_id=sh)), "taken\n")
+            later = new_context("python")["id"]
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE']", context_id=later)), "taken")
+            # a cell's env_vars still win, for that cell only
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE']", context_id=py,
+                                      env_vars={"POOL_TAKE": "cell"})), "cell")
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE']", context_id=py)), "taken")
+            # a file that is not an object of strings changes nothing
+            with open(path + ".tmp", "w") as f:
+                f.write('{"POOL_TAKE": 3}')
+            os.replace(path + ".tmp", path)
+            self.assertEqual(text(run("import os; os.environ['POOL_TAKE']", context_id=py)), "taken")
+        finally:
+            os.unlink(path)
+            for c in (py, js_used, js_fresh, sh):
+                request("DELETE", f"/contexts/{c}")
 
 
 class JavaScript(unittest.TestCase):

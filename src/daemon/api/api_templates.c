@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "daemon/sandboxes/pool.h"
+#include "daemon/sandboxes/provision.h"
 #include "daemon/api/handlers.h"
 #include "daemon/sandboxes/registry.h"
 #include "daemon/sandboxes/sandbox_ops.h"
@@ -54,6 +55,35 @@ static int add_visible(const struct hu_tpl_meta *m, void *arg)
 	return 0;
 }
 
+/* The template the daemon provisions (provision.h) carries its progress as
+ * "provision"; before its first build is done it is listed anyway, with
+ * buildStatus "building" (or "error" after a failed attempt). */
+static void add_provisioned(const struct hu_daemon *d, json_t *list)
+{
+	int not_built = 0;
+	json_t *prov = hu_provision_describe(d, HU_PROVISION_TEMPLATE, &not_built), *t;
+	size_t i;
+
+	if (!prov)
+		return;
+	json_array_foreach(list, i, t) {
+		if (!strcmp(json_string_value(json_object_get(t, "templateID")) ?: "", HU_PROVISION_TEMPLATE)) {
+			json_object_set_new(t, "provision", prov);
+			return;
+		}
+	}
+	if (!not_built) {
+		json_decref(prov);
+		return;
+	}
+	int failed = !strcmp(json_string_value(json_object_get(prov, "state")) ?: "", "failed");
+	t = json_pack("{s:s, s:s, s:[s], s:[s], s:b, s:s, s:o}", "templateID", HU_PROVISION_TEMPLATE, "buildID",
+		      HU_PROVISION_TEMPLATE, "aliases", HU_PROVISION_TEMPLATE, "names", HU_PROVISION_TEMPLATE, "public", 1,
+		      "buildStatus", failed ? "error" : "building", "provision", prov);
+	if (t)
+		json_array_append_new(list, t);
+}
+
 /* GET /templates -> 200 [Template] */
 void hu_api_list_templates(struct hu_req *r)
 {
@@ -67,6 +97,7 @@ void hu_api_list_templates(struct hu_req *r)
 		hu_reply_error(r, 500, "list templates");
 		return;
 	}
+	add_provisioned(hu_req_daemon(r), c.out);
 	hu_reply_json(r, 200, c.out);
 }
 

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <openssl/crypto.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "runtime/cgroup.h"
@@ -53,6 +54,9 @@ void hu_config_defaults(struct hu_config *cfg)
 	cfg->admission_refuse_under_pressure = 1;
 	cfg->pool_size = 2;
 	cfg->pool_max = 128; /* a burst of 100 concurrent creates from one client (issue 15) fits */
+	const char *prov = getenv("HUTCH_INTERPRETER_PROVISION");
+	cfg->interp_provision = !(prov && (!strcmp(prov, "0") || !strcasecmp(prov, "false") || !strcasecmp(prov, "no") ||
+					   !strcasecmp(prov, "off")));
 }
 
 /* ---- one parser per kind of value ----------------------------------------- */
@@ -411,9 +415,9 @@ static int set_pids_overcommit(struct hu_config *cfg, const char *v, hu_err *err
 
 static int set_bool(int *out, const char *v, hu_err *err)
 {
-	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1"))
+	if (!strcmp(v, "true") || !strcmp(v, "yes") || !strcmp(v, "1") || !strcmp(v, "on"))
 		*out = 1;
-	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0"))
+	else if (!strcmp(v, "false") || !strcmp(v, "no") || !strcmp(v, "0") || !strcmp(v, "off"))
 		*out = 0;
 	else
 		return hu_err_set(err, -EINVAL, "'%s' is not true or false", v);
@@ -428,6 +432,21 @@ static int set_refuse_under_pressure(struct hu_config *cfg, const char *v, hu_er
 static int set_signed_url_scan(struct hu_config *cfg, const char *v, hu_err *err)
 {
 	return set_bool(&cfg->signed_url_scan, v, err);
+}
+
+static int set_interp_provision(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_bool(&cfg->interp_provision, v, err);
+}
+
+static int set_interp_recipe(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->interp_recipe, sizeof(cfg->interp_recipe), v, err);
+}
+
+static int set_interp_cache_dir(struct hu_config *cfg, const char *v, hu_err *err)
+{
+	return set_dir(cfg->interp_cache_dir, sizeof(cfg->interp_cache_dir), v, err);
 }
 
 /* "0" turns the limit off; otherwise a volume cap, 4 MiB .. 16 TiB. */
@@ -768,6 +787,9 @@ static const struct {
 	{"io.iops", NULL, set_io_iops},
 	{"pool.size", "--pool-size", set_pool_size},
 	{"pool.max", "--pool-max", set_pool_max},
+	{"interpreter.provision", "--interpreter-provision", set_interp_provision},
+	{"interpreter.recipe", "--interpreter-recipe", set_interp_recipe},
+	{"interpreter.cache_dir", "--interpreter-cache-dir", set_interp_cache_dir},
 };
 
 /* Set key to value; a bad value's error is prefixed with `name` (the key

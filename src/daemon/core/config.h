@@ -115,11 +115,18 @@ struct hu_config {
 		uint32_t size;
 	} pool_sizes[HU_POOL_TEMPLATES_MAX];
 	unsigned n_pool_sizes;
+	/* the code interpreter template (sandboxes/provision.h): interpreter.provision (default true, or
+	 * $HUTCH_INTERPRETER_PROVISION), interpreter.recipe (the recipe's folder, "" = found beside the
+	 * binary), interpreter.cache_dir ("" = <data_dir>/cache/code-interpreter-v1) */
+	int interp_provision;
+	char interp_recipe[PATH_MAX];
+	char interp_cache_dir[PATH_MAX];
 };
 
 
 /* The embedded defaults; HUTCH_DATA_DIR and HUTCH_RUN_DIR, when set, are the
- * defaults of data_dir and run_dir. */
+ * defaults of data_dir and run_dir, and HUTCH_INTERPRETER_PROVISION (0, false,
+ * no or off) that of interpreter.provision. */
 void hu_config_defaults(struct hu_config *cfg);
 /* Where the store is, for hu_store_open: the store URI, or the data dir. */
 const char *hu_config_store_location(const struct hu_config *cfg);

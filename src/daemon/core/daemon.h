@@ -52,6 +52,7 @@ struct hu_daemon {
 	struct hu_ingress *ingress; /* ingress/ingress.c: proxied port connections (created on first use) */
 	int datadir_lock;         /* datadir_lock.h: held shared while serving, -1 before */
 	struct hu_cluster *cluster; /* cluster/node.h: this node of a shared store, NULL on one host */
+	struct hu_provision *provision; /* sandboxes/provision.h: the code interpreter template, NULL when off */
 };
 
 /* The daemon a request arrived at (every request's r->app). */

@@ -61,6 +61,7 @@ int hu_http_status_for_errno(int code)
 	case EMFILE: /* out of descriptors: capacity, like memory (fd_budget.h) */
 	case ENFILE:
 	case ENOTCONN: /* the store cannot be reached for now (store.h) */
+	case EINPROGRESS: /* a template still being provisioned (sandboxes/provision.h) */
 		return 503;
 	case ETIMEDOUT:
 		return 504;

@@ -12,6 +12,7 @@
 #include "daemon/sandboxes/sbx_metrics.h"
 #include "daemon/common/stats.h"
 #include "daemon/sandboxes/templates.h"
+#include "daemon/sandboxes/tpl_start.h"
 #include "daemon/sandboxes/sbx_store.h"
 #include "daemon/store/store.h"
 #include "util/clock.h"
@@ -142,12 +143,14 @@ unsigned hu_pool_size_for(const struct hu_config *cfg, const char *template_id)
 
 /* ---- the daemon's pools ---------------------------------------------------- */
 
-/* A pool sandbox being built. */
+/* A pool sandbox being built: its runtime's create, then (a template with
+ * a start command or a readiness check) the start until the check passes. */
 struct build {
 	struct hu_pools *pools;
 	struct hu_pool_set *ps;
 	struct hu_sbx *s;
 	struct event *ready;
+	int starting; /* created; waiting for the template's start (tpl_start.h) */
 	struct build *next;
 };
 
@@ -156,7 +159,7 @@ struct hu_pools {
 	struct hu_pool_set *sets;
 	size_t n_sets;
 	struct build *building;
-	unsigned n_building;
+	unsigned n_building; /* in the create phase (HU_POOL_FILL_MAX bounds them); starting ones wait apart */
 	struct event *refill; /* the refill step: soon after a take, and every REFILL_RETRY_MS */
 	int64_t quiet_since_ms; /* mono ms of the first take the refill waits quiet after (0: none) */
 	int stopping;
@@ -197,9 +200,37 @@ static void destroy(struct hu_daemon *d, struct hu_sbx *s)
 static void build_unlink(struct build *b)
 {
 	HU_SLIST_UNLINK(&b->pools->building, b);
-	b->pools->n_building--;
+	if (!b->starting)
+		b->pools->n_building--;
 	b->ps->filling--;
-	event_free(b->ready);
+	if (b->ready)
+		event_free(b->ready);
+}
+
+static void build_failed(struct build *b, const char *msg)
+{
+	struct hu_pools *pl = b->pools;
+
+	hu_log(HU_LOG_WARN, b->s->id, 0, "pool sandbox of %s: %s", b->ps->template_id, msg);
+	hu_stat_add(HU_STAT_POOL_FAILS, 1);
+	destroy(pl->d, b->s);
+	free(b);
+	schedule(pl, REFILL_RETRY_MS); /* not in a tight loop */
+}
+
+static void pool_ready(struct build *b);
+
+/* The template's start command ran and its readiness check passed (or not). */
+static void on_started(void *arg, const hu_err *why)
+{
+	struct build *b = arg;
+
+	build_unlink(b);
+	if (why) {
+		build_failed(b, why->msg);
+		return;
+	}
+	pool_ready(b);
 }
 
 static void on_built(evutil_socket_t fd, short what, void *arg)
@@ -209,16 +240,37 @@ static void on_built(evutil_socket_t fd, short what, void *arg)
 	struct hu_sbx *s = b->s;
 	hu_err err;
 
-	build_unlink(b);
 	if (hu_sandbox_create_finish(s->rt, &err) < 0) {
+		build_unlink(b);
 		s->rt = NULL; /* freed by finish */
-		hu_log(HU_LOG_WARN, s->id, 0, "pool sandbox of %s: %s", b->ps->template_id, err.msg);
-		hu_stat_add(HU_STAT_POOL_FAILS, 1);
-		destroy(pl->d, s);
-		free(b);
-		schedule(pl, REFILL_RETRY_MS); /* not in a tight loop */
+		build_failed(b, err.msg);
 		return;
 	}
+	/* a template with a start command: the sandbox waits here until its readiness check passes (a create
+	 * that takes it then finds the server up), out of the create phase's limit */
+	event_free(b->ready);
+	b->ready = NULL;
+	b->starting = 1;
+	pl->n_building--;
+	int rc = pl->stopping ? 0 : hu_tpl_start_sandbox(pl->d, s, on_started, b, &err);
+	if (rc > 0) {
+		schedule(pl, 0);
+		return;
+	}
+	build_unlink(b);
+	if (rc < 0) {
+		build_failed(b, err.msg);
+		return;
+	}
+	pool_ready(b);
+}
+
+static void pool_ready(struct build *b)
+{
+	struct hu_pools *pl = b->pools;
+	struct hu_sbx *s = b->s;
+	hu_err err;
+
 	if (hu_pool_set_push(b->ps, s, &err) < 0) {
 		hu_log(HU_LOG_WARN, s->id, 0, "%s", err.msg);
 		destroy(pl->d, s);
@@ -382,10 +434,12 @@ void hu_pool_stop(struct hu_daemon *d)
 	if (!pl)
 		return;
 	pl->stopping = 1;
+	/* builds waiting for their template's start end now (on_started destroys them) */
+	hu_tpl_start_cancel_all(d);
 	while (pl->building) {
 		struct build *b = pl->building;
 		build_unlink(b);
-		if (hu_sandbox_create_finish(b->s->rt, &ignored) < 0)
+		if (!b->starting && hu_sandbox_create_finish(b->s->rt, &ignored) < 0)
 			b->s->rt = NULL;
 		destroy(d, b->s);
 		free(b);

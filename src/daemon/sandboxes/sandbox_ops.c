@@ -22,6 +22,8 @@
 #include "daemon/store/store.h"
 #include "daemon/sandboxes/templates.h"
 #include "daemon/sandboxes/tpl_start.h"
+#include "daemon/sandboxes/provision.h"
+#include "daemon/sandboxes/sbx_envfile.h"
 #include "runtime/net.h"
 #include "util/slist.h"
 
@@ -405,8 +407,39 @@ static int admit(struct hu_daemon *d, const struct hu_sbx *s, hu_err *err)
 /* A create served by warm pool sandbox p (pool.h): the request's sandbox s
  * takes p's id and runtime, its row replaces p's, and it answers at once.
  * s is freed on failure. */
-static int create_warm(struct hu_daemon *d, struct hu_sbx *s, struct hu_sbx *p, hu_sbx_created_fn done, void *arg,
-		       int64_t t0, hu_err *err)
+/* A warm create of a template with a start command, waiting for its envs
+ * to be written into the sandbox (sbx_envfile.h); found again by id. */
+struct envs_wait {
+	struct hu_daemon *d;
+	char id[HU_ID_MAX];
+	hu_sbx_created_fn done;
+	void *arg;
+};
+
+static void envs_written(void *arg, const hu_err *why)
+{
+	struct envs_wait *w = arg;
+	struct hu_sbx *s = hu_registry_get(w->d->reg, w->id);
+	hu_err err, ignored;
+
+	if (!why && s) {
+		w->done(w->d, s, 1, NULL, w->arg);
+		free(w);
+		return;
+	}
+	if (why)
+		err = *why;
+	else
+		hu_err_set(&err, -EIO, "the sandbox ended before its envs were written");
+	if (s)
+		hu_sbx_kill(w->d, s, "its envs could not be written", &ignored);
+	create_failed(w->d, &err);
+	w->done(w->d, NULL, 1, &err, w->arg);
+	free(w);
+}
+
+static int create_warm(struct hu_daemon *d, struct hu_sbx *s, struct hu_sbx *p, int template_starts,
+		       hu_sbx_created_fn done, void *arg, int64_t t0, hu_err *err)
 {
 	hu_err ignored;
 
@@ -427,6 +460,21 @@ static int create_warm(struct hu_daemon *d, struct hu_sbx *s, struct hu_sbx *p, 
 	}
 	if (hu_store_commit(d->store, err) < 0 || go_live(d, s, t0, HU_STAT_CREATES_POOL, err) < 0)
 		goto fail;
+	if (template_starts) {
+		/* its start command runs since the pool built it: it learns the create's envs now */
+		struct envs_wait *w = calloc(1, sizeof(*w));
+		if (!w || hu_sbx_envfile_write(d, s, envs_written, w, err) < 0) {
+			if (!w)
+				hu_err_set(err, ENOMEM, "the sandbox's envs");
+			free(w);
+			hu_sbx_kill(d, s, "its envs could not be written", &ignored);
+			create_failed(d, err);
+			return -1;
+		}
+		*w = (struct envs_wait){.d = d, .done = done, .arg = arg};
+		snprintf(w->id, sizeof(w->id), "%s", s->id);
+		return 0;
+	}
 	done(d, s, 1, NULL, arg);
 	return 0;
 fail:
@@ -483,8 +531,13 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 		snprintf(on_snap.template_id, sizeof(on_snap.template_id), "%s", snap.template_id);
 		req = &on_snap;
 	}
-	if (hu_template_lookup(d, team, req->template_id, &tpl, err) < 0)
+	if (hu_template_lookup(d, team, req->template_id, &tpl, err) < 0) {
+		hu_err busy;
+		/* one the daemon is still building says so (503, Retry-After) */
+		if (err->code == ENOENT && hu_provision_check(d, req->template_id, &busy) < 0)
+			*err = busy;
 		return -1;
+	}
 	if (idem_key && *idem_key) {
 		int rc = create_by_key(d, team, idem_key, done, arg, err);
 		if (rc != 0) {
@@ -527,7 +580,7 @@ int hu_sbx_create_async(struct hu_daemon *d, const char *team, const struct hu_n
 	}
 	if (warm) {
 		free(pc);
-		return create_warm(d, s, warm, done, arg, t0, err);
+		return create_warm(d, s, warm, template_starts, done, arg, t0, err);
 	}
 	/* the intent first: a daemon killed from here on finds the row at its
 	 * next start and removes whatever the runtime had built */

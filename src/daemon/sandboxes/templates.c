@@ -36,9 +36,8 @@ int hu_template_poolable(const struct hu_daemon *d, const char *template_id)
 
 	if (hu_template_lookup(d, NULL, template_id, &m, &ignore) < 0)
 		return 0;
-	int ok = !m.start_cmd[0] && !m.ready_cmd[0];
 	hu_tpl_meta_free(&m);
-	return ok;
+	return 1;
 }
 
 int hu_template_apply(const struct hu_tpl_meta *m, struct hu_sbx *s, hu_err *err)

@@ -23,9 +23,11 @@ void hu_templates_dir(const struct hu_daemon *d, char *buf, size_t n);
 int hu_template_lookup(const struct hu_daemon *d, const char *team, const char *template_id, struct hu_tpl_meta *m,
 		       hu_err *err);
 
-/* Whether a warm pool can keep sandboxes of this template: it exists and
- * has no start command or readiness check (those run for each create, so
- * its creates are built cold). */
+/* Whether a warm pool can keep sandboxes of this template: it exists. A
+ * template with a start command or a readiness check has them run when the
+ * pool builds the sandbox (the pool keeps it once the check passed), as
+ * E2B's templates start theirs before any create; a create that takes one
+ * has its envs written into it (sbx_envfile.h). */
 int hu_template_poolable(const struct hu_daemon *d, const char *template_id);
 /* A new sandbox takes the template's defaults: CPU, memory and disk when
  * the template sets them, and its envs under the create's own envVars. */

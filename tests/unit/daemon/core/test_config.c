@@ -376,6 +376,41 @@ static void test_store_and_node(void **state)
 	assert_string_equal(cfg.node_name, "");
 }
 
+/* The code interpreter's provisioning (sandboxes/provision.h): on by
+ * default, off by the environment, the file or the flag; the recipe and
+ * cache are absolute folders. */
+static void test_interpreter(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_config cfg;
+	hu_err err;
+
+	unsetenv("HUTCH_INTERPRETER_PROVISION");
+	hu_config_defaults(&cfg);
+	assert_true(cfg.interp_provision);
+	assert_string_equal(cfg.interp_recipe, "");
+	setenv("HUTCH_INTERPRETER_PROVISION", "off", 1);
+	hu_config_defaults(&cfg);
+	assert_false(cfg.interp_provision);
+	setenv("HUTCH_INTERPRETER_PROVISION", "1", 1);
+	hu_config_defaults(&cfg);
+	assert_true(cfg.interp_provision);
+	unsetenv("HUTCH_INTERPRETER_PROVISION");
+	write_conf(f->conf, "interpreter.provision = no\ninterpreter.recipe = /opt/recipe\n"
+			    "interpreter.cache_dir = /var/cache/ci\n");
+	hu_config_defaults(&cfg);
+	assert_int_equal(hu_config_load_file(&cfg, f->conf, &err), 0);
+	assert_false(cfg.interp_provision);
+	assert_string_equal(cfg.interp_recipe, "/opt/recipe");
+	assert_string_equal(cfg.interp_cache_dir, "/var/cache/ci");
+	char *argv[] = {"serve", "--interpreter-provision=true", "--interpreter-recipe", "/r", NULL};
+	assert_int_equal(hu_config_from_args(&cfg, 4, argv, &err), 0);
+	assert_true(cfg.interp_provision);
+	assert_string_equal(cfg.interp_recipe, "/r");
+	assert_file_error(f, "interpreter.provision = sometimes\n", "1", "true or false");
+	assert_file_error(f, "interpreter.recipe = relative/dir\n", "1", "absolute path");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -389,6 +424,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_volume_settings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_and_node, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_interpreter, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
