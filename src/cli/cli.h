@@ -6,6 +6,7 @@ int cmd_run(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_keys(int argc, char **argv);
+int cmd_node(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 /* `hutch template rm` (template_rm.c) */
 int cmd_template_rm(int argc, char **argv);

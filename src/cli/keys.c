@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/store_flags.h"
 #include "daemon/core/config.h"
 #include "daemon/store/store.h"
 
@@ -19,9 +20,7 @@ static void keys_usage(FILE *f)
 {
 	fprintf(f, "usage: hutch keys create --team NAME [--data-dir DIR] [--config FILE] [--store URI]\n\n"
 		   "Creates an API key for team NAME ([a-z0-9_-], 1..63 characters) and prints it once.\n\n"
-		   "  --data-dir DIR    the daemon's data dir (default /var/lib/hutch, or $HUTCH_DATA_DIR)\n"
-		   "  --config FILE     the daemon's config file: its store and data_dir\n"
-		   "  --store URI       the store: sqlite (the data dir's) or a postgresql:// URI\n");
+		   CLI_STORE_FLAGS_HELP);
 }
 
 static int team_valid(const char *t)
@@ -35,19 +34,6 @@ static int team_valid(const char *t)
 	return 1;
 }
 
-/* The value of "--name VALUE" or "--name=VALUE" at argv[*i], or NULL. */
-static const char *flag_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-	if (strncmp(argv[*i], name, n))
-		return NULL;
-	if (argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (argv[*i][n] == '\0' && *i + 1 < argc)
-		return argv[++*i];
-	return NULL;
-}
-
 static int keys_create(int argc, char **argv)
 {
 	struct hu_config cfg;
@@ -58,23 +44,13 @@ static int keys_create(int argc, char **argv)
 
 	hu_config_defaults(&cfg);
 	for (int i = 1; i < argc; i++) {
-		if ((v = flag_value(argc, argv, &i, "--team"))) {
+		int taken = cli_store_flag(argc, argv, &i, &cfg);
+		if (taken < 0)
+			return EXIT_USAGE;
+		if (taken)
+			continue;
+		if ((v = cli_flag_value(argc, argv, &i, "--team"))) {
 			team = v;
-		} else if ((v = flag_value(argc, argv, &i, "--data-dir"))) {
-			if (hu_config_set(&cfg, "data_dir", v, &err) < 0) {
-				cli_error("--data-dir: %s", err.msg);
-				return EXIT_USAGE;
-			}
-		} else if ((v = flag_value(argc, argv, &i, "--config"))) {
-			if (hu_config_load_file(&cfg, v, &err) < 0) {
-				cli_error("--config: %s", err.msg);
-				return EXIT_USAGE;
-			}
-		} else if ((v = flag_value(argc, argv, &i, "--store"))) {
-			if (hu_config_set(&cfg, "store", v, &err) < 0) {
-				cli_error("--store: %s", err.msg);
-				return EXIT_USAGE;
-			}
 		} else {
 			cli_error("unexpected argument '%s'", argv[i]);
 			keys_usage(stderr);

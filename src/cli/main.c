@@ -15,6 +15,7 @@ static const struct verb verbs[] = {
 	{"doctor", cmd_doctor, "check what this host provides for sandboxes"},
 	{"serve", cmd_serve, "run the E2B-compatible sandbox service"},
 	{"keys", cmd_keys, "create API keys (keys create --team NAME)"},
+	{"node", cmd_node, "the nodes of a shared store (node list | drain | undrain | remove NAME)"},
 	{"template", cmd_template, "build, list and remove templates (template build NAME --from DIR)"},
 };
 

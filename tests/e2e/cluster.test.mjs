@@ -11,14 +11,14 @@
 // creates.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
-import { startDaemon, useDaemon, api, sleep, root } from './harness.mjs'
+import { startDaemon, useDaemon, api, sleep, root, hutchBin } from './harness.mjs'
 
 const pgDir = process.env.E2E_STORE === 'postgresql' ? process.env.HUTCH_TEST_PG_DIR : null
 const skip = pgDir ? false : 'E2E_STORE=postgresql is not set (tests/e2e/run.sh starts a server then)'
@@ -309,8 +309,17 @@ test('the SDK through a node that does not own the sandbox: create, commands, fi
   }
 })
 
+// `hutch node`, as an operator runs it against the store
+function nodeCli(...args) {
+  const r = spawnSync(hutchBin, ['node', ...args, '--store', uri])
+  return { code: r.status, out: r.stdout.toString(), err: r.stderr.toString() }
+}
+
 test('creates spread over the nodes; a draining node takes none', { skip }, async () => {
-  sql("UPDATE nodes SET draining = (name = 'n3')")
+  const drained = nodeCli('drain', 'n3')
+  assert.equal(drained.code, 0, drained.err)
+  assert.match(drained.out, /node n3 is draining/)
+  assert.equal(sql("SELECT string_agg(name, ',' ORDER BY name) FROM nodes WHERE draining"), 'n3')
   const made = []
   try {
     const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => create(nodes[i % 3])))
@@ -476,5 +485,41 @@ test('forwarding over TLS to a node with an https:// address, its certificate ch
     await n4.stop()
     sql("DELETE FROM nodes WHERE name = 'n4'")
     rmSync(dir, { recursive: true, force: true })
+  }
+})
+
+test('hutch node: list, drain and undrain, and remove only a stopped node that owns nothing', { skip }, async () => {
+  const list = nodeCli('list')
+  assert.equal(list.code, 0, list.err)
+  for (const n of ['n1', 'n2', 'n3']) assert.match(list.out, new RegExp(`^${n} +http://\\S+ +lease live, +\\d+ s left`, 'm'))
+  assert.equal(nodeCli('drain', 'n2').code, 0)
+  assert.match(nodeCli('list').out, /^ +draining: takes no new placements$/m)
+  assert.equal(nodeCli('undrain', 'n2').code, 0)
+  assert.equal(sql("SELECT draining FROM nodes WHERE name = 'n2'"), 'f')
+  // a live node is not removed; nor is an unknown one
+  const live = nodeCli('remove', 'n2')
+  assert.equal(live.code, 1)
+  assert.match(live.err, /node n2 has a live lease: stop it first/)
+  const unknown = nodeCli('drain', 'no-such-node')
+  assert.equal(unknown.code, 1)
+  assert.match(unknown.err, /no node no-such-node in the store/)
+  // a node gone for a while (its row as a stopped node leaves it), first
+  // still owning a sandbox row, then owning none
+  sql("INSERT INTO nodes (name, address, memory, cpu, pids, max_sandboxes, generation, lease_until, registered_at)" +
+    " VALUES ('gone', 'http://127.0.0.1:9', 1, 1, 1, 1, 1, now() - interval '1 minute', now() - interval '1 hour')")
+  try {
+    const c = await create(nodes[0])
+    assert.equal(c.status, 201, c.text)
+    sql(`UPDATE sandboxes SET owner = 'gone' WHERE id = '${c.json.sandboxID}'`)
+    const owns = nodeCli('remove', 'gone')
+    assert.equal(owns.code, 1)
+    assert.match(owns.err, /node gone still owns 1 sandbox/)
+    sql(`UPDATE sandboxes SET owner = 'n1' WHERE id = '${c.json.sandboxID}'`)
+    assert.equal((await api(nodes[0], 'DELETE', `/sandboxes/${c.json.sandboxID}`)).status, 204)
+    const removed = nodeCli('remove', 'gone')
+    assert.equal(removed.code, 0, removed.err)
+    assert.equal(sql("SELECT count(*) FROM nodes WHERE name = 'gone'"), '0')
+  } finally {
+    sql("DELETE FROM nodes WHERE name = 'gone'")
   }
 })

@@ -8,6 +8,7 @@
 #ifndef HUTCH_DAEMON_STORE_BACKEND_H
 #define HUTCH_DAEMON_STORE_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "daemon/store/rows.h"
@@ -53,6 +54,8 @@ struct hu_store_ops {
 		     hu_err *err);
 	int (*placement_done)(struct hu_store *st, const char *placement, hu_err *err);
 	int (*node_each)(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+	int (*node_set_draining)(struct hu_store *st, const char *name, bool draining, hu_err *err);
+	int (*node_remove)(struct hu_store *st, const char *name, hu_err *err);
 	int (*sandbox_owner)(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			     hu_err *err);
 	/* hutch doctor's reading (NULL: store.c answers ENOSYS) */

@@ -451,6 +451,8 @@ static const struct hu_store_ops pg_ops = {
 	.place = hu_pg_place,
 	.placement_done = hu_pg_placement_done,
 	.node_each = hu_pg_node_each,
+	.node_set_draining = hu_pg_node_set_draining,
+	.node_remove = hu_pg_node_remove,
 	.sandbox_owner = hu_pg_sandbox_owner,
 	.health = hu_pg_health,
 };

@@ -7,6 +7,7 @@
 #define HUTCH_DAEMON_STORE_PG_INTERNAL_H
 
 #include <libpq-fe.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "daemon/store/backend.h"
@@ -67,6 +68,8 @@ int hu_pg_node_renew(struct hu_store *st, const struct hu_node *n, int64_t ttl_m
 int hu_pg_place(struct hu_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, char *placement,
 		hu_err *err);
 int hu_pg_placement_done(struct hu_store *st, const char *placement, hu_err *err);
+int hu_pg_node_set_draining(struct hu_store *st, const char *name, bool draining, hu_err *err);
+int hu_pg_node_remove(struct hu_store *st, const char *name, hu_err *err);
 int hu_pg_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
 int hu_pg_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			hu_err *err);

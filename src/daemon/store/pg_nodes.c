@@ -156,3 +156,50 @@ int hu_pg_sandbox_owner(struct hu_store *base, const char *id, char *team, size_
 	PQclear(res);
 	return rc;
 }
+
+int hu_pg_node_set_draining(struct hu_store *base, const char *name, bool draining, hu_err *err)
+{
+	const char *p[] = {name, draining ? "true" : "false"};
+	PGresult *res;
+	int found;
+
+	if (hu_pg_exec(hu_pg(base), draining ? "drain a node" : "undrain a node",
+		       "UPDATE nodes SET draining = $2::boolean WHERE name = $1", 2, p, &res, err) < 0)
+		return -1;
+	found = !strcmp(PQcmdTuples(res), "1");
+	PQclear(res);
+	return found ? 0 : hu_err_set(err, -ENOENT, "no node %.64s in the store", name);
+}
+
+int hu_pg_node_remove(struct hu_store *base, const char *name, hu_err *err)
+{
+	struct pg_store *st = hu_pg(base);
+	const char *p[] = {name};
+	PGresult *res;
+
+	/* one statement: a node whose lease is renewed, or that gets a
+	 * sandbox, between a check and a delete is never removed */
+	if (hu_pg_exec(st, "remove a node",
+		       "WITH gone AS (DELETE FROM nodes WHERE name = $1 AND lease_until <= now()"
+		       " AND NOT EXISTS (SELECT 1 FROM sandboxes WHERE owner = $1) RETURNING name)"
+		       " SELECT (SELECT count(*) FROM gone),"
+		       " (SELECT count(*) FROM nodes WHERE name = $1 AND lease_until > now()),"
+		       " (SELECT count(*) FROM sandboxes WHERE owner = $1),"
+		       " (SELECT count(*) FROM nodes WHERE name = $1)",
+		       1, p, &res, err) < 0)
+		return -1;
+	long removed = strtol(PQgetvalue(res, 0, 0), NULL, 10), live = strtol(PQgetvalue(res, 0, 1), NULL, 10),
+	     owned = strtol(PQgetvalue(res, 0, 2), NULL, 10), exists = strtol(PQgetvalue(res, 0, 3), NULL, 10);
+	PQclear(res);
+	if (removed)
+		return 0;
+	if (live)
+		return hu_err_set(err, -EBUSY, "node %.64s has a live lease: stop it first (its lease expires 10 s after)",
+				  name);
+	if (owned)
+		return hu_err_set(err, -EBUSY, "node %.64s still owns %ld sandbox%s: start it again to end them, or"
+				  " kill them through any node", name, owned, owned == 1 ? "" : "es");
+	if (!exists)
+		return hu_err_set(err, -ENOENT, "no node %.64s in the store", name);
+	return hu_err_set(err, -EBUSY, "node %.64s: its lease or sandboxes changed meanwhile; try again", name);
+}

@@ -200,14 +200,14 @@ int hu_store_node_register(struct hu_store *st, const struct hu_node *n, int64_t
 			   hu_err *err)
 {
 	if (!st->ops->node_register)
-		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
 	return st->ops->node_register(st, n, ttl_ms, generation, err);
 }
 
 int hu_store_node_renew(struct hu_store *st, const struct hu_node *n, int64_t ttl_ms, hu_err *err)
 {
 	if (!st->ops->node_renew)
-		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
 	return st->ops->node_renew(st, n, ttl_ms, err);
 }
 
@@ -215,22 +215,36 @@ int hu_store_place(struct hu_store *st, const struct hu_place_ask *ask, struct h
 		   hu_err *err)
 {
 	if (!st->ops->place)
-		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
 	return st->ops->place(st, ask, chosen, placement, err);
 }
 
 int hu_store_placement_done(struct hu_store *st, const char *placement, hu_err *err)
 {
 	if (!st->ops->placement_done)
-		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
 	return st->ops->placement_done(st, placement, err);
 }
 
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err)
 {
 	if (!st->ops->node_each)
-		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
 	return st->ops->node_each(st, fn, arg, err);
+}
+
+int hu_store_node_set_draining(struct hu_store *st, const char *name, bool draining, hu_err *err)
+{
+	if (!st->ops->node_set_draining)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
+	return st->ops->node_set_draining(st, name, draining, err);
+}
+
+int hu_store_node_remove(struct hu_store *st, const char *name, hu_err *err)
+{
+	if (!st->ops->node_remove)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
+	return st->ops->node_remove(st, name, err);
 }
 
 int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,

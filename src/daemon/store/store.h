@@ -138,6 +138,13 @@ int hu_store_place(struct hu_store *st, const struct hu_place_ask *ask, struct h
 int hu_store_placement_done(struct hu_store *st, const char *placement, hu_err *err);
 /* Every registered node, by name. */
 int hu_store_node_each(struct hu_store *st, void (*fn)(const struct hu_node *n, void *arg), void *arg, hu_err *err);
+/* An operator's drain: a draining node takes no new placements (its own
+ * sandboxes run on and are answered as before); undrained, it takes them
+ * again. Kept across the node's restarts. ENOENT: no such node. */
+int hu_store_node_set_draining(struct hu_store *st, const char *name, bool draining, hu_err *err);
+/* Remove a node's row: only once its lease has expired and it owns no
+ * sandbox (EBUSY otherwise, saying which). ENOENT: no such node. */
+int hu_store_node_remove(struct hu_store *st, const char *name, hu_err *err);
 
 /* ---- snapshots (sandboxes/snapshots.h has their files) ---------------------------- */
 /* Insert or update by id; EEXIST when the team has another snapshot of
