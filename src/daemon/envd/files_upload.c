@@ -12,13 +12,14 @@
  * it down. The daemon holds at most the window plus the HTTP read-ahead per
  * upload, whatever the body's size.
  *
- * Each file is written under a temporary name next to its destination and
- * renamed into place (MOVE) only once the whole body has been read and
- * found well-formed: a malformed or truncated body, a client that leaves, a
- * full disk (507) or a corrupt gzip stream removes the temporary files and
- * leaves the destinations as they were. After a failure the rest of the
- * body is still read (and dropped), so the client gets its answer instead
- * of a reset connection.
+ * Each file is written in place, as envd writes it (so that watchers see
+ * envd's events on the file's own name). A malformed or truncated body, a
+ * client that leaves, a full disk (507) or a corrupt gzip stream removes
+ * the files of the upload, so nothing half-written is left. After a failure
+ * the rest of the body is still read (and dropped), so the client gets its
+ * answer instead of a reset connection. (Writing under a temporary name and
+ * renaming at the end would leave a file's old contents on failure, but
+ * watchers would see the temporary name: the SDKs' watch tests fail.)
  */
 #include <event2/event.h>
 #include <event2/http.h>
@@ -222,10 +223,9 @@ static int add_file(struct upload *up, const char *dest, hu_err *err)
 	}
 	struct up_file *f = &up->files[up->n];
 	memset(f, 0, sizeof(*f));
-	const char *slash = strrchr(dest, '/');
-	int dir_len = slash ? (int)(slash - dest + 1) : 0;
-	if (!(f->dest = strdup(dest)) ||
-	    asprintf(&f->tmp, "%.*s.hutch-upload-%llu-%zu", dir_len, dest, (unsigned long long)up->r->id, up->n) < 0) {
+	/* written in place, as envd does: a watcher sees CREATE, CHMOD, WRITE
+	 * on the file itself, which the SDKs' watch tests expect */
+	if (!(f->dest = strdup(dest)) || !(f->tmp = strdup(dest))) {
 		free(f->dest);
 		f->tmp = NULL;
 		return hu_err_set(err, ENOMEM, "upload");
@@ -426,6 +426,9 @@ static void finish_if_ready(struct upload *up)
 		if (!up->files[i].closed)
 			return;
 	up->phase = UP_MOVING;
+	/* each file was written where it belongs: the MOVE onto itself renames
+	 * nothing (rename(2) of a path onto itself is a no-op, no inotify event)
+	 * and answers the file's entry, which the reply lists */
 	move_next(up);
 }
 
