@@ -18,6 +18,7 @@ with one sandbox, and asserts that every attack fails cleanly:
 Usage: http_bodies.py HUTCH WORKDIR. Prints "ok - ..." / "not ok - ..." and
 "# end" (tests/security/run.sh counts them).
 """
+import glob
 import json
 import os
 import re
@@ -230,6 +231,16 @@ finally:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    # the daemon's cgroup parent, in every hierarchy: nothing left behind
+    # (its sandboxes' groups went with their kill)
+    for top in glob.glob("/sys/fs/cgroup/*/") + ["/sys/fs/cgroup/"]:
+        parent = os.path.join(top, env["HUTCH_CGROUP_PARENT"])
+        if os.path.isdir(parent):
+            for d in sorted((r for r, _, _ in os.walk(parent)), key=len, reverse=True):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
     log.seek(0)
     text = log.read()
     if re.search(r"ERROR: (Address|Leak|Undefined)Sanitizer|runtime error:", text):
