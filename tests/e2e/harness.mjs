@@ -2,6 +2,7 @@
 // SDK at it. Each test file gets its own daemon, data dir, run dir and
 // cgroup parent; everything is removed when the file's tests end.
 import { spawn, execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -236,6 +237,36 @@ export function rssKiB(pid) {
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+// `total` bytes of a repeating pattern, as a ReadableStream, hashed as it goes.
+export function patternStream(total, hash) {
+  const block = Buffer.alloc(1 << 20)
+  for (let i = 0; i < block.length; i += 32) createHash('sha256').update(String(i)).digest().copy(block, i)
+  let sent = 0
+  return new ReadableStream({
+    pull(ctrl) {
+      if (sent >= total) return ctrl.close()
+      const n = Math.min(block.length, total - sent)
+      const piece = block.subarray(0, n)
+      hash.update(piece)
+      sent += n
+      ctrl.enqueue(new Uint8Array(piece))
+    },
+  })
+}
+
+// Sample a process's RSS (KiB) every 50 ms while `work` runs: the peak growth.
+export async function peakGrowth(pid, work) {
+  const before = rssKiB(pid)
+  let peak = before
+  const timer = setInterval(() => { peak = Math.max(peak, rssKiB(pid)) }, 50)
+  try {
+    await work()
+  } finally {
+    clearInterval(timer)
+  }
+  return peak - before
+}
 
 // A minimal foreign root: bash and a few tools with the libraries they load
 // (nothing from the host's /usr is bound into a built template's sandboxes).

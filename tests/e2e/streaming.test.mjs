@@ -12,7 +12,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import { Sandbox } from 'e2b'
-import { startDaemon, sleep, rssKiB, build } from './harness.mjs'
+import { startDaemon, sleep, build, patternStream, peakGrowth } from './harness.mjs'
 
 const GiB = 1 << 30
 // RSS growth allowed while a 1 GiB body passes. ASan's allocator keeps
@@ -115,39 +115,11 @@ function get(path, agent) {
   })
 }
 
-// `total` bytes of a repeating pattern, as a ReadableStream, hashed as it goes.
-function patternStream(total, hash) {
-  const block = Buffer.alloc(1 << 20)
-  for (let i = 0; i < block.length; i += 32) createHash('sha256').update(String(i)).digest().copy(block, i)
-  let sent = 0
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) return ctrl.close()
-      const n = Math.min(block.length, total - sent)
-      const piece = block.subarray(0, n)
-      hash.update(piece)
-      sent += n
-      ctrl.enqueue(new Uint8Array(piece))
-    },
-  })
-}
 
-// Sample the daemon's RSS every 50 ms while `work` runs: the peak growth.
-async function peakGrowth(work) {
-  const before = rssKiB(d.pid)
-  let peak = before
-  const timer = setInterval(() => { peak = Math.max(peak, rssKiB(d.pid)) }, 50)
-  try {
-    await work()
-  } finally {
-    clearInterval(timer)
-  }
-  return peak - before
-}
 
 test('a 1 GiB files.write through the SDK arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async (t) => {
   const hash = createHash('sha256')
-  const growth = await peakGrowth(() => sbx.files.write('/tmp/big.bin', patternStream(GiB, hash), { requestTimeoutMs: 0 }))
+  const growth = await peakGrowth(d.pid, () => sbx.files.write('/tmp/big.bin', patternStream(GiB, hash), { requestTimeoutMs: 0 }))
   const want = hash.digest('hex')
   const r = await sbx.commands.run('sha256sum /tmp/big.bin && stat -c %s /tmp/big.bin && ls -a /tmp', { timeoutMs: 120_000 })
   assert.equal(r.stdout.split(' ')[0], want, 'the file in the sandbox has the checksum of what was sent')

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import { Sandbox } from 'e2b'
-import { startDaemon, sleep, rssKiB, build } from './harness.mjs'
+import { startDaemon, sleep, build, patternStream, peakGrowth } from './harness.mjs'
 
 const GiB = 1 << 30
 // RSS growth allowed while a 1 GiB body passes. ASan's allocator keeps
@@ -110,41 +110,13 @@ function get(path, agent) {
   })
 }
 
-// `total` bytes of a repeating pattern, as a ReadableStream, hashed as it goes.
-function patternStream(total, hash) {
-  const block = Buffer.alloc(1 << 20)
-  for (let i = 0; i < block.length; i += 32) createHash('sha256').update(String(i)).digest().copy(block, i)
-  let sent = 0
-  return new ReadableStream({
-    pull(ctrl) {
-      if (sent >= total) return ctrl.close()
-      const n = Math.min(block.length, total - sent)
-      const piece = block.subarray(0, n)
-      hash.update(piece)
-      sent += n
-      ctrl.enqueue(new Uint8Array(piece))
-    },
-  })
-}
 
-// Sample the daemon's RSS every 50 ms while `work` runs: the peak growth.
-async function peakGrowth(work) {
-  const before = rssKiB(d.pid)
-  let peak = before
-  const timer = setInterval(() => { peak = Math.max(peak, rssKiB(d.pid)) }, 50)
-  try {
-    await work()
-  } finally {
-    clearInterval(timer)
-  }
-  return peak - before
-}
 
 test('a 1 GiB upload (and a 256 MiB chunked one) through a proxied port arrives intact, with the daemon at bounded memory', { timeout: 600_000 }, async (t) => {
   for (const [chunked, total] of [[false, GiB], [true, 256 << 20]]) {
     const hash = createHash('sha256')
     let reply
-    const growth = await peakGrowth(async () => {
+    const growth = await peakGrowth(d.pid, async () => {
       reply = await new Promise((res, rej) => {
         const headers = portHeaders(chunked ? {} : { 'Content-Length': String(total) })
         const req = http.request({ host: '127.0.0.1', port: daemonPort, method: 'POST', path: '/upload', headers }, (r) => {
