@@ -110,7 +110,8 @@ static int push_dir(struct hu_tpl_export *x, int fd, size_t prefix_len, hu_err *
 		f->n++;
 	}
 	closedir(dh);
-	qsort(f->names, f->n, sizeof(*f->names), by_name);
+	if (f->n) /* qsort takes no NULL, even for nothing */
+		qsort(f->names, f->n, sizeof(*f->names), by_name);
 	return 0;
 oom:
 	closedir(dh);
