@@ -347,7 +347,12 @@ test('logs: a 50 MiB scan does not hold the event loop, and at most four run at 
   }
 })
 
-test('logs: streamed to a slow client with backpressure; the daemon stops producing and answers others meanwhile', async () => {
+// Through a forwarding node the answer crosses two loopback connections
+// whose kernel buffers (autotuned to several MiB each way) hold most of
+// these 20 MB, so the daemon's memory cannot show the backpressure.
+const backpressureSkip = viaNode ? 'E2E_VIA_NODE: two hops of socket buffers hold the 20 MB answer' : false
+
+test('logs: streamed to a slow client with backpressure; the daemon stops producing and answers others meanwhile', { skip: backpressureSkip }, async () => {
   const sbx = await Sandbox.create({ timeoutMs: 120000 })
   const logs = join(d.base, 'data', 'logs')
   // two rotated files of numbered lines of this sandbox, about 20 MiB
