@@ -76,7 +76,7 @@ HELPER_BIN:= $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(HELPER_SRC)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
-.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-e2e-pg check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
+.PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-e2e-pg check-e2e-via-node check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
 all: $(HUTCH) $(INIT) $(BUILDER) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
@@ -139,6 +139,12 @@ E2E_PG_FILES := ./control.test.mjs ./lifecycle.test.mjs ./store_pg.test.mjs ./cl
 check-e2e-pg: all
 	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh $(BUILD)
 
+# The core files once more with every call through a second node that
+# forwards it to the daemon the file started (E2E_VIA_NODE, harness.mjs).
+E2E_VIA_FILES := ./control.test.mjs ./lifecycle.test.mjs
+check-e2e-via-node: all
+	E2E_STORE=postgresql E2E_VIA_NODE=1 E2E_FILES="$(E2E_VIA_FILES)" tests/e2e/run.sh $(BUILD)
+
 # The include rules of src/ (docs/architecture.md "Layers").
 check-layering:
 	mkdir -p tests/results; python3 tests/lint/layering.py > tests/results/layering.txt; rc=$$?; cat tests/results/layering.txt; exit $$rc
@@ -183,6 +189,7 @@ check:
 	tests/e2e/run.sh build-san
 	tests/e2e-py/run.sh build-san
 	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh build-san
+	E2E_STORE=postgresql E2E_VIA_NODE=1 E2E_FILES="$(E2E_VIA_FILES)" tests/e2e/run.sh build-san
 	images/code-interpreter/tests/run.sh
 	tests/conformance/run-e2b-suite.sh "$(E2B_REPO)" build-san
 	tests/conformance/run-e2b-py-suite.sh "$(E2B_REPO)" build-san

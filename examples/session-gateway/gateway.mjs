@@ -3,7 +3,7 @@
 // they share nothing but the hutch server.
 //
 //   E2B_API_KEY=... E2B_API_URL=http://127.0.0.1:3000 E2B_SANDBOX_URL=http://127.0.0.1:3000 \
-//     node gateway.mjs --port 8081 [--idle-ms 900000] [--reclaim-interval-ms 60000]
+//     node gateway.mjs --port 8081 [--idle-ms 900000] [--reclaim-interval-ms 60000] [--workspace volume|none]
 //
 //   POST /sessions/{tenant}/{session}/exec  {"code": "...", "language": "bash"|"python"}
 //     -> {"sandboxId", "stdout", "stderr", "exitCode"}
@@ -16,7 +16,9 @@
 //   resumed by the next request (autoResume: any call to the sandbox wakes it, working directory intact);
 // - reclaimed by a loop (every --reclaim-interval-ms) that deletes only sandboxes that are tagged and paused, with
 //   hutch's conditional delete (DELETE ...?state=paused), so a session resumed a moment ago is never deleted;
-// - its workspace, /workspace, is a named volume (ws-<tenant>-<session>) that outlives every sandbox of the session.
+// - its workspace, /workspace, is a named volume (ws-<tenant>-<session>) that outlives every sandbox of the session
+//   (--workspace none: no volume, commands run in the sandbox's home; for hutch clusters, whose volumes stay on the
+//   node that made them).
 // Every decision is made from the server's state, never from a replica's memory: the cache below only saves a
 // round trip.
 import { createServer } from 'node:http'
@@ -30,6 +32,8 @@ const arg = (name, def) => {
 const port = Number(arg('port', 8081))
 const idleMs = Number(arg('idle-ms', 15 * 60 * 1000))
 const reclaimEveryMs = Number(arg('reclaim-interval-ms', 60 * 1000))
+const withVolume = arg('workspace', 'volume') !== 'none'
+const workdir = withVolume ? '/workspace' : '/home/user'
 const apiUrl = process.env.E2B_API_URL
 const apiKey = process.env.E2B_API_KEY
 const log = (...a) => console.log(new Date().toISOString(), `gateway:${port}`, ...a)
@@ -55,17 +59,31 @@ async function ensureVolume(name) {
 
 const cache = new Map() // session key -> Sandbox (only to save a round trip)
 
+// A create with the session's Idempotency-Key. On a cluster of hutch nodes, creates with one key that reach
+// different nodes at the same instant may meet on the store's unique key: the loser is answered 409, and asking
+// again a moment later gets the sandbox the winner made (200).
+async function createOnce(opts) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await Sandbox.create(opts)
+    } catch (e) {
+      if (attempt >= 5 || !/^409\b|idempotency key/.test(e?.message ?? '')) throw e
+      await new Promise((r) => setTimeout(r, 100 * (attempt + 1)))
+    }
+  }
+}
+
 async function sandboxFor(tenant, session) {
   const key = sessionKey(tenant, session)
   const cached = cache.get(key)
   if (cached) return cached
   const volume = `ws-${key}`
-  await ensureVolume(volume)
-  const sbx = await Sandbox.create({
+  if (withVolume) await ensureVolume(volume)
+  const sbx = await createOnce({
     timeoutMs: idleMs,
     lifecycle: { onTimeout: 'pause', autoResume: true },
     metadata: { 'lea.session_id': session, 'lea.tenant_id': tenant },
-    volumeMounts: { '/workspace': volume },
+    ...(withVolume ? { volumeMounts: { '/workspace': volume } } : {}),
     headers: { 'Idempotency-Key': key },
   })
   cache.set(key, sbx)
@@ -77,7 +95,7 @@ async function execute(tenant, session, code, language) {
   for (let attempt = 0; ; attempt++) {
     const sbx = await sandboxFor(tenant, session)
     try {
-      const r = await sbx.commands.run(cmd, { cwd: '/workspace', timeoutMs: 120000 })
+      const r = await sbx.commands.run(cmd, { cwd: workdir, timeoutMs: 120000 })
       return { sandboxId: sbx.sandboxId, stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode }
     } catch (e) {
       if (e?.exitCode !== undefined) return { sandboxId: sbx.sandboxId, stdout: e.stdout, stderr: e.stderr, exitCode: e.exitCode }

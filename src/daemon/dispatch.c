@@ -343,6 +343,21 @@ static uint16_t host_port(struct hu_req *r, char *id, size_t cap)
 	return v >= 1 && v <= 65535 ? (uint16_t)v : 0;
 }
 
+/* A signed URL for another node's sandbox (hu_signed_resolve): it goes to
+ * the owner named, which checks the signature against that sandbox's token
+ * with one hash, as for a client that sent E2b-Sandbox-Id. */
+static void signed_elsewhere(struct hu_req *r, const char *id, bool forwarded)
+{
+	struct evkeyvalq *hs = evhttp_request_get_input_headers(r->ev);
+
+	if (evhttp_add_header(hs, "E2b-Sandbox-Id", id) < 0) {
+		hu_reply_error(r, 500, "out of memory");
+		return;
+	}
+	if (!hu_cluster_route_elsewhere(r, id, NULL, forwarded))
+		hu_reply_error(r, 401, "invalid signature");
+}
+
 void hu_dispatch(struct hu_req *r)
 {
 	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
@@ -364,8 +379,10 @@ void hu_dispatch(struct hu_req *r)
 		dispatch_data_plane(r, host_id, NULL, forwarded);
 	else if (hu_signed_present(r)) {
 		/* a signed /files URL names its sandbox only through the signature */
-		if ((signed_for = hu_signed_resolve(r)))
+		if ((signed_for = hu_signed_resolve(r, host_id, sizeof(host_id))))
 			dispatch_data_plane(r, signed_for->id, signed_for, forwarded);
+		else if (host_id[0])
+			signed_elsewhere(r, host_id, forwarded);
 	} else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
 		hu_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
 	else if (!strncmp(r->path, HU_TPL_FETCH_PATH, strlen(HU_TPL_FETCH_PATH)))
@@ -409,6 +426,10 @@ bool hu_dispatch_streams_body(struct hu_req *r)
 		data_plane = true;
 	}
 	if (!data_plane && !hu_signed_present(r))
+		return false;
+	/* a signed upload that names no sandbox may be for another node's,
+	 * known only once the signature is checked: held whole, as above */
+	if (!data_plane && hu_req_daemon(r)->cluster)
 		return false;
 	return r->method == EVHTTP_REQ_POST && !strcmp(r->path, "/files");
 }

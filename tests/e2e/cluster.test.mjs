@@ -5,15 +5,17 @@
 // secret. Nodes register and renew leases, every sandbox row has its owner
 // node, a node adopts only its own sandboxes at restart, any node answers
 // any call (forwarded to the owner: control plane, envd's data plane with
-// its streams, ports and WebSockets), creates are placed on the least
-// loaded node, an Idempotency-Key is unique across the nodes, a client
-// cannot pass for a node, and a node fenced out of its lease admits no
-// creates.
+// its streams, ports and WebSockets), any node lists every node's
+// sandboxes, signed URLs work through any node, creates are placed on the
+// least loaded node, an Idempotency-Key is unique across the nodes, a
+// client cannot pass for a node or for another address, a node fenced out
+// of its lease admits no creates, and the session-gateway example runs with
+// a replica on each node.
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -30,8 +32,10 @@ function sql(query) {
   return execFileSync('psql', [uri, '-Atc', query]).toString().trim()
 }
 
+// signed_url.scan: a signed URL that names no sandbox is found on any node
 function nodeArgs(name) {
-  return ['--store', uri, '--node-name', name, '--slots-dir', slots, '--cluster-secret-file', join(secretDir, 'secret')]
+  return ['--store', uri, '--node-name', name, '--slots-dir', slots, '--cluster-secret-file', join(secretDir, 'secret'),
+    '--signed-url-scan', 'true']
 }
 
 const ownerOf = (id) => sql(`SELECT owner FROM sandboxes WHERE id = '${id}'`)
@@ -94,8 +98,12 @@ test('every sandbox row has its owner node, placement spreads them; a restarted 
     // leaves the others' rows alone
     process.kill(nodes[1].pid, 'SIGTERM')
     nodes[1] = await nodes[1].restart(nodeArgs('n2'), nodeEnv('n2'))
+    // its own (the sandboxes it runs: /metrics counts them) is only made[1]
+    const metrics = await (await fetch(`${nodes[1].url}/metrics`)).text()
+    assert.match(metrics, /^hutch_sandboxes\{state="running"\} 1$/m)
+    // and it lists every node's
     const listed = (await api(nodes[1], 'GET', '/v2/sandboxes')).json.map((s) => s.sandboxID)
-    assert.deepEqual(listed, [made[1]])
+    assert.deepEqual(listed.sort(), [...made].sort())
     assert.equal(sql(`SELECT count(*) FROM sandboxes WHERE id IN ('${made.join("','")}')`), '3', 'no row lost')
     assert.equal(sql("SELECT generation FROM nodes WHERE name = 'n2'"), '2', 'registered again')
     for (let i = 0; i < 3; i++) {
@@ -212,9 +220,10 @@ test('50 concurrent creates with one Idempotency-Key over the three nodes: exact
     if (r.status !== 409) assert.equal(r.json.sandboxID, id)
   }
   assert.equal(sql(`SELECT count(*) FROM sandboxes WHERE idem_key = '${key}'`), '1')
-  let live = 0
-  for (const n of nodes) live += (await api(n, 'GET', '/v2/sandboxes')).json.length
-  assert.equal(live, 1, 'one sandbox on the three nodes')
+  for (const n of nodes) {
+    const listed = (await api(n, 'GET', '/v2/sandboxes')).json.map((s) => s.sandboxID)
+    assert.deepEqual(listed, [id], `one sandbox on the three nodes, listed by ${n.url}`)
+  }
   // once it exists, the key leads every node to it
   const again = await Promise.all(nodes.map((n) => create(n, { 'Idempotency-Key': key })))
   for (const r of again) {
@@ -309,6 +318,288 @@ test('the SDK through a node that does not own the sandbox: create, commands, fi
   }
 })
 
+// Any node lists every node's sandboxes: its own from memory, the others'
+// from their rows in the store, in the JSON their owners give; the filters,
+// pages and X-Total-Running are the cluster's, and the platform's reclaim
+// loop (list paused + tagged, DELETE ?state=paused) works through any node.
+test('the list through any node: every node lists all nodes\' sandboxes as their owners do; filters, pages, the reclaim loop', { skip }, async () => {
+  const tag = 'list-' + Date.now()
+  const q = `/v2/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}`
+  const made = []
+  try {
+    for (let i = 0; i < 3; i++) {
+      const r = await api(nodes[i], 'POST', '/sandboxes', { templateID: 'base', timeout: 120, metadata: { tag, i: String(i) } })
+      assert.equal(r.status, 201, r.text)
+      made.push(r.json.sandboxID)
+    }
+    assert.ok(new Set(made.map(ownerOf)).size >= 2, `spread over nodes: ${made.map(ownerOf)}`)
+    const paused = made[0]
+    const viaOther = (id) => nodes[(nodeIndex(ownerOf(id)) + 1) % 3]
+    assert.equal((await api(viaOther(paused), 'POST', `/sandboxes/${paused}/pause`)).status, 204)
+    // what each owner lists of its own
+    const mine = {}
+    for (const id of made) {
+      const r = await api(nodes[nodeIndex(ownerOf(id))], 'GET', q)
+      mine[id] = r.json.find((s) => s.sandboxID === id)
+      assert.ok(mine[id], `the owner lists ${id}`)
+    }
+    assert.equal(mine[paused].state, 'paused')
+    const totals = new Set()
+    for (const n of nodes) {
+      const all = await api(n, 'GET', q)
+      assert.equal(all.status, 200, all.text)
+      assert.deepEqual(all.json.map((s) => s.sandboxID).sort(), [...made].sort(), n.url)
+      for (const s of all.json) assert.deepEqual(s, mine[s.sandboxID], `${n.url} lists ${s.sandboxID} as its owner does`)
+      totals.add(all.headers.get('x-total-running'))
+      const onlyPaused = await api(n, 'GET', q + '&state=paused')
+      assert.deepEqual(onlyPaused.json.map((s) => s.sandboxID), [paused])
+      const byTemplate = await api(n, 'GET', q + '&state=running&template=base')
+      assert.deepEqual(byTemplate.json.map((s) => s.sandboxID).sort(), made.slice(1).sort())
+      // the deprecated list: the running ones
+      const v1 = await api(n, 'GET', `/sandboxes?metadata=${encodeURIComponent(`tag=${tag}`)}`)
+      assert.equal(v1.status, 200, v1.text)
+      assert.deepEqual(v1.json.map((s) => s.sandboxID).sort(), made.slice(1).sort())
+      // pages of one walk the whole list in its order, across nodes
+      for (const order of ['', '&order=asc']) {
+        const whole = (await api(n, 'GET', q + order)).json.map((s) => s.sandboxID)
+        const seen = []
+        let token = null
+        for (let page = 0; page < 6; page++) {
+          const r = await api(n, 'GET', q + order + '&limit=1' + (token ? '&nextToken=' + encodeURIComponent(token) : ''))
+          assert.equal(r.status, 200, r.text)
+          seen.push(...r.json.map((s) => s.sandboxID))
+          token = r.headers.get('x-next-token')
+          if (!token) break
+        }
+        assert.deepEqual(seen, whole, `pages through ${n.url}${order}`)
+      }
+    }
+    assert.equal(totals.size, 1, `one X-Total-Running on every node: ${[...totals]}`)
+    // the unmodified SDK through a node that owns none of them
+    useDaemon(nodes[1])
+    const listed = await Sandbox.list({ query: { metadata: { tag }, state: ['running', 'paused'] } }).nextItems()
+    assert.deepEqual(listed.map((s) => s.sandboxId).sort(), [...made].sort())
+    assert.equal(listed.find((s) => s.sandboxId === paused).state, 'paused')
+    // another team sees none of them, on any node
+    const otherKey = execFileSync(hutchBin, ['keys', 'create', '--team', 'cluster-list-other', '--store', uri])
+      .toString().match(/((?:e2b|hutch)_[0-9a-f]+)/)[1]
+    for (const n of nodes) {
+      const r = await api({ url: n.url, apiKey: otherKey }, 'GET', '/v2/sandboxes?state=running,paused')
+      assert.equal(r.status, 200, r.text)
+      assert.deepEqual(r.json.filter((s) => made.includes(s.sandboxID)), [])
+    }
+    // the reclaim loop through a node that does not own the paused one
+    const via = viaOther(paused)
+    for (const s of (await api(via, 'GET', q + '&state=paused')).json) {
+      assert.equal((await api(via, 'DELETE', `/sandboxes/${s.sandboxID}?state=paused`)).status, 204)
+    }
+    assert.equal(sql(`SELECT count(*) FROM sandboxes WHERE id = '${paused}'`), '0')
+    // a running one is not taken by it
+    assert.equal((await api(viaOther(made[1]), 'DELETE', `/sandboxes/${made[1]}?state=paused`)).status, 409)
+    for (const n of nodes) {
+      assert.deepEqual((await api(n, 'GET', q)).json.map((s) => s.sandboxID).sort(), made.slice(1).sort())
+    }
+  } finally {
+    useDaemon(nodes[0])
+    await Promise.all(made.map((id) => api(nodes[0], 'DELETE', `/sandboxes/${id}`)))
+  }
+})
+
+// The SDK's uploadUrl()/downloadUrl() name no sandbox (the shared
+// E2B_SANDBOX_URL): a node that does not own the sandbox finds it among the
+// other nodes' (the store hashes their tokens, signed_url.scan) and sends
+// the call to the owner, which checks the signature; by host name and by
+// E2b-Sandbox-Id they are forwarded too. A bad signature is 401 however
+// it comes.
+test('signed URLs through a node that does not own the sandbox: by signature alone, by host name, by E2b-Sandbox-Id', { skip }, async () => {
+  sql("UPDATE nodes SET draining = (name = 'n2')")
+  useDaemon(nodes[1])
+  let sbx
+  try {
+    sbx = await Sandbox.create({ timeoutMs: 120_000 })
+    const owner = nodes[nodeIndex(ownerOf(sbx.sandboxId))]
+    assert.notEqual(owner, nodes[1])
+    await sbx.files.write('/home/user/s.txt', 'signed, through n2')
+    const down = await sbx.downloadUrl('/home/user/s.txt', { useSignatureExpiration: 120 })
+    assert.equal(new URL(down).port, new URL(nodes[1].url).port, down)
+    assert.equal(new URL(down).pathname, '/files')
+    for (let i = 0; i < 2; i++) { // first found by the store, then by n2's signature index
+      const r = await fetch(down)
+      assert.equal(r.status, 200, `try ${i}`)
+      assert.equal(await r.text(), 'signed, through n2')
+    }
+    const third = nodes.find((n) => n !== owner && n !== nodes[1])
+    const u = new URL(down)
+    const elsewhere = await fetch(third.url + u.pathname + u.search)
+    assert.equal(elsewhere.status, 200)
+    assert.equal(await elsewhere.text(), 'signed, through n2')
+    // an upload: its body goes on with it
+    const up = await sbx.uploadUrl('/home/user/up.txt', { useSignatureExpiration: 60 })
+    const form = new FormData()
+    form.append('file', 'uploaded through n2')
+    const put = await fetch(up, { method: 'POST', body: form })
+    assert.equal(put.status, 200, await put.clone().text())
+    assert.deepEqual(await put.json(), [{ name: 'up.txt', path: '/home/user/up.txt', type: 'file' }])
+    assert.equal(await sbx.files.read('/home/user/up.txt'), 'uploaded through n2')
+    // by the sandbox's host name and by E2b-Sandbox-Id
+    const viaHost = await rawRequest(nodes[1], `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${sbx.getHost(49983)}\r\nConnection: close\r\n\r\n`)
+    assert.match(viaHost, /^HTTP\/1\.1 200/)
+    assert.match(viaHost, /\r\n\r\n(?:[0-9a-f]+\r\n)?signed, through n2(?:\r\n0\r\n\r\n)?$/)
+    const byId = await fetch(down, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId } })
+    assert.equal(byId.status, 200)
+    // refused: tampered, expired, a read signature used to write, on any node
+    const sig = u.searchParams.get('signature')
+    const tampered = new URL(u)
+    tampered.searchParams.set('signature', sig.slice(0, -1) + (sig.endsWith('A') ? 'B' : 'A'))
+    const expired = new URL(await sbx.downloadUrl('/home/user/s.txt', { useSignatureExpiration: -10 }))
+    for (const n of nodes) {
+      for (const [what, url] of [['tampered', tampered], ['expired', expired]]) {
+        const r = await fetch(n.url + url.pathname + url.search)
+        assert.equal(r.status, 401, `${what} through ${n.url}`)
+      }
+      const f = new FormData()
+      f.append('file', 'overwritten?')
+      assert.equal((await fetch(n.url + u.pathname + u.search, { method: 'POST', body: f })).status, 401)
+    }
+    assert.equal(await sbx.files.read('/home/user/s.txt'), 'signed, through n2')
+  } finally {
+    if (sbx) await sbx.kill().catch(() => {})
+    sql('UPDATE nodes SET draining = false')
+    useDaemon(nodes[0])
+  }
+})
+
+// X-Forwarded-For that a client sends is never believed: a sandbox's port
+// server gets the address hutch got the connection from, and through a
+// forwarding node the client's (127.0.0.2/.3 here), which the node vouches
+// for inside its proof, never the node's own (127.0.0.1) or a forged one.
+test('attack: a client forging X-Forwarded-For, to the owner or through a node, does not pass for another address', { skip }, async () => {
+  sql("UPDATE nodes SET draining = (name = 'n2')")
+  useDaemon(nodes[1])
+  let sbx
+  try {
+    sbx = await Sandbox.create({ timeoutMs: 120_000 })
+    const owner = nodes[nodeIndex(ownerOf(sbx.sandboxId))]
+    await sbx.files.write('/tmp/xff.py', XFF_SERVER)
+    await sbx.commands.run('python3 /tmp/xff.py 8001', { background: true })
+    const ask = (node, from, extra = '') => rawRequest(node, `GET /xff HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: ${sbx.sandboxId}\r\n` +
+      `E2b-Sandbox-Port: 8001\r\n${extra}Connection: close\r\n\r\n`, from)
+    let first
+    for (let i = 0; i < 100; i++) {
+      first = await ask(owner, '127.0.0.2').catch(() => '')
+      if (/^HTTP\/1\.1 200/.test(first)) break
+      await sleep(100)
+    }
+    assert.match(first, /\r\n\r\nxff=127\.0\.0\.2$/)
+    const forged = 'X-Forwarded-For: 6.6.6.6\r\nX-Forwarded-For: 6.6.6.7\r\nForwarded: for=6.6.6.6\r\nX-Real-IP: 6.6.6.6\r\n'
+    for (const [node, from] of [[owner, '127.0.0.2'], [nodes[1], '127.0.0.2'], [nodes[1], '127.0.0.3']]) {
+      const r = await ask(node, from, forged)
+      assert.match(r, /^HTTP\/1\.1 200/, r)
+      assert.match(r, new RegExp(`\r\n\r\nxff=${from.replace(/\./g, '\\.')}$`), `${node.url} from ${from}: ${r}`)
+    }
+    // a made-up proof naming another client is refused before any port
+    const t = Date.now()
+    const bad = `v2 t=${t} n=n2 p=- c=6.6.6.6 s=` + createHmac('sha256', 'not-the-cluster-secret')
+      .update(`hutch-forward-v2\nGET\n/xff\n${t}\nn2\n-\n6.6.6.6`).digest('hex')
+    assert.match(await ask(owner, '127.0.0.2', `X-Hutch-Forwarded: ${bad}\r\n`), /^HTTP\/1\.1 403/)
+  } finally {
+    if (sbx) await sbx.kill().catch(() => {})
+    sql('UPDATE nodes SET draining = false')
+    useDaemon(nodes[0])
+  }
+})
+
+// GET /xff answers "xff=" and the X-Forwarded-For header it got (all of them).
+const XFF_SERVER = String.raw`
+import http.server, socketserver, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def log_message(self, *a): pass
+    def do_GET(self):
+        body = ('xff=' + ','.join(self.headers.get_all('X-Forwarded-For') or [])).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+S(('127.0.0.1', int(sys.argv[1])), H).serve_forever()
+`
+
+// examples/session-gateway with three replicas, each talking to its own
+// node (as behind a load balancer that spreads them): one sandbox per
+// session whatever replica and node the first messages reach, idle pause
+// and auto-resume through any node, and the reclaim loop (list paused +
+// tagged, DELETE ?state=paused) through a node that does not own it.
+const gatewayDir = join(root, 'examples', 'session-gateway')
+const gatewaySkip = skip || (!existsSync(join(gatewayDir, 'node_modules', 'e2b')) && 'run npm ci in examples/session-gateway')
+
+function startReplica(port, node, idleMs) {
+  return new Promise((res, rej) => {
+    const p = spawn(process.execPath, [join(gatewayDir, 'gateway.mjs'), '--port', String(port), '--idle-ms', String(idleMs),
+      '--reclaim-interval-ms', '3600000', '--workspace', 'none'], {
+      env: { ...process.env, E2B_API_KEY: node.apiKey, E2B_API_URL: node.url, E2B_SANDBOX_URL: node.url },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let out = ''
+    const t = setTimeout(() => rej(new Error('gateway did not start: ' + out)), 15000)
+    p.stdout.on('data', (c) => { out += c; if (out.includes('listening')) { clearTimeout(t); res({ p, port, out: () => out }) } })
+    p.stderr.on('data', (c) => { out += c })
+    p.on('exit', (code) => rej(new Error(`gateway exited ${code}: ${out}`)))
+  })
+}
+
+test('examples/session-gateway: three replicas on three nodes: one sandbox per session, pause, auto-resume, reclaim through any node', { skip: gatewaySkip }, async () => {
+  const IDLE_MS = 2500
+  const base = 30000 + (process.pid % 20000)
+  const replicas = []
+  const session = 'chat-' + Date.now()
+  const rows = () => sql(`SELECT count(*) FROM sandboxes WHERE metadata->>'lea.session_id' = '${session}'`)
+  const exec = async (i, code) => {
+    const r = await fetch(`http://127.0.0.1:${replicas[i].port}/sessions/acme/${session}/exec`, { method: 'POST', body: JSON.stringify({ code }) })
+    const body = await r.json()
+    assert.equal(r.status, 200, JSON.stringify(body) + replicas[i].out().slice(-1500))
+    return body
+  }
+  const stateOf = (id) => sql(`SELECT state FROM sandboxes WHERE id = '${id}'`)
+  try {
+    for (let i = 0; i < 3; i++) replicas.push(await startReplica(base + i, nodes[i], IDLE_MS))
+    // the first messages arrive at every replica, so at every node, at once
+    const first = await Promise.all([0, 1, 2, 0, 1, 2].map((i) => exec(i, 'mkdir -p wd && echo v1 > wd/state && echo ok')))
+    const id = first[0].sandboxId
+    assert.ok(first.every((r) => r.sandboxId === id && r.exitCode === 0), 'every replica got the same sandbox')
+    assert.equal(rows(), '1', 'no duplicate sandbox')
+    const owner = nodeIndex(ownerOf(id))
+    // idle: paused by its owner; the next message, on any replica and node, resumes it
+    await sleep(IDLE_MS + 1500)
+    assert.equal(stateOf(id), 'paused')
+    for (const i of [2, 0, 1]) {
+      const r = await exec(i, 'cat wd/state')
+      assert.equal(r.sandboxId, id, 'resumed, not re-created')
+      assert.equal(r.stdout, 'v1\n', 'working directory intact after auto-resume')
+    }
+    // idle again, then a reclaim pass on a replica whose node does not own it
+    await sleep(IDLE_MS + 1500)
+    assert.equal(stateOf(id), 'paused')
+    const via = (owner + 1) % 3
+    const pass = await fetch(`http://127.0.0.1:${replicas[via].port}/admin/reclaim`, { method: 'POST' }).then((r) => r.json())
+    assert.deepEqual(pass.reclaimed, [id], 'exactly the paused, tagged sandbox was reclaimed')
+    assert.equal(rows(), '0')
+    // the next message makes a new one, once
+    const again = await Promise.all([0, 1, 2].map((i) => exec(i, 'test -e wd/state && echo old || echo fresh')))
+    assert.ok(again.every((r) => r.sandboxId === again[0].sandboxId && r.sandboxId !== id), 'one new sandbox')
+    assert.equal(again[0].stdout, 'fresh\n')
+    assert.equal(rows(), '1')
+    await api(nodes[0], 'DELETE', `/sandboxes/${again[0].sandboxId}`)
+  } finally {
+    for (const r of replicas) r.p.kill('SIGKILL')
+    for (const id of sql(`SELECT id FROM sandboxes WHERE metadata->>'lea.session_id' = '${session}'`).split('\n').filter(Boolean)) {
+      await api(nodes[0], 'DELETE', `/sandboxes/${id}`)
+    }
+  }
+})
+
 // `hutch node`, as an operator runs it against the store
 function nodeCli(...args) {
   const r = spawnSync(hutchBin, ['node', ...args, '--store', uri])
@@ -344,16 +635,17 @@ test('creates spread over the nodes; a draining node takes none', { skip }, asyn
 // up, copied from another call, or too old) is refused, and so is one
 // that tries to have a create placed where it wants.
 test('attack: a client forging X-Hutch-Forwarded is refused', { skip }, async () => {
-  const sign = (method, target, t, node = 'n1', p = '-', key = secret) =>
-    `v1 t=${t} n=${node} p=${p} s=` + createHmac('sha256', key).update(`hutch-forward-v1\n${method}\n${target}\n${t}\n${node}\n${p}`).digest('hex')
+  const sign = (method, target, t, node = 'n1', p = '-', key = secret, c = '127.0.0.1') =>
+    `v2 t=${t} n=${node} p=${p} c=${c} s=` + createHmac('sha256', key).update(`hutch-forward-v2\n${method}\n${target}\n${t}\n${node}\n${p}\n${c}`).digest('hex')
   const now = Date.now()
   const cases = {
     'no proof at all': 'v1',
-    'made up': `v1 t=${now} n=n1 p=- s=${'0'.repeat(64)}`,
+    'made up': `v2 t=${now} n=n1 p=- c=- s=${'0'.repeat(64)}`,
     'another secret': sign('POST', '/sandboxes', now, 'n1', '-', 'not-the-cluster-secret'),
     'another target': sign('GET', '/sandboxes', now),
     'too old': sign('POST', '/sandboxes', now - 60_000),
-    'garbage': 'v1 t=1 n=\u00ff s=zz',
+    'garbage': 'v2 t=1 n=\u00ff s=zz',
+    'the version before': `v1 t=${now} n=n1 p=- s=${'0'.repeat(64)}`,
   }
   const before = sql('SELECT count(*) FROM sandboxes')
   for (const [what, value] of Object.entries(cases)) {
@@ -370,10 +662,11 @@ test('attack: a client forging X-Hutch-Forwarded is refused', { skip }, async ()
   assert.match(nodes[1].log(), /refused a forwarded call/)
 })
 
-// One request on a raw socket: the answer as text.
-function rawRequest(node, text) {
+// One request on a raw socket (from localAddress, a loopback address): the
+// answer as text.
+function rawRequest(node, text, localAddress = undefined) {
   return new Promise((res, rej) => {
-    const sock = net.connect(Number(new URL(node.url).port), '127.0.0.1')
+    const sock = net.connect({ port: Number(new URL(node.url).port), host: '127.0.0.1', localAddress })
     let out = ''
     sock.on('connect', () => sock.write(text))
     sock.on('data', (c) => { out += c })
@@ -510,11 +803,12 @@ test('hutch node: list, drain and undrain, and remove only a stopped node that o
   try {
     const c = await create(nodes[0])
     assert.equal(c.status, 201, c.text)
+    const owner = ownerOf(c.json.sandboxID)
     sql(`UPDATE sandboxes SET owner = 'gone' WHERE id = '${c.json.sandboxID}'`)
     const owns = nodeCli('remove', 'gone')
     assert.equal(owns.code, 1)
     assert.match(owns.err, /node gone still owns 1 sandbox/)
-    sql(`UPDATE sandboxes SET owner = 'n1' WHERE id = '${c.json.sandboxID}'`)
+    sql(`UPDATE sandboxes SET owner = '${owner}' WHERE id = '${c.json.sandboxID}'`)
     assert.equal((await api(nodes[0], 'DELETE', `/sandboxes/${c.json.sandboxID}`)).status, 204)
     const removed = nodeCli('remove', 'gone')
     assert.equal(removed.code, 0, removed.err)

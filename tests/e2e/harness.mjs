@@ -92,13 +92,27 @@ function storeArgs(base, extraArgs) {
 // test talks to that one: every call is forwarded to the daemon the test
 // started (docs/operations.md "Any node answers any call"). `url` is the
 // forwarding node's; pid, log and restart stay the daemon's.
-const viaNode = pgDir && process.env.E2E_VIA_NODE === '1'
+export const viaNode = pgDir && process.env.E2E_VIA_NODE === '1'
 
 function viaNodeArgs(base) {
   if (!viaNode) return []
   const secret = join(base, 'cluster-secret')
   if (!existsSync(secret)) writeFileSync(secret, 'e2e-cluster-secret-' + process.pid + '\n', { mode: 0o600 })
   return ['--cluster-secret-file', secret, '--slots-dir', join(base, 'slots')]
+}
+
+// The daemon's own settings that the nodes of a cluster share (lifecycle
+// windows, signed_url.scan): the forwarding node is started with them too,
+// as every node of a real cluster runs one configuration. Not its store,
+// config file (paths, budgets of its own) or pool.
+function sharedArgs(extraArgs) {
+  const own = new Set(['--store', '--config', '--pool-size', '--node-name', '--slots-dir', '--cluster-secret-file'])
+  const out = []
+  for (let i = 0; i < extraArgs.length; i++) {
+    if (own.has(extraArgs[i])) i++
+    else out.push(extraArgs[i])
+  }
+  return out
 }
 
 async function startForwarder(base, ownerArgs, env) {
@@ -116,7 +130,7 @@ async function startForwarder(base, ownerArgs, env) {
   return { url: `http://127.0.0.1:${port}`, async stop() { proc.kill('SIGTERM'); await exited } }
 }
 
-// startDaemon() -> { url, apiKey, pid, base, storeArgs, stop(), restart() }
+// startDaemon() -> { url, nodeUrl, apiKey, pid, base, storeArgs, stop(), restart() }
 // `reuse` ({ base, apiKey }) starts on the dirs of an earlier daemon (a
 // restart); the key is not printed again then. { apiKey } alone: new dirs,
 // a store that has keys already (another node of a cluster).
@@ -158,12 +172,15 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   }
   await waitFor(proc, /listening on/, 20000, early).catch(() => {})
   const fwd = !viaNode ? null
-    : reuse?.fwd ?? await startForwarder(base, ['--store', pgDatabase(base), ...viaNodeArgs(base)], env)
+    : reuse?.fwd ?? await startForwarder(base, ['--store', pgDatabase(base), ...viaNodeArgs(base), ...sharedArgs(extraArgs)], env)
   const url = fwd ? fwd.url : `http://127.0.0.1:${port}`
   useDaemon({ apiKey, url })
   const exited = new Promise((res) => proc.on('exit', (code, signal) => res({ code, signal })))
   const self = {
     url,
+    // the daemon's own address: what is per node (GET /metrics) is read
+    // there, also when `url` is a forwarding node's (E2E_VIA_NODE)
+    nodeUrl: `http://127.0.0.1:${port}`,
     apiKey,
     pid: proc.pid,
     base,

@@ -8,7 +8,7 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Sandbox } from 'e2b'
 import { request as httpRequest } from 'node:http'
-import { startDaemon, api, sleep, hutchBin, useDaemon, rssKiB } from './harness.mjs'
+import { startDaemon, api, sleep, hutchBin, useDaemon, rssKiB, viaNode } from './harness.mjs'
 
 let d
 before(async () => {
@@ -347,7 +347,12 @@ test('logs: a 50 MiB scan does not hold the event loop, and at most four run at 
   }
 })
 
-test('logs: streamed to a slow client with backpressure; the daemon stops producing and answers others meanwhile', async () => {
+// Through a forwarding node the answer crosses two loopback connections
+// whose kernel buffers (autotuned to several MiB each way) hold most of
+// these 20 MB, so the daemon's memory cannot show the backpressure.
+const backpressureSkip = viaNode ? 'E2E_VIA_NODE: two hops of socket buffers hold the 20 MB answer' : false
+
+test('logs: streamed to a slow client with backpressure; the daemon stops producing and answers others meanwhile', { skip: backpressureSkip }, async () => {
   const sbx = await Sandbox.create({ timeoutMs: 120000 })
   const logs = join(d.base, 'data', 'logs')
   // two rotated files of numbered lines of this sandbox, about 20 MiB
@@ -411,7 +416,8 @@ test('logs: streamed to a slow client with backpressure; the daemon stops produc
 
 test('GET /metrics: Prometheus text with states, lifecycle counters, latency histograms and capacity', async () => {
   const scrape = async () => {
-    const r = await fetch(`${d.url}/metrics`)
+    // per node: the daemon that ran the sandbox is scraped (E2E_VIA_NODE)
+    const r = await fetch(`${d.nodeUrl}/metrics`)
     assert.equal(r.status, 200)
     assert.match(r.headers.get('content-type'), /^text\/plain; version=0\.0\.4/)
     const text = await r.text()
@@ -443,7 +449,12 @@ test('GET /metrics: Prometheus text with states, lifecycle counters, latency his
   await sbx.kill()
 })
 
-test('a volume is mounted again when a released sandbox resumes', async () => {
+// A volume's files are on the node that got POST /volumes; with every call
+// through a draining node that node is not the one placement picks for the
+// sandbox (volume affinity is not built yet, docs/operations.md).
+const volumeSkip = viaNode ? 'E2E_VIA_NODE: volumes stay on the node that made them' : false
+
+test('a volume is mounted again when a released sandbox resumes', { skip: volumeSkip }, async () => {
   const { Volume } = await import('e2b')
   const vol = await Volume.create('lifecycle-vol-' + Date.now())
   const sbx = await Sandbox.create({ timeoutMs: 60000, volumeMounts: { '/data': vol } })

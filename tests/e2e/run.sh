@@ -22,9 +22,12 @@ files=${E2E_FILES:-$(ls ./*.test.mjs)}
 tag=$build
 if [ "${E2E_STORE:-}" = postgresql ]; then
 	tag=$build-postgresql
+	# E2E_VIA_NODE=1: every call through a second node (harness.mjs)
+	[ "${E2E_VIA_NODE:-}" = 1 ] && tag=$tag-via-node
 	out=$("$root/tests/pg.sh" start) || { echo "e2e: cannot start the PostgreSQL test server"; exit 1; }
 	eval "$out"
 	export E2E_STORE HUTCH_TEST_PG_DIR
+	[ -n "${E2E_VIA_NODE:-}" ] && export E2E_VIA_NODE
 	trap '"$root/tests/pg.sh" stop "$HUTCH_TEST_PG_DIR"' EXIT
 fi
 # the idle-connection test opens 10,000 sockets from node

@@ -36,8 +36,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		v = buf + size + 2;
 	if (hu_fwd_verify(SECRET, strlen(SECRET), method, target, v, 1760000000000LL, &claim, &err) == 0)
 		abort(); /* a forged proof got through */
-	if (hu_fwd_sign(SECRET, strlen(SECRET), method, target, "n1", NULL, 1760000000000LL, value, sizeof(value),
-			&err) == 0 &&
+	if (hu_fwd_sign(SECRET, strlen(SECRET), method, target, "n1", NULL, "127.0.0.1", 1760000000000LL, value,
+			sizeof(value), &err) == 0 &&
 	    hu_fwd_verify(SECRET, strlen(SECRET), method, target, value, 1760000000000LL, &claim, &err) != 0)
 		abort();
 	free(buf);

@@ -450,7 +450,7 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 	c->fwd = p;
 	p->r = r;
 	if (hu_fwd_sign(c->secret, c->secret_len, hu_http_method_name(r->method), evhttp_request_get_uri(r->ev),
-			c->self.name, p->placement, hu_wall_ms(), proof, sizeof(proof), &err) < 0 ||
+			c->self.name, p->placement, hu_req_client(r), hu_wall_ms(), proof, sizeof(proof), &err) < 0 ||
 	    build_head(p, r, proof, &err) < 0) {
 		p->r = NULL;
 		hu_reply_err(r, &err);
@@ -516,6 +516,11 @@ int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded)
 	/* the handlers never see it: nothing past here can pass it on */
 	evhttp_remove_header(hs, HU_FWD_HEADER);
 	*forwarded = true;
+	/* the client is who the node got the call from, never the node */
+	r->relayed = 1;
+	snprintf(r->relayed_for, sizeof(r->relayed_for), "%s", claim.client);
+	hu_log(HU_LOG_DEBUG, NULL, r->id, "forwarded by node %s for client %s", claim.node,
+	       claim.client[0] ? claim.client : "(unknown)");
 	return 0;
 }
 

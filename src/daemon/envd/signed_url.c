@@ -18,6 +18,12 @@
  *     entry is only a hint and is verified like a fresh signature.
  *  Anything else is a 401 that cost no hash at all.
  *
+ * On a node of a cluster, a host name or an index entry naming a sandbox
+ * this node does not have, and a scan that finds none here, lead to
+ * another node's: the scan asks the store, whose server hashes the other
+ * nodes' tokens (within the same budget), and the request goes to the
+ * owner, which verifies the signature as above (dispatch.c).
+ *
  * Deployments that hand out links made with a shared URL and want them to
  * work on first sight without a name turn on signed_url.scan: such a link
  * is then tried against the tokens of the running sandboxes (from a hash
@@ -40,6 +46,7 @@
 #include <time.h>
 
 #include "daemon/sandboxes/registry.h"
+#include "daemon/store/store.h"
 #include "util/clock.h"
 #include "util/ratelimit.h"
 
@@ -180,10 +187,20 @@ static struct hu_sbx *scan_tokens(struct hu_registry *reg, const struct signed_c
 	return sc.failed ? NULL : sc.found;
 }
 
+/* Copy id into the caller's `elsewhere` when this node has no such sandbox
+ * and belongs to a cluster: the dispatcher sends the request to the owner,
+ * which verifies the signature itself. */
+static void note_elsewhere(const struct hu_daemon *d, const char *id, char *elsewhere, size_t cap)
+{
+	if (d->cluster && strlen(id) < cap)
+		snprintf(elsewhere, cap, "%s", id);
+}
+
 /* Steps 2 and 3: the one sandbox the request points at, verified; NULL when
- * it names none or the signature is not its. */
-static struct hu_sbx *named_or_indexed(struct hu_req *r, struct hu_registry *reg, const struct signed_ctx *c,
-				       const char **how)
+ * it names none, the signature is not its, or it is another node's (then
+ * `elsewhere` has its id). */
+static struct hu_sbx *named_or_indexed(struct hu_req *r, struct hu_daemon *d, const struct signed_ctx *c,
+				       const char **how, char *elsewhere, size_t cap)
 {
 	char id[HU_ID_MAX];
 	const char *hint;
@@ -191,20 +208,53 @@ static struct hu_sbx *named_or_indexed(struct hu_req *r, struct hu_registry *reg
 
 	if (hu_signed_host_id(hu_req_header(r, "Host"), id, sizeof(id))) {
 		*how = "host name";
-		s = hu_registry_get(reg, id);
-	} else if ((hint = hu_registry_sig_hint(reg, c->sig.digest))) {
+		s = hu_registry_get(d->reg, id);
+	} else if ((hint = hu_registry_sig_hint(d->reg, c->sig.digest))) {
 		*how = "signature index";
-		s = hu_registry_get(reg, hint);
+		snprintf(id, sizeof(id), "%s", hint);
+		s = hu_registry_get(d->reg, id);
 	} else {
 		return NULL;
 	}
+	if (!s)
+		note_elsewhere(d, id, elsewhere, cap);
 	return s && verify_one(c, s) ? s : NULL;
 }
 
+/* A node of a cluster scans the other nodes' tokens too, in the store
+ * (which hashes them there): 0 and their sandbox's id in elsewhere, or
+ * -1 after replying (the store is out of reach: 503), or 0 and nothing. */
+static int scan_elsewhere(struct hu_req *r, struct hu_daemon *d, const struct signed_ctx *c, char *elsewhere,
+			  size_t cap)
+{
+	char prefix[3 * 4096], suffix[32], id[HU_ID_MAX];
+	hu_err err;
+
+	if (!d->cluster || !d->store)
+		return 0;
+	if ((size_t)snprintf(prefix, sizeof(prefix), "%s:%s:%s:", c->path, c->op, c->user) >= sizeof(prefix))
+		return 0; /* longer than any path the request line can carry */
+	snprintf(suffix, sizeof(suffix), "%s%s", c->sig.has_expiration ? ":" : "",
+		 c->sig.has_expiration ? c->sig.expiration_text : "");
+	if (hu_store_sandbox_by_signature(d->store, prefix, suffix, c->sig.digest, HU_SIG_DIGEST_LEN, id, sizeof(id),
+					  &err) < 0) {
+		if (err.code == ENOENT || err.code == ENOSYS)
+			return 0;
+		hu_err_prefix(&err, "signed URL: looking through the other nodes' sandboxes");
+		hu_reply_err(r, &err);
+		return -1;
+	}
+	hu_registry_sig_remember(d->reg, c->sig.digest, id);
+	note_elsewhere(d, id, elsewhere, cap);
+	return 0;
+}
+
 /* The opt-in step: every token, within the daemon's scan budget. NULL
- * after replying 429 (over budget) or when no token matches. */
-static struct hu_sbx *scan_if_allowed(struct hu_req *r, struct hu_registry *reg, const struct signed_ctx *c,
-				      bool *replied)
+ * after replying (429: over budget; 503: the store is out of reach), when
+ * no token matches, or when the sandbox is another node's (its id in
+ * elsewhere). */
+static struct hu_sbx *scan_if_allowed(struct hu_req *r, struct hu_daemon *d, const struct signed_ctx *c,
+				      bool *replied, char *elsewhere, size_t cap)
 {
 	struct hu_sbx *s;
 
@@ -214,12 +264,14 @@ static struct hu_sbx *scan_if_allowed(struct hu_req *r, struct hu_registry *reg,
 		*replied = true;
 		return NULL;
 	}
-	if ((s = scan_tokens(reg, c)))
-		hu_registry_sig_remember(reg, c->sig.digest, s->id);
+	if ((s = scan_tokens(d->reg, c)))
+		hu_registry_sig_remember(d->reg, c->sig.digest, s->id);
+	else if (scan_elsewhere(r, d, c, elsewhere, cap) < 0)
+		*replied = true;
 	return s;
 }
 
-struct hu_sbx *hu_signed_resolve(struct hu_req *r)
+struct hu_sbx *hu_signed_resolve(struct hu_req *r, char *elsewhere, size_t cap)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct signed_ctx c;
@@ -228,18 +280,23 @@ struct hu_sbx *hu_signed_resolve(struct hu_req *r)
 	unsigned long before = hashes_now();
 	bool replied = false;
 
+	elsewhere[0] = '\0';
 	if (!prepare(r, &c))
 		return NULL;
 	if (d->reg)
-		s = named_or_indexed(r, d->reg, &c, &how);
+		s = named_or_indexed(r, d, &c, &how, elsewhere, cap);
 	/* a Host naming a sandbox is checked against that one only */
 	if (!s && !how && d->reg && d->cfg.signed_url_scan) {
 		how = "token scan";
-		s = scan_if_allowed(r, d->reg, &c, &replied);
+		s = scan_if_allowed(r, d, &c, &replied, elsewhere, cap);
 	}
 	report_hashes(r, before);
 	if (replied)
 		return NULL;
+	if (!s && elsewhere[0]) {
+		hu_log(HU_LOG_DEBUG, elsewhere, r->id, "signed URL: sandbox found by %s, on another node", how);
+		return NULL;
+	}
 	if (!s) {
 		if (!how && !d->cfg.signed_url_scan)
 			reply_401(r, "invalid signature: a signed URL that names no sandbox is found only by "

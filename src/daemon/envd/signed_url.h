@@ -69,8 +69,11 @@ bool hu_signed_check(struct hu_req *r, const struct hu_sbx *s);
 /* r carries a signature but no E2b-Sandbox-Id: find the sandbox it was
  * signed for, trying at most one token (the sandbox its Host names, or the
  * one the signature index remembers) unless the daemon runs with
- * signed_url.scan. Returns it, or NULL after replying (401 expired or
- * invalid, 429 when scans are over their rate). */
-struct hu_sbx *hu_signed_resolve(struct hu_req *r);
+ * signed_url.scan. Returns it, or NULL: after replying (401 expired or
+ * invalid, 429 when scans are over their rate, 503 when a node cannot
+ * reach the store), or without replying when the sandbox is another
+ * node's; then `elsewhere` (cap bytes, "" otherwise) holds its id, not
+ * verified here: its owner verifies the signature. */
+struct hu_sbx *hu_signed_resolve(struct hu_req *r, char *elsewhere, size_t cap);
 
 #endif

@@ -42,6 +42,10 @@ struct hu_req {
 	char target_id[HU_REQ_TARGET_ID_MAX]; /* its name in log lines, kept after target is gone */
 	char principal[64];         /* who the caller authenticated as, "" if nobody */
 	const char *user;           /* the user the call acts as (Basic auth), or NULL */
+	/* a call another node relayed (its proof checked): the address that
+	 * node got it from, "" when it did not know; hu_req_client */
+	int relayed;
+	char relayed_for[48];
 };
 
 /* A handler answers r exactly once, with a reply helper below or a stream

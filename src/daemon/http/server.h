@@ -77,5 +77,9 @@ void hu_http_conn_close(struct hu_http_conn *c);
 const char *hu_req_scheme(struct hu_req *r);
 /* The client's address (numeric) and port, as evhttp recorded it. */
 void hu_req_peer(struct hu_req *r, const char **addr, uint16_t *port);
+/* The client's address: the connection's peer, or on a relayed call
+ * (request.h) the address the relaying node vouched for ("": unknown).
+ * Never a header the client sent. */
+const char *hu_req_client(struct hu_req *r);
 
 #endif

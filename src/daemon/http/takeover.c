@@ -108,3 +108,14 @@ void hu_req_peer(struct hu_req *r, const char **addr, uint16_t *port)
 	*addr = a ? a : "";
 	*port = p;
 }
+
+const char *hu_req_client(struct hu_req *r)
+{
+	const char *addr;
+	uint16_t port;
+
+	if (r->relayed)
+		return r->relayed_for;
+	hu_req_peer(r, &addr, &port);
+	return addr;
+}

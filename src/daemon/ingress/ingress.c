@@ -527,8 +527,6 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 	char mask[sizeof(s->mask_host) + 64];
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_ingress *ig = ingress_of(d);
-	const char *addr;
-	uint16_t peer_port;
 	hu_err err;
 
 	if (!ig) {
@@ -559,7 +557,6 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		p->next->prev = p;
 	ig->list = p;
 
-	hu_req_peer(r, &addr, &peer_port);
 	int64_t body_length = hu_req_body_length(r);
 	struct hu_head_in in = {
 		.method = hu_http_method_name(r->method),
@@ -568,7 +565,7 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		.body_length = body_length,
 		.body_expected = r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_PUT ||
 				 r->method == EVHTTP_REQ_PATCH,
-		.client_addr = addr,
+		.client_addr = hu_req_client(r),
 		.proto = hu_req_scheme(r),
 		.host = masked_host(s, port, mask, sizeof(mask)),
 	};

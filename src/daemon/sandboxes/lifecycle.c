@@ -51,12 +51,25 @@ void hu_sbx_stream_end(struct hu_sbx *s)
 	hu_sbx_touch(s); /* the idle window starts when the work ends */
 }
 
+static int64_t end_at(const struct hu_daemon *d, enum hu_sbx_state state, int64_t end_at_ms, int64_t paused_at_ms,
+		      int32_t reclaim_after_s)
+{
+	if (state != HU_SBX_PAUSED)
+		return end_at_ms;
+	int32_t after = reclaim_after_s ? reclaim_after_s : (int32_t)d->cfg.reclaim_after_s;
+	return after < 0 ? HU_NEVER_MS : paused_at_ms + (int64_t)after * 1000;
+}
+
 int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s)
 {
-	if (s->state != HU_SBX_PAUSED)
-		return s->end_at_ms;
-	int32_t after = s->reclaim_after_s ? s->reclaim_after_s : (int32_t)d->cfg.reclaim_after_s;
-	return after < 0 ? HU_NEVER_MS : s->paused_at_ms + (int64_t)after * 1000;
+	return end_at(d, s->state, s->end_at_ms, s->paused_at_ms, s->reclaim_after_s);
+}
+
+/* reclaim.after is the node's setting: the nodes of a cluster are expected
+ * to share it (docs/operations.md "Several nodes") */
+int64_t hu_lifecycle_row_end_at(const struct hu_daemon *d, const struct hu_sandbox_row *row)
+{
+	return end_at(d, row->state, row->end_at_ms, row->paused_at_ms, row->reclaim_after_s);
 }
 
 /* ---- memory pressure ------------------------------------------------------ */

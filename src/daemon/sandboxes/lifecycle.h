@@ -27,6 +27,8 @@ void hu_lifecycle_stop(struct hu_daemon *d);
 /* The deadline a client sees as endAt: the idle deadline of a running
  * sandbox, the reclaim time of a paused one (HU_NEVER_MS: none). */
 int64_t hu_lifecycle_end_at(const struct hu_daemon *d, const struct hu_sbx *s);
+/* The same from a stored row (another node's sandbox, listed here). */
+int64_t hu_lifecycle_row_end_at(const struct hu_daemon *d, const struct hu_sandbox_row *row);
 
 /* A growing list of sandboxes (the tick's work lists, adoption's rows). */
 struct hu_sbx_list {

@@ -9,14 +9,19 @@
 #include "daemon/sandboxes/host_readings.h"
 #include "daemon/sandboxes/registry.h"
 
-int hu_sbx_cpu_count(const struct hu_sbx *s)
+int hu_cpu_count_of(uint32_t cpu_millis)
 {
-	if (s->cpu_millis == 0) { /* unlimited: the host's CPUs */
+	if (cpu_millis == 0) { /* unlimited: the host's CPUs */
 		struct hu_host_readings host;
 		hu_err ignored;
 		return hu_host_readings(&host, &ignored) == 0 ? (int)host.cpus : 1;
 	}
-	return (int)((s->cpu_millis + 999) / 1000);
+	return (int)((cpu_millis + 999) / 1000);
+}
+
+int hu_sbx_cpu_count(const struct hu_sbx *s)
+{
+	return hu_cpu_count_of(s->cpu_millis);
 }
 
 /* The reading a new sample's CPU delta is taken against: the last recorded

@@ -48,5 +48,8 @@ json_t *hu_sbx_metrics_json(const struct hu_sbx *s, int64_t start_ms, int64_t en
 void hu_sbx_read_held(struct hu_sbx *s);
 /* E2B's cpuCount: whole CPUs, at least one. */
 int hu_sbx_cpu_count(const struct hu_sbx *s);
+/* The same for a limit of cpu_millis thousandths (0: unlimited, this
+ * host's CPUs). */
+int hu_cpu_count_of(uint32_t cpu_millis);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/store/rows.h"
 #include "util/err.h"
@@ -60,6 +61,10 @@ struct hu_store_ops {
 			     hu_err *err);
 	int (*template_record)(struct hu_store *st, const struct hu_template_row *t, hu_err *err);
 	int (*template_find)(struct hu_store *st, const char *id, struct hu_template_row *out, hu_err *err);
+	int (*sandbox_others)(struct hu_store *st, const char *team, void (*fn)(struct hu_sandbox_row *row, void *arg),
+			      void *arg, hu_err *err);
+	int (*sandbox_by_signature)(struct hu_store *st, const char *prefix, const char *suffix, const uint8_t *digest,
+				    size_t digest_len, char *id, size_t n, hu_err *err);
 	/* hutch doctor's reading (NULL: store.c answers ENOSYS) */
 	int (*health)(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 };

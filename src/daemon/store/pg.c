@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "util/clock.h"
+#include "util/hex.h"
 
 int hu_store_pg_location(const char *location)
 {
@@ -313,31 +314,96 @@ static int row_read(PGresult *res, int r, struct hu_sandbox_row *row)
 	return 0;
 }
 
-static int pg_sandbox_load(struct hu_store *base, void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg,
-			   hu_err *err)
+/* fn with every row sql (n parameters p) selects. */
+static int each_row(struct pg_store *st, const char *what, const char *sql, int n, const char *const *p,
+		    void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg, hu_err *err)
 {
 	struct hu_sandbox_row row;
 	PGresult *res;
 
-	struct pg_store *st = hu_pg(base);
-	const char *p[] = {st->node};
-
-	/* a node adopts its own sandboxes, never another node's */
-	if (hu_pg_exec(st, "load sandboxes",
-		       st->node[0] ? "SELECT " ROW_COLUMNS ", owner FROM sandboxes WHERE owner = $1"
-				   : "SELECT " ROW_COLUMNS ", owner FROM sandboxes",
-		       st->node[0] ? 1 : 0, p, &res, err) < 0)
+	if (hu_pg_exec(st, what, sql, n, p, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
 		if (row_read(res, r, &row) < 0) {
 			PQclear(res);
-			return hu_err_set(err, ENOMEM, "store: load sandboxes");
+			return hu_err_set(err, ENOMEM, "store: %s", what);
 		}
 		fn(&row, arg);
 		hu_sandbox_row_clear(&row);
 	}
 	PQclear(res);
 	return 0;
+}
+
+static int pg_sandbox_load(struct hu_store *base, void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg,
+			   hu_err *err)
+{
+	struct pg_store *st = hu_pg(base);
+	const char *p[] = {st->node};
+
+	/* a node adopts its own sandboxes, never another node's */
+	return each_row(st, "load sandboxes",
+			st->node[0] ? "SELECT " ROW_COLUMNS ", owner FROM sandboxes WHERE owner = $1"
+				    : "SELECT " ROW_COLUMNS ", owner FROM sandboxes",
+			st->node[0] ? 1 : 0, p, fn, arg, err);
+}
+
+static int pg_sandbox_others(struct hu_store *base, const char *team,
+			     void (*fn)(struct hu_sandbox_row *row, void *arg), void *arg, hu_err *err)
+{
+	struct pg_store *st = hu_pg(base);
+	const char *p[] = {team, st->node};
+
+	if (!st->node[0])
+		return hu_err_set(err, -ENOSYS, "store: this process is no node");
+	/* sandboxes_team is the index; what the API shows, never the rows
+	 * of a create or a kill half done */
+	return each_row(st, "list other nodes' sandboxes",
+			"SELECT " ROW_COLUMNS ", owner FROM sandboxes WHERE team = $1 AND owner <> $2"
+			" AND state IN ('running', 'paused')",
+			2, p, fn, arg, err);
+}
+
+static int pg_sandbox_by_signature(struct hu_store *base, const char *prefix, const char *suffix,
+				   const uint8_t *digest, size_t digest_len, char *id, size_t n, hu_err *err)
+{
+	struct pg_store *st = hu_pg(base);
+	char hex_digest[2 * 64 + 1];
+	PGresult *res;
+	int rc;
+
+	if (!st->node[0])
+		return hu_err_set(err, -ENOSYS, "store: this process is no node");
+	if (digest_len > 64)
+		return hu_err_set(err, -EINVAL, "store: a digest of %zu bytes", digest_len);
+	/* the signed text goes as hex: a path need not be UTF-8, and a text
+	 * parameter would have to be */
+	char *hex_prefix = malloc(2 * strlen(prefix) + 1), *hex_suffix = malloc(2 * strlen(suffix) + 1);
+	if (!hex_prefix || !hex_suffix) {
+		free(hex_prefix);
+		free(hex_suffix);
+		return hu_err_set(err, ENOMEM, "store: find a signed URL's sandbox");
+	}
+	hu_hex_encode(prefix, strlen(prefix), hex_prefix);
+	hu_hex_encode(suffix, strlen(suffix), hex_suffix);
+	hu_hex_encode(digest, digest_len, hex_digest);
+	const char *p[] = {st->node, hex_prefix, hex_suffix, hex_digest};
+	/* the server hashes the candidates' tokens: no token leaves it */
+	rc = hu_pg_exec(st, "find a signed URL's sandbox",
+			"SELECT id FROM sandboxes WHERE owner <> $1 AND state IN ('running', 'paused')"
+			" AND access_token <> '' AND sha256(decode($2, 'hex') || convert_to(access_token, 'UTF8')"
+			" || decode($3, 'hex')) = decode($4, 'hex') LIMIT 1",
+			4, p, &res, err);
+	free(hex_prefix);
+	free(hex_suffix);
+	if (rc < 0)
+		return -1;
+	if (PQntuples(res) != 1)
+		rc = hu_err_set(err, -ENOENT, "no other node's sandbox has this signature");
+	else
+		snprintf(id, n, "%s", PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return rc;
 }
 
 static int pg_lost_add(struct hu_store *base, const char *id, const char *team, const char *reason, hu_err *err)
@@ -431,6 +497,8 @@ static const struct hu_store_ops pg_ops = {
 	.sandbox_delete = pg_sandbox_delete,
 	.sandbox_set_state = pg_sandbox_set_state,
 	.sandbox_load = pg_sandbox_load,
+	.sandbox_others = pg_sandbox_others,
+	.sandbox_by_signature = pg_sandbox_by_signature,
 	.template_users = hu_pg_template_users,
 	.lost_add = pg_lost_add,
 	.lost_reason = pg_lost_reason,

@@ -255,6 +255,22 @@ int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size
 	return st->ops->sandbox_owner(st, id, team, n, owner, err);
 }
 
+int hu_store_sandbox_others(struct hu_store *st, const char *team, void (*fn)(struct hu_sandbox_row *row, void *arg),
+			    void *arg, hu_err *err)
+{
+	if (!st->ops->sandbox_others)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->sandbox_others(st, team, fn, arg, err);
+}
+
+int hu_store_sandbox_by_signature(struct hu_store *st, const char *prefix, const char *suffix, const uint8_t *digest,
+				  size_t digest_len, char *id, size_t n, hu_err *err)
+{
+	if (!st->ops->sandbox_by_signature)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes", st->ops->name);
+	return st->ops->sandbox_by_signature(st, prefix, suffix, digest, digest_len, id, n, err);
+}
+
 int hu_store_snapshot_put(struct hu_store *st, const struct hu_snapshot_row *row, hu_err *err)
 {
 	return st->ops->snapshot_put(st, row, err);

@@ -117,6 +117,20 @@ int hu_store_node_renew(struct hu_store *st, const struct hu_node *n, int64_t tt
  * ENOENT when no other node owns it (or there is no such sandbox). */
 int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			   hu_err *err);
+/* Call fn with every running or paused sandbox row of team that another
+ * node owns (the list across nodes: each owner keeps its rows' state,
+ * deadline and metadata current). fn may take the row's JSON values
+ * (setting them NULL), the store clears the rest. ENOSYS: the backend has
+ * no nodes, or this process registered none. */
+int hu_store_sandbox_others(struct hu_store *st, const char *team, void (*fn)(struct hu_sandbox_row *row, void *arg),
+			    void *arg, hu_err *err);
+/* A signed URL's sandbox on another node (envd/signed_url.h): the id
+ * (cap n) of the running or paused sandbox that another node owns whose
+ * access token makes sha256(prefix + token + suffix) equal digest. The
+ * server hashes the tokens; none leaves it. ENOENT: none; ENOSYS: as for
+ * hu_store_sandbox_others. */
+int hu_store_sandbox_by_signature(struct hu_store *st, const char *prefix, const char *suffix, const uint8_t *digest,
+				  size_t digest_len, char *id, size_t n, hu_err *err);
 /* Placement, in one transaction (serialised between nodes): the node a
  * create goes to. The owner of the team's sandbox of ask->idem_key when
  * there is one (placement "" then: nothing is reserved). Otherwise the least

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <libpq-fe.h>
+#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -814,6 +815,135 @@ static void test_pg_sandbox_owner(void **state)
 	free_row(a);
 }
 
+struct listed {
+	int n;
+	char ids[4][HU_ID_MAX];
+	json_t *metadata; /* the last row's, taken */
+};
+
+static void list_row(struct hu_sandbox_row *row, void *arg)
+{
+	struct listed *l = arg;
+	if (l->n < 4)
+		snprintf(l->ids[l->n], sizeof(l->ids[0]), "%s:%s:%s", row->id, row->owner, hu_store_state_name(row->state));
+	l->n++;
+	json_decref(l->metadata);
+	l->metadata = row->metadata; /* fn may take the row's JSON */
+	row->metadata = NULL;
+}
+
+/* The list across nodes: a node reads the team's running and paused rows
+ * of the other nodes, never its own, another team's, or a create or kill
+ * half done; SQLite has no other nodes. */
+static void test_pg_sandbox_others(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2");
+	struct hu_sandbox_row *a, *b, *c, *d;
+	struct hu_store *other;
+	struct listed l = {0};
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin) {
+		assert_int_equal(hu_store_sandbox_others(f->st, "default", list_row, &l, &err), -1);
+		assert_int_equal(err.code, ENOSYS);
+		return;
+	}
+	a = sample_row();
+	b = sample_row();
+	c = sample_row();
+	d = sample_row();
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	/* not registered yet: no node, no others */
+	assert_int_equal(hu_store_sandbox_others(f->st, "default", list_row, &l, &err), -1);
+	assert_int_equal(err.code, ENOSYS);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	snprintf(b->id, sizeof(b->id), "ipaused");
+	b->state = HU_SBX_PAUSED;
+	b->paused_at_ms = 1700000100000;
+	snprintf(c->id, sizeof(c->id), "ikilling");
+	c->state = HU_SBX_KILLING;
+	snprintf(d->id, sizeof(d->id), "iteam2");
+	snprintf(d->team, sizeof(d->team), "another");
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0); /* n1's */
+	assert_int_equal(hu_store_sandbox_put(other, b, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, c, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(other, d, &err), 0);
+	assert_int_equal(hu_store_sandbox_others(f->st, "default", list_row, &l, &err), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.ids[0], "ipaused:n2:paused");
+	assert_non_null(l.metadata);
+	assert_string_equal(json_string_value(json_object_get(l.metadata, "lea.session_id")), "s-1");
+	json_decref(l.metadata);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(hu_store_sandbox_others(other, "default", list_row, &l, &err), 0);
+	assert_int_equal(l.n, 1);
+	assert_string_equal(l.ids[0], "iabc123:n1:running");
+	json_decref(l.metadata);
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(hu_store_sandbox_others(f->st, "nobody", list_row, &l, &err), 0);
+	assert_int_equal(l.n, 0);
+	hu_store_close(other);
+	free_row(a);
+	free_row(b);
+	free_row(c);
+	free_row(d);
+}
+
+/* A signed URL's sandbox among the other nodes': the server hashes
+ * prefix + token + suffix; a wrong digest, another op or this node's own
+ * sandbox finds nothing. */
+static void test_pg_sandbox_by_signature(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), n2 = node_named("n2");
+	struct hu_sandbox_row *a;
+	struct hu_store *other;
+	unsigned char digest[32];
+	char text[256], id[HU_ID_MAX];
+	unsigned int len = 0;
+	int64_t gen;
+	hu_err err;
+
+	a = sample_row();
+	snprintf(text, sizeof(text), "/home/user/\xff a.txt:read:user:%s:1760000000", a->access_token);
+	assert_int_equal(EVP_Digest(text, strlen(text), digest, &len, EVP_sha256(), NULL), 1);
+	if (!f->admin) {
+		assert_int_equal(hu_store_sandbox_by_signature(f->st, "/home/user/\xff a.txt:read:user:", ":1760000000",
+							       digest, sizeof(digest), id, sizeof(id), &err),
+				 -1);
+		assert_int_equal(err.code, ENOSYS);
+		free_row(a);
+		return;
+	}
+	assert_int_equal(hu_store_open(f->location, &other, &err), 0);
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_node_register(other, &n2, 10000, &gen, &err), 0);
+	assert_int_equal(hu_store_sandbox_put(f->st, a, &err), 0);
+	/* the path holds a byte that is not UTF-8: it goes as hex */
+	assert_int_equal(hu_store_sandbox_by_signature(other, "/home/user/\xff a.txt:read:user:", ":1760000000", digest,
+						       sizeof(digest), id, sizeof(id), &err),
+			 0);
+	assert_string_equal(id, "iabc123");
+	assert_int_equal(hu_store_sandbox_by_signature(other, "/home/user/\xff a.txt:write:user:", ":1760000000",
+						       digest, sizeof(digest), id, sizeof(id), &err),
+			 -1);
+	assert_int_equal(err.code, ENOENT);
+	assert_int_equal(hu_store_sandbox_by_signature(other, "/home/user/\xff a.txt:read:user:", "", digest,
+						       sizeof(digest), id, sizeof(id), &err),
+			 -1);
+	assert_int_equal(err.code, ENOENT);
+	/* n1 looks among the others only: its own is not found this way */
+	assert_int_equal(hu_store_sandbox_by_signature(f->st, "/home/user/\xff a.txt:read:user:", ":1760000000",
+						       digest, sizeof(digest), id, sizeof(id), &err),
+			 -1);
+	assert_int_equal(err.code, ENOENT);
+	hu_store_close(other);
+	free_row(a);
+}
+
 /* A lease that expired stops the node's writes (it admits no creates),
  * whether this process noticed (its own clock) or only the database did;
  * a renewal lets it write again. */
@@ -1074,6 +1204,8 @@ int main(void)
 		TESTS(test_pg_lease_expiry),
 		TESTS(test_pg_fencing),
 		TESTS(test_pg_sandbox_owner),
+		TESTS(test_pg_sandbox_others),
+		TESTS(test_pg_sandbox_by_signature),
 		TESTS(test_pg_placement),
 		TESTS(test_pg_templates_and_volume_nodes),
 	};
