@@ -32,7 +32,7 @@ const tplDir = (n) => join(n.base, 'data', 'templates')
 const leftovers = (n, id) => readdirSync(tplDir(n)).filter((e) => e === id || e.startsWith('.'))
 const drain = (names) => sql(`UPDATE nodes SET draining = (name IN (${names.map((n) => `'${n}'`).join(',') || "''"}))`)
 const sign = (method, target, t = Date.now(), node = 'n3', key = secret) =>
-  `v1 t=${t} n=${node} p=- s=` + createHmac('sha256', key).update(`hutch-forward-v1\n${method}\n${target}\n${t}\n${node}\n-`).digest('hex')
+  `v2 t=${t} n=${node} p=- c=- s=` + createHmac('sha256', key).update(`hutch-forward-v2\n${method}\n${target}\n${t}\n${node}\n-\n-`).digest('hex')
 
 async function until(what, fn, ms = 8000) {
   for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (fn()) return

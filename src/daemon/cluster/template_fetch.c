@@ -632,7 +632,7 @@ static int start_request(struct hu_tpl_fetch *f, hu_err *err)
 	}
 	evhttp_connection_set_timeout(f->conn, HU_TPL_FETCH_TIMEOUT_S);
 	snprintf(target, sizeof(target), "%s%s", HU_TPL_FETCH_PATH, f->id);
-	if (hu_fwd_sign(c->secret, c->secret_len, "GET", target, c->self.name, NULL, hu_wall_ms(), proof, sizeof(proof),
+	if (hu_fwd_sign(c->secret, c->secret_len, "GET", target, c->self.name, NULL, NULL, hu_wall_ms(), proof, sizeof(proof),
 			err) < 0)
 		return -1;
 	if (!(f->req = evhttp_request_new(on_done, f)))
