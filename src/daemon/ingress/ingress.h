@@ -5,7 +5,7 @@
  *
  * The request head is rebuilt from what evhttp parsed (method, target,
  * headers without the hop-by-hop ones, X-Forwarded-For/-Proto/-Host set,
- * no Connection: keep-alive), and the body follows as the client sends it
+ * no Connection header, so keep-alive), and the body follows as the client sends it
  * (http/body.c streams it; sized bodies keep their length, chunked ones are
  * re-chunked), with flow control both ways. The server's response is decoded
  * from its framing and passed on through the HTTP layer's streams, so the
