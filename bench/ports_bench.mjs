@@ -216,18 +216,19 @@ try {
   // idle WebSockets first, while the heap is small: the daemon's RSS before and with them open
   await sbx.files.write('/tmp/ws.py', WS_SERVER)
   await sbx.commands.run('python3 /tmp/ws.py', { background: true, timeoutMs: 0 })
+  const socks = []
+  const wsOpen = () => new Promise((res, rej) => {
+    const s = net.connect(hport, '127.0.0.1', () => s.write(`GET /ws HTTP/1.1\r\nHost: ${sbx.getHost(8002)}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\nSec-WebSocket-Version: 13\r\n\r\n`))
+    let b = ''
+    s.on('data', (c) => { b += c; if (b.includes('\r\n\r\n')) { if (/^HTTP\/1\.1 101/.test(b)) res(s); else { s.destroy(); rej(new Error(b)) } } })
+    s.on('error', rej)
+  })
+  // the server is up once an upgrade succeeds (a loaded machine takes a while)
+  await waitFor('the WebSocket server on 8002', async () => { (await wsOpen()).destroy(); return true })
   await sleep(500)
   const rss0 = rssKiB(d.pid)
-  const socks = []
-  for (let i = 0; i < nws; i += 50) {
-    await Promise.all(Array.from({ length: Math.min(50, nws - i) }, () => new Promise((res, rej) => {
-      const s = net.connect(hport, '127.0.0.1', () => s.write(`GET /ws HTTP/1.1\r\nHost: ${sbx.getHost(8002)}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: a2V5a2V5a2V5a2V5a2V5aw==\r\nSec-WebSocket-Version: 13\r\n\r\n`))
-      let b = ''
-      s.on('data', (c) => { b += c; if (b.includes('\r\n\r\n')) { if (/^HTTP\/1\.1 101/.test(b)) res(); else rej(new Error(b)) } })
-      s.on('error', rej)
-      socks.push(s)
-    })))
-  }
+  for (let i = 0; i < nws; i += 50)
+    await Promise.all(Array.from({ length: Math.min(50, nws - i) }, () => wsOpen().then((s) => socks.push(s))))
   await sleep(1000)
   const rss1 = rssKiB(d.pid)
   socks.forEach((s) => s.destroy())

@@ -38,6 +38,16 @@ class H(http.server.BaseHTTPRequestHandler):
         elif p.startswith('/late'):
             time.sleep(float(p.split('=')[1]))
             self.send_body(200, b'late')
+        elif p.startswith('/peer'):
+            self.send_body(200, json.dumps({'port': self.client_address[1]}).encode())
+        elif p.startswith('/drop-second'):
+            # the second request on a connection is not answered: the
+            # connection closes, as when a server's keep-alive runs out
+            self.seen = getattr(self, 'seen', 0) + 1
+            if self.seen > 1:
+                self.close_connection = True
+                return
+            self.send_body(200, json.dumps({'port': self.client_address[1]}).encode())
         elif p.startswith('/stream'):
             n = int(p.split('=')[1]) if '=' in p else 5
             self.send_response(200)
@@ -198,7 +208,29 @@ test('a request by E2b-Sandbox-Port reaches the server, with X-Forwarded-* and w
   assert.equal(j.headers['x-forwarded-host'], `127.0.0.1:${daemonPort}`)
   assert.equal(j.headers['keep-alive'], undefined)
   assert.equal(j.headers.te, undefined)
-  assert.equal(j.headers.connection, 'close')
+  assert.equal(j.headers.connection, undefined, 'keep-alive, HTTP/1.1\'s default')
+})
+
+// The daemon keeps its connection to the server for the next request
+// (idle.h): the server sees the same client port; one that the server
+// closes instead of answering is taken for closed under the request, which
+// goes again on a new connection.
+test('requests reuse the connection to the server, and one the server drops goes again', async () => {
+  const ports = []
+  for (let i = 0; i < 3; i++) {
+    const r = await request({ path: '/peer', headers: portHeaders(sbx, 8000) })
+    assert.equal(r.status, 200)
+    ports.push(json(r).port)
+  }
+  assert.equal(new Set(ports).size, 1, `one connection to the server: ${ports}`)
+  const a = await request({ path: '/drop-second', headers: portHeaders(sbx, 8000) })
+  assert.equal(a.status, 200)
+  const b = await request({ path: '/drop-second', headers: portHeaders(sbx, 8000) })
+  assert.equal(b.status, 200, b.body.toString())
+  assert.notEqual(json(b).port, json(a).port, 'the dropped connection was replaced')
+  // a POST (a body) never goes on a kept connection
+  const c = await request({ method: 'POST', path: '/up', headers: portHeaders(sbx, 8000), body: 'x' })
+  assert.equal(c.status, 200)
 })
 
 test('a request by Host <port>-<id>.<domain> reaches the server', async () => {
@@ -419,6 +451,9 @@ test('a paused sandbox: 502 without autoResume, resumed by a port request with i
   try {
     await startServer(a, 8000)
     await startServer(b, 8000)
+    const peer = async () => json(await request({ path: '/peer', headers: portHeaders(b, 8000) })).port
+    const before = await peer()
+    assert.equal(await peer(), before, 'a kept connection')
     assert.equal(await a.pause(), true)
     assert.equal(await b.pause(), true)
     let r = await request({ path: '/hello', headers: portHeaders(a, 8000) })
@@ -427,6 +462,7 @@ test('a paused sandbox: 502 without autoResume, resumed by a port request with i
     r = await request({ path: '/hello', headers: portHeaders(b, 8000) })
     assert.equal(r.status, 200, r.body.toString())
     assert.equal((await Sandbox.getInfo(b.sandboxId)).state, 'running')
+    assert.notEqual(await peer(), before, 'no connection kept across a pause is used again')
   } finally {
     await a.kill().catch(() => {})
     await b.kill().catch(() => {})
@@ -513,7 +549,7 @@ test('hostile servers (never reading, slowloris, endless headers) stall no one e
     for (let i = 0; i < 10; i++) {
       const t0 = Date.now()
       const r = await request({ path: '/hello', headers: portHeaders(sbx, 8000) })
-      assert.equal(r.status, 200)
+      assert.equal(r.status, 200, r.body.toString())
       assert.ok(Date.now() - t0 < 1000, `a request took ${Date.now() - t0} ms`)
     }
     // endless headers end in a 502, in bounded memory

@@ -184,6 +184,11 @@ test('a keep-alive connection to a port carries requests in sequence, after a st
     assert.equal(last.status, 200)
     assert.equal(last.reused, true, 'the server closing its side does not close the client connection')
     assert.equal(JSON.parse(last.body).path, '/four')
+    // the daemon keeps its own connection to the server too (ingress/idle.h),
+    // except one the server said it closes
+    assert.equal(JSON.parse(b.body).peer, JSON.parse(a.body).peer, 'the server connection was kept')
+    assert.equal(JSON.parse(after.body).peer, JSON.parse(a.body).peer, 'kept after a chunked response too')
+    assert.notEqual(JSON.parse(last.body).peer, JSON.parse(c.body).peer, 'not after the server\'s Connection: close')
     // a POST with a body on the same connection too
     const p = await new Promise((res, rej) => {
       const req = http.request({ host: '127.0.0.1', port: daemonPort, method: 'POST', path: '/p', agent,

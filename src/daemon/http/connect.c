@@ -36,6 +36,8 @@
 /* While a stream runs nothing more is expected from its client; bound what
  * a client could pile up in the input buffer meanwhile. */
 #define STREAM_INPUT_MAX (64u << 10)
+/* At most this much is written to the client in one call. */
+#define STREAM_WRITE_MAX (256u << 10)
 
 /* ---- envelopes and codes ---------------------------------------------------- */
 
@@ -295,6 +297,9 @@ static struct hu_stream *stream_start(struct hu_req *r, int status, const char *
 	struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
 	bufferevent_set_timeouts(bev, NULL, &write_tv);
 	bufferevent_setwatermark(bev, EV_READ, 0, STREAM_INPUT_MAX);
+	/* libevent writes 16 KiB a call by default: a fast stream would make
+	 * four times the write calls it needs */
+	bufferevent_set_max_single_write(bev, STREAM_WRITE_MAX);
 	hu_inconn_set_closecb(hu_req_priv(r)->http, s->evcon, on_close, s);
 	hu_log(HU_LOG_DEBUG, stream_target(s), r->id, "stream %s started", r->path);
 	return s;
@@ -355,6 +360,18 @@ int hu_stream_send(struct hu_stream *s, json_t *msg)
 		return -1;
 	}
 	json_decref(msg);
+	return push(s);
+}
+
+int hu_stream_send_buffer(struct hu_stream *s, struct evbuffer *src, size_t len)
+{
+	if (s->gone)
+		return -1;
+	/* whole chains change hands; only a partial one is copied */
+	if (evbuffer_remove_buffer(src, s->frame, len) != (int)len) {
+		evbuffer_drain(s->frame, evbuffer_get_length(s->frame));
+		return -1;
+	}
 	return push(s);
 }
 

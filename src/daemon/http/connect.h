@@ -9,6 +9,7 @@
 #ifndef HUTCH_DAEMON_CONNECT_H
 #define HUTCH_DAEMON_CONNECT_H
 
+#include <event2/buffer.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +79,9 @@ struct hu_stream *hu_stream_start_status(struct hu_req *r, int status, const cha
 					 const struct hu_stream_cbs *cbs);
 /* As hu_stream_send, for bytes. */
 int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len);
+/* As hu_stream_send_bytes, for the first `len` bytes of `src` (at least
+ * that many), moved out of it rather than copied where it can. */
+int hu_stream_send_buffer(struct hu_stream *s, struct evbuffer *src, size_t len);
 /* End a raw stream: the body is complete. Frees the stream. */
 void hu_stream_finish(struct hu_stream *s);
 /* End a raw stream by cutting the connection, so that the client sees a

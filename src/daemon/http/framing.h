@@ -45,7 +45,8 @@ void hu_framing_init(struct hu_framing *f, enum hu_framing_mode mode, uint64_t l
  * p[*data_off .. *data_off + *data_len) is body content (possibly empty).
  * Call again with the rest. 1: the body is complete (nothing after *used
  * belongs to it), 0: more to come, -1: malformed (EINVAL) or over the limit
- * (E2BIG); err says which. */
+ * (E2BIG); err says which. LENGTH and CLOSE framing never read the bytes:
+ * p may be NULL there (a caller passes how many bytes it holds, unread). */
 int hu_framing_step(struct hu_framing *f, const uint8_t *p, size_t n, size_t *used, size_t *data_off,
 		    size_t *data_len, hu_err *err);
 /* The input ended (EOF). 0 if the body was complete (CLOSE framing always

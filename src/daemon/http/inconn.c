@@ -22,10 +22,13 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "daemon/common/log.h"
 #include "daemon/http/server_internal.h"
@@ -66,6 +69,7 @@ struct hu_inconn {
 	bufferevent_event_cb ev_event;
 	void *ev_arg;
 	bool reads_owned;
+	bool no_delay;     /* TCP_NODELAY is set on its socket */
 };
 
 static void reset_head(struct hu_inconn *c)
@@ -366,6 +370,17 @@ struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg)
 	 * this connection is read */
 	event_active(c->setup, EV_TIMEOUT, 0);
 	return bev;
+}
+
+void hu_inconn_no_delay(struct hu_inconn *c)
+{
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+	int one = 1;
+
+	if (c->no_delay || fd < 0)
+		return;
+	c->no_delay = true; /* once a connection, not once a request */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
 }
 
 struct hu_inconn *hu_inconn_of(struct hu_http *h, struct evhttp_request *ev)

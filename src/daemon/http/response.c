@@ -43,9 +43,30 @@ static bool crlf_only(const char *s, size_t len)
 	return true;
 }
 
+/* Does a Connection header line ("Connection: a, close") name `close`? */
+static bool says_close(const char *line, size_t len)
+{
+	const char *p = line + 11, *end = line + len; /* past "Connection:" */
+
+	if (len < 11 || strncasecmp(line, "Connection:", 11))
+		return false;
+	while (p < end) {
+		while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+			p++;
+		const char *tok = p;
+		while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+			p++;
+		if (p - tok == 5 && !strncasecmp(tok, "close", 5))
+			return true;
+	}
+	return false;
+}
+
 /* One head of `len` bytes (its blank line included) at head: copied to out,
- * rewritten unless it is a 1xx. -2 on a bare CR, and then nothing is added to out. */
-static int emit(const char *head, size_t len, int code, struct evbuffer *out)
+ * rewritten unless it is a 1xx. *keep is cleared when the head says the
+ * server closes its connection after this response (HTTP/1.0, or
+ * Connection: close). -2 on a bare CR, and then nothing is added to out. */
+static int emit(const char *head, size_t len, int code, struct evbuffer *out, bool *keep)
 {
 	const char *p = head, *end = head + len - 2; /* before the blank line */
 	struct evbuffer *tmp;
@@ -68,6 +89,8 @@ static int emit(const char *head, size_t len, int code, struct evbuffer *out)
 			evbuffer_free(tmp);
 			return -2;
 		}
+		if (p != head && says_close(p, content))
+			*keep = false;
 		if (p == head || !is_dropped(p, content)) {
 			rc |= evbuffer_add(tmp, p, content);
 			rc |= evbuffer_add(tmp, "\r\n", 2);
@@ -81,6 +104,12 @@ static int emit(const char *head, size_t len, int code, struct evbuffer *out)
 }
 
 int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err)
+{
+	bool keep;
+	return hu_response_head_conn(in, out, status, &keep, err);
+}
+
+int hu_response_head_conn(struct evbuffer *in, struct evbuffer *out, int *status, bool *keep_alive, hu_err *err)
 {
 	for (;;) {
 		struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
@@ -109,7 +138,9 @@ int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_
 			free(head);
 			return hu_err_set(err, EPROTO, "the server did not answer with HTTP/1.x");
 		}
-		int rc = emit(head, len, code, out);
+		/* HTTP/1.1 keeps its connection unless it says otherwise (RFC 9112 9.3) */
+		*keep_alive = head[7] == '1';
+		int rc = emit(head, len, code, out, keep_alive);
 		free(head);
 		if (rc == -2)
 			return hu_err_set(err, EPROTO, "the server's response head has a CR inside a line");

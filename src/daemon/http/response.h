@@ -25,6 +25,10 @@
  * 0: more bytes needed; -1: not an HTTP/1.x response, or a head over
  * HU_RESPONSE_HEAD_MAX. */
 int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err);
+/* The same, and *keep_alive says whether the server's connection may carry
+ * another request after this response: an HTTP/1.1 final head without
+ * `Connection: close` (the port ingress keeps such connections for reuse). */
+int hu_response_head_conn(struct evbuffer *in, struct evbuffer *out, int *status, bool *keep_alive, hu_err *err);
 
 /* The final head of what hu_response_head wrote (interim 1xx heads before
  * it are skipped): its status, reason phrase and headers (appended to

@@ -197,19 +197,6 @@ static int parse_target(struct hu_req *r)
 
 /* ---- the generic callback ------------------------------------------------- */
 
-/* Replies and stream frames are small writes; with Nagle on, each one after
- * the first waits for the client's delayed ACK (40 ms on Linux), which made
- * a `commands.run('true')` round trip take ~45 ms instead of a few. */
-static void no_delay(struct evhttp_request *ev)
-{
-	struct evhttp_connection *conn = evhttp_request_get_connection(ev);
-	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
-	int one = 1;
-	if (fd >= 0)
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* fails harmlessly on unix sockets */
-}
-
 /* The head is parsed and the body (if any) is ready for the handler: read
  * whole, or left for it to stream. */
 static void run_handler(struct req_priv *p)
@@ -233,7 +220,8 @@ static void on_request(struct evhttp_request *ev, void *arg)
 		return;
 	}
 	hu_req_hold(p);
-	no_delay(ev);
+	if (c)
+		hu_inconn_no_delay(c);
 	if (!c) {
 		/* never happens: every connection has its state */
 		evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close");

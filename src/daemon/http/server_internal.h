@@ -82,6 +82,10 @@ struct hu_http {
 struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg);
 /* The connection state of a request's connection, or NULL. */
 struct hu_inconn *hu_inconn_of(struct hu_http *h, struct evhttp_request *ev);
+/* Replies and stream frames are small writes; with Nagle on, each one after
+ * the first waits for the client's delayed ACK (40 ms on Linux). Sets
+ * TCP_NODELAY on c's socket, once. */
+void hu_inconn_no_delay(struct hu_inconn *c);
 /* The request being served on c, or NULL. */
 struct req_priv *hu_inconn_req(struct hu_inconn *c);
 /* p is freed: c forgets it. */

@@ -78,10 +78,10 @@ int hu_head_build(const struct hu_head_in *in, struct evbuffer *out, bool *upgra
 			return hu_err_set(err, EINVAL, "header %.64s cannot be forwarded", kv->key);
 		rc |= evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value) < 0;
 	}
+	/* without an upgrade no Connection header: HTTP/1.1's default, keep-alive,
+	 * lets the ingress reuse the connection (idle.h) */
 	if (*upgrade)
 		rc |= evbuffer_add_printf(out, "Connection: Upgrade\r\nUpgrade: %s\r\n", up) < 0;
-	else
-		rc |= evbuffer_add_printf(out, "Connection: close\r\n") < 0;
 	if (in->body_length < 0)
 		rc |= evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n") < 0;
 	else if (in->body_length > 0 || in->body_expected)

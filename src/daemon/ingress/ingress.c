@@ -6,12 +6,14 @@
 #include <event2/keyvalq_struct.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "daemon/http/connect.h"
@@ -19,6 +21,7 @@
 #include "daemon/http/server.h"
 #include "daemon/ingress/dial.h"
 #include "daemon/ingress/head.h"
+#include "daemon/ingress/idle.h"
 #include "daemon/http/relay.h"
 #include "daemon/http/response.h"
 #include "runtime/sandbox.h"
@@ -40,6 +43,12 @@ struct proxied {
 	bool body_over;          /* the request body was sent whole (or there was none) */
 	bool body_paused;        /* the server's socket is full: the client's body waits */
 	bool head_request;       /* HEAD: the response has no body whatever it says */
+	bool no_body;            /* nothing to send after the head: it may be sent again */
+	bool body_started;       /* the body is streamed to the server (once, whatever the connection) */
+	bool reused;             /* the server connection was a kept one (idle.h) */
+	bool heard;              /* the server sent something on it */
+	bool server_keeps;       /* its response leaves the server's connection open */
+	uint32_t pauses;         /* the sandbox's pause count when it was reached */
 	struct hu_http_conn *conn; /* a relay's client connection (taken over) */
 	struct bufferevent *server;
 	struct hu_relay *relay;
@@ -53,6 +62,7 @@ struct proxied {
 struct hu_ingress {
 	struct hu_daemon *d;
 	struct proxied *list;
+	struct hu_idle_conns *idle; /* kept server connections (NULL: out of memory, none kept) */
 	int host_netns; /* the daemon's network namespace, to return to after a dial (dial.h) */
 };
 
@@ -62,6 +72,7 @@ static struct hu_ingress *ingress_of(struct hu_daemon *d)
 		d->ingress = calloc(1, sizeof(*d->ingress));
 		if (d->ingress) {
 			d->ingress->d = d;
+			d->ingress->idle = hu_idle_conns_new();
 			/* without it, every dial goes through init */
 			d->ingress->host_netns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 		}
@@ -216,6 +227,23 @@ static void start_relay(struct proxied *p, struct evbuffer *head)
 
 /* ---- the response ------------------------------------------------------------------------ */
 
+/* The exchange on p->server is over: keep the connection for the next
+ * request to the port when nothing of it is left over either way and the
+ * server said it stays open. */
+static void keep_server(struct proxied *p)
+{
+	struct hu_daemon *d = p->ig->d;
+	struct hu_sbx *s = d->reg ? hu_registry_get(d->reg, p->sbx_id) : NULL;
+
+	if (!p->server || !p->ig->idle || !p->server_keeps || p->resp.mode == HU_FRAMING_CLOSE || !p->body_over ||
+	    !s || s->state != HU_SBX_RUNNING || s->pauses != p->pauses ||
+	    evbuffer_get_length(bufferevent_get_input(p->server)) ||
+	    evbuffer_get_length(bufferevent_get_output(p->server)))
+		return;
+	hu_idle_conns_put(p->ig->idle, p->sbx_id, p->pauses, p->port, p->server);
+	p->server = NULL;
+}
+
 static void response_done(struct proxied *p)
 {
 	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: response passed on (%llu bytes in, %llu out)",
@@ -225,37 +253,107 @@ static void response_done(struct proxied *p)
 	hu_stream_finish(p->stream);
 	p->stream = NULL;
 	p->r = NULL;
+	keep_server(p);
 	proxied_free(p);
 }
 
-/* Pass on what the server sent of the response body. */
-static void pump_response(struct proxied *p)
+/* Pass on what the server sent of the response body. -1: p is over (and
+ * freed), else 0. */
+static int pump_response(struct proxied *p)
 {
 	struct evbuffer *in = bufferevent_get_input(p->server);
 	hu_err err;
 
 	while (p->stream && !p->resp_paused) {
 		struct evbuffer_iovec v;
-		size_t used, off, len;
+		const uint8_t *bytes = NULL; /* sized and close-delimited bodies are not looked at */
+		size_t used, off, len, avail = evbuffer_get_length(in);
 		if (p->resp.done) {
 			response_done(p);
-			return;
+			return -1;
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-			return;
-		int rc = hu_framing_step(&p->resp, v.iov_base, v.iov_len, &used, &off, &len, &err);
+		if (avail == 0)
+			return 0;
+		if (p->resp.mode == HU_FRAMING_CHUNKED) {
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+				return 0;
+			bytes = v.iov_base;
+			avail = v.iov_len;
+		}
+		int rc = hu_framing_step(&p->resp, bytes, avail, &used, &off, &len, &err);
 		if (rc < 0) {
 			cut(p, err.msg);
-			return;
+			return -1;
 		}
-		int sent = len ? hu_stream_send_bytes(p->stream, (const uint8_t *)v.iov_base + off, len) : 0;
+		/* the body span leaves the buffer by moving, not copying, and
+		 * the framing around it is dropped */
+		int sent = 0;
+		evbuffer_drain(in, off);
+		if (len)
+			sent = hu_stream_send_buffer(p->stream, in, len);
+		evbuffer_drain(in, used - off - len);
 		p->down_bytes += len;
-		evbuffer_drain(in, used);
 		if (sent < 0) {
 			cut(p, "the client connection failed");
-			return;
+			return -1;
 		}
 		/* sent == 1: on_resp_pause ran and disabled the server's reads */
+	}
+	return 0;
+}
+
+/* libevent reads at most 4 KiB a call. A body arriving faster than that is
+ * read here in larger pieces, straight into the server's input buffer,
+ * while the client keeps up; never past a sized body's end (the connection
+ * may carry the next request). */
+#define BODY_READ (128u << 10)
+#define BODY_READS_PER_WAKE 4
+
+static void on_server_event(struct bufferevent *b, short what, void *arg);
+
+static void read_more(struct proxied *p)
+{
+	for (int i = 0; i < BODY_READS_PER_WAKE && p->stream && !p->resp_paused; i++) {
+		struct evbuffer *in = bufferevent_get_input(p->server);
+		struct evbuffer_iovec v[2];
+		struct iovec iov[2];
+		size_t want = BODY_READ;
+
+		if (p->resp.mode == HU_FRAMING_LENGTH && p->resp.left < want)
+			want = (size_t)p->resp.left;
+		if (want < (16u << 10))
+			return; /* a small rest: libevent's read does */
+		int nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+		if (nv < 1)
+			return;
+		size_t room = 0;
+		for (int j = 0; j < nv; j++) {
+			if (v[j].iov_len > want - room)
+				v[j].iov_len = want - room;
+			room += v[j].iov_len;
+			iov[j] = (struct iovec){v[j].iov_base, v[j].iov_len};
+		}
+		ssize_t n = readv(bufferevent_getfd(p->server), iov, nv);
+		if (n <= 0) {
+			int e = errno;
+			evbuffer_commit_space(in, v, 0);
+			if (n < 0 && (e == EAGAIN || e == EWOULDBLOCK || e == EINTR))
+				return;
+			on_server_event(p->server, BEV_EVENT_READING | (n == 0 ? BEV_EVENT_EOF : BEV_EVENT_ERROR), p);
+			return;
+		}
+		size_t left = (size_t)n;
+		int used_vecs = 0;
+		for (int j = 0; j < nv && left; j++, used_vecs++) {
+			if (v[j].iov_len > left)
+				v[j].iov_len = left;
+			left -= v[j].iov_len;
+		}
+		evbuffer_commit_space(in, v, used_vecs);
+		if (pump_response(p) < 0)
+			return;
+		if ((size_t)n < want)
+			return; /* the socket is empty */
 	}
 }
 
@@ -271,7 +369,8 @@ static void on_resp_resume(void *arg)
 	struct proxied *p = arg;
 	p->resp_paused = false;
 	bufferevent_enable(p->server, EV_READ);
-	pump_response(p);
+	if (pump_response(p) == 0)
+		read_more(p);
 }
 
 static void on_client_gone(void *arg)
@@ -287,7 +386,9 @@ static void on_client_gone(void *arg)
 
 static void on_server_read(struct bufferevent *b, void *arg)
 {
-	pump_response(arg);
+	struct proxied *p = arg;
+	if (pump_response(p) == 0)
+		read_more(p);
 }
 
 static void on_server_event(struct bufferevent *b, short what, void *arg)
@@ -297,9 +398,10 @@ static void on_server_event(struct bufferevent *b, short what, void *arg)
 
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
-	pump_response(p); /* what came before the end */
+	if (pump_response(p) < 0) /* what came before the end */
+		return;                /* done (or cut) with it */
 	if (!p->stream)
-		return; /* done (or cut) with it */
+		return;
 	if ((what & BEV_EVENT_ERROR) || hu_framing_eof(&p->resp, &err) < 0) {
 		cut(p, "the server closed the connection before the end of its response");
 		return;
@@ -392,7 +494,8 @@ static void on_head(struct bufferevent *b, void *arg)
 		fail_request(p, 500, "out of memory");
 		return;
 	}
-	int rc = hu_response_head(bufferevent_get_input(b), heads, &status, &err);
+	p->heard = true;
+	int rc = hu_response_head_conn(bufferevent_get_input(b), heads, &status, &p->server_keeps, &err);
 	if (rc == 0) {
 		/* interim heads are not passed on; hu_response_head consumed them */
 		evbuffer_free(heads);
@@ -409,10 +512,36 @@ static void on_head(struct bufferevent *b, void *arg)
 	evbuffer_free(heads);
 }
 
+static int dial(struct proxied *p, struct hu_sbx *s, hu_err *err);
+
+/* A kept connection the server closed as the request went out (its own
+ * idle timeout ran out first): the request, which has nothing after its
+ * head, goes again on a new connection, as nginx does. */
+static void dial_again(struct proxied *p)
+{
+	struct hu_daemon *d = p->ig->d;
+	struct hu_sbx *s = d->reg ? hu_registry_get(d->reg, p->sbx_id) : NULL;
+	hu_err err;
+
+	bufferevent_free(p->server);
+	p->server = NULL;
+	p->reused = false;
+	if (!s || s->state != HU_SBX_RUNNING) {
+		fail_request(p, 502, "the sandbox stopped while its port was being reached");
+		return;
+	}
+	if (dial(p, s, &err) < 0)
+		fail_request(p, 502, err.msg);
+}
+
 static void on_head_event(struct bufferevent *b, short what, void *arg)
 {
 	struct proxied *p = arg;
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (p->reused && !p->heard && p->no_body)
+		dial_again(p);
+	else
 		fail_request(p, 502, "the server closed the connection without a response");
 }
 
@@ -462,6 +591,8 @@ static void on_server_drained(struct bufferevent *b, void *arg)
 	}
 }
 
+static void send_request(struct proxied *p, struct hu_sbx *s, struct bufferevent *bev);
+
 static void on_dialled(int fd, const hu_err *err, void *arg)
 {
 	struct proxied *p = arg;
@@ -480,30 +611,62 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 		return;
 	}
 	struct hu_sbx *s = d->reg ? hu_registry_get(d->reg, p->sbx_id) : NULL;
-	p->server = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!p->server) {
+	struct bufferevent *bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!bev) {
 		close(fd);
 		fail_request(p, 500, "out of memory");
 		return;
 	}
 	if (!s || s->state != HU_SBX_RUNNING) {
+		bufferevent_free(bev);
 		fail_request(p, 502, "the sandbox stopped while its port was being reached");
 		return;
 	}
-	if (evbuffer_add_buffer(bufferevent_get_output(p->server), p->head) < 0) {
+	send_request(p, s, bev);
+}
+
+/* The request goes out on bev (a new connection, or a kept one). */
+static void send_request(struct proxied *p, struct hu_sbx *s, struct bufferevent *bev)
+{
+	struct evbuffer *out = bufferevent_get_output(bev);
+	size_t n = evbuffer_get_length(p->head);
+
+	p->server = bev;
+	/* a request that may have to go again keeps its head */
+	if (p->no_body ? evbuffer_add(out, evbuffer_pullup(p->head, -1), n) < 0 : evbuffer_add_buffer(out, p->head) < 0) {
 		fail_request(p, 500, "out of memory");
 		return;
 	}
-	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
-	bufferevent_setwatermark(p->server, EV_WRITE, HU_RELAY_LOW, 0);
-	bufferevent_setcb(p->server, on_head, on_server_drained, on_head_event, p);
-	bufferevent_enable(p->server, EV_READ | EV_WRITE);
-	hu_sbx_stream_begin(s);
-	p->streaming = true;
+	bufferevent_setwatermark(bev, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
+	bufferevent_setwatermark(bev, EV_WRITE, HU_RELAY_LOW, 0);
+	bufferevent_setcb(bev, on_head, on_server_drained, on_head_event, p);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	if (!p->streaming) {
+		hu_sbx_stream_begin(s);
+		p->streaming = true;
+	}
+	if (p->body_started)
+		return;
 	/* the body follows the head as the client sends it */
+	p->body_started = true;
 	struct hu_body_cbs cbs = {on_body_data, on_body_end, p};
 	if (hu_req_body_stream(p->r, &cbs) < 0)
 		fail_request(p, 400, "the client is gone");
+}
+
+/* A new connection to the port: on_dialled goes on. */
+static int dial(struct proxied *p, struct hu_sbx *s, hu_err *err)
+{
+	struct hu_dial_target to = {
+		.pidfd = s->rt ? hu_sandbox_pidfd(s->rt) : -1,
+		.host_netns = p->ig->host_netns,
+		.init_sock = hu_sbx_socket(s),
+	};
+	if (hu_dial_port(p->ig->d->base, &to, p->port, HU_INGRESS_DIAL_MS, on_dialled, p, &p->dial, err) < 0) {
+		hu_err_prefix(err, "port %u", (unsigned)p->port);
+		return -1;
+	}
+	return 0;
 }
 
 /* maskRequestHost with every "${PORT}" replaced by the port, or NULL. */
@@ -571,18 +734,25 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 	};
 	p->chunked_body = body_length < 0;
 	p->head_request = r->method == EVHTTP_REQ_HEAD;
+	p->no_body = body_length == 0;
+	p->pauses = s->pauses;
 	if (hu_head_build(&in, p->head, &p->two_way, &err) < 0) {
 		reply_port_error(r, err.code == ENOMEM ? 500 : 400, s->id, port, err.msg);
 		proxied_free(p);
 		return;
 	}
-	struct hu_dial_target to = {
-		.pidfd = s->rt ? hu_sandbox_pidfd(s->rt) : -1,
-		.host_netns = ig->host_netns,
-		.init_sock = hu_sbx_socket(s),
-	};
-	if (hu_dial_port(d->base, &to, port, HU_INGRESS_DIAL_MS, on_dialled, p, &p->dial, &err) < 0) {
-		hu_err_prefix(&err, "port %u", (unsigned)port);
+	/* A kept connection only for a request that can go again (nothing
+	 * after its head) should the server close it under us; an upgrade
+	 * takes its connection for good. */
+	bool may_reuse = p->no_body && !p->two_way;
+	struct bufferevent *kept = may_reuse ? hu_idle_conns_take(ig->idle, s->id, s->pauses, port) : NULL;
+	if (kept) {
+		p->r = r;
+		p->reused = true;
+		send_request(p, s, kept); /* answers r itself if it fails */
+		return;
+	}
+	if (dial(p, s, &err) < 0) {
 		reply_port_error(r, 502, s->id, port, err.msg);
 		proxied_free(p);
 		return;
@@ -604,6 +774,7 @@ void hu_ingress_free(struct hu_daemon *d)
 		p->r = NULL;
 		proxied_free(p);
 	}
+	hu_idle_conns_free(d->ingress->idle);
 	if (d->ingress->host_netns >= 0)
 		close(d->ingress->host_netns);
 	free(d->ingress);

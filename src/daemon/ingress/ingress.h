@@ -1,10 +1,11 @@
 /*
  * Port ingress: a request for a port inside a sandbox (other than envd's)
- * is sent to that port, on a connection of its own.
+ * is sent to that port, on a kept keep-alive connection to it (idle.h) when
+ * the request has no body, else on a new one.
  *
  * The request head is rebuilt from what evhttp parsed (method, target,
  * headers without the hop-by-hop ones, X-Forwarded-For/-Proto/-Host set,
- * `Connection: close`), and the body follows as the client sends it
+ * no Connection header, so keep-alive), and the body follows as the client sends it
  * (http/body.c streams it; sized bodies keep their length, chunked ones are
  * re-chunked), with flow control both ways. The server's response is decoded
  * from its framing and passed on through the HTTP layer's streams, so the

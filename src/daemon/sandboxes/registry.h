@@ -32,6 +32,7 @@ struct hu_sbx {
 	int64_t end_at_ms;        /* unix ms: the idle deadline (HU_NEVER_MS: none) */
 	int32_t timeout_s;        /* the idle window; -1 = never times out */
 	int64_t paused_at_ms;     /* unix ms, when paused (release and reclaim count from it) */
+	uint32_t pauses;          /* times paused while live: the ingress reuses no connection across one */
 	int64_t last_active_ms;   /* last request or stream end: memory pressure releases LRU first */
 	int32_t reclaim_after_s;  /* paused longer than this: deleted (0 = the server's setting, -1 = never) */
 	int released;             /* paused with memory released: no processes, files kept */

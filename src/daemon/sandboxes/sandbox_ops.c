@@ -710,6 +710,7 @@ int hu_sbx_pause(struct hu_daemon *d, struct hu_sbx *s, int release_memory, hu_e
 	hu_sbx_read_held(s);
 	s->state = HU_SBX_PAUSED;
 	s->paused_at_ms = hu_wall_ms();
+	s->pauses++;
 	if (save(d, s, err) < 0) {
 		s->state = HU_SBX_RUNNING;
 		s->paused_at_ms = 0;

@@ -72,7 +72,8 @@ static void test_head_drops_hop_by_hop_and_sets_forwarded(void **state)
 	assert_non_null(strstr(s, "POST /p?q=1 HTTP/1.1\r\n"));
 	assert_non_null(strstr(s, "Host: 8000-abc.localhost\r\n"));
 	assert_non_null(strstr(s, "X-Kept: yes\r\n"));
-	assert_non_null(strstr(s, "Connection: close\r\n"));
+	/* the client's Connection is not passed on, and none is set: keep-alive */
+	assert_null(strstr(s, "Connection:"));
 	assert_non_null(strstr(s, "Content-Length: 5\r\n"));
 	assert_non_null(strstr(s, "X-Forwarded-For: 10.1.2.3\r\n"));
 	assert_non_null(strstr(s, "X-Forwarded-Host: 8000-abc.localhost\r\n"));
@@ -190,6 +191,34 @@ static void test_response_head_closes_plain_responses(void **state)
 	assert_int_equal(status, 404);
 	assert_string_equal(out, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.0 404 Not Found\r\nConnection: close\r\n\r\n");
 	free(out);
+}
+
+/* Whether the server keeps its connection: HTTP/1.1 unless Connection
+ * names close; HTTP/1.0 never (idle.h keeps only those that stay open). */
+static int keeps(const char *text)
+{
+	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
+	bool keep = true;
+	int status = 0;
+	hu_err err;
+	evbuffer_add(in, text, strlen(text));
+	int rc = hu_response_head_conn(in, out, &status, &keep, &err);
+	evbuffer_free(in);
+	evbuffer_free(out);
+	return rc == 1 ? keep : -1;
+}
+
+static void test_response_head_tells_keep_alive(void **state)
+{
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 1);
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n"), 1);
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"), 0);
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nconnection: X-Hop, CLOSE\r\n\r\n"), 0);
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nConnection: closed\r\n\r\n"), 1);
+	assert_int_equal(keeps("HTTP/1.1 200 OK\r\nX-Connection: close\r\n\r\n"), 1);
+	assert_int_equal(keeps("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\n"), 0);
+	/* an interim head's close says nothing of the final one */
+	assert_int_equal(keeps("HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"), 1);
 }
 
 static void test_response_head_passes_a_switch(void **state)
@@ -629,6 +658,7 @@ int main(void)
 		cmocka_unit_test(test_head_masks_the_host),
 		cmocka_unit_test(test_head_refuses_what_would_split),
 		cmocka_unit_test(test_response_head_closes_plain_responses),
+		cmocka_unit_test(test_response_head_tells_keep_alive),
 		cmocka_unit_test(test_response_head_passes_a_switch),
 		cmocka_unit_test(test_response_head_bounds_and_garbage),
 		cmocka_unit_test(test_relay_two_way_and_half_close),
