@@ -209,6 +209,7 @@ install: all
 	install -m 0755 $(HUTCH) $(DESTDIR)$(PREFIX)/bin/hutch
 	install -m 0755 $(FULL) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-full
 	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init
+	install -m 0644 $(INIT).debug $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init.debug
 	install -m 0755 $(BUILDER) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-build
 	# the code interpreter's recipe, which `hutch serve` finds beside its binary (docs/operations.md)
 	install -d $(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/server
