@@ -141,6 +141,7 @@ def main():
     p = Places(T)
     where = {}
     hutch_env = None
+    shm = None
     try:
         for n in names:
             if n == 'tmpfs':
@@ -168,7 +169,7 @@ def main():
                 where[n] = p.overlay(n, f'{T}/ovltmp')
             elif n in ('hutch-tmp', 'hutch-shm'):
                 where[n] = '/tmp' if n == 'hutch-tmp' else '/dev/shm'
-                shm = tempfile.mkdtemp(prefix='hutch-filesfs.', dir='/dev/shm')
+                shm = shm or tempfile.mkdtemp(prefix='hutch-filesfs.', dir='/dev/shm')
                 hutch_env = dict(os.environ, HUTCH_DATA_DIR=f'{T}/hutch-data', HUTCH_RUN_DIR=f'{shm}/run',
                                  HUTCH_CGROUP_PARENT='hutch-filesfs',
                                  HUTCH_INIT=os.path.join(os.path.dirname(os.path.abspath(a.hutch)), 'hutch-init'))
@@ -216,6 +217,14 @@ def main():
                 time.sleep(0.1)
         p.close()
         shutil.rmtree(T, ignore_errors=True)
+        if shm:
+            shutil.rmtree(shm, ignore_errors=True)
+        # the (empty) cgroup parents the hutch runs made
+        for d in ['/sys/fs/cgroup/hutch-filesfs'] + [f'/sys/fs/cgroup/{c}/hutch-filesfs' for c in os.listdir('/sys/fs/cgroup')]:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
     med = statistics.median
     print(f'# {a.rounds} samples per place (medians, ms); load average {os.getloadavg()[0]:.1f}')
     print('| place | task (wall) | CPU | ' + ' | '.join(STEPS) + ' | × tmpfs |')
