@@ -18,6 +18,8 @@ Figures (milliseconds, nearest-rank quantiles):
                   wall time of the whole burst, the CPU the client process used meanwhile (Python and
                   the SDK's transport threads) and the daemon's, and what else the daemon did (pool
                   builds finished, creates served cold)
+  info_baseline   in the same bursts, as many AsyncSandbox.get_info() at once on the sandboxes just made:
+                  the client's and the HTTP path's share of a burst (the daemon does next to nothing)
 Kills are outside the timings. Uses the clients the tests pin (tests/e2e-py/.venv, tests/e2e/node_modules).
 """
 import argparse
@@ -72,8 +74,21 @@ async def concurrent_creates(n):
     c0, t0 = time.process_time(), time.perf_counter()
     made = await asyncio.gather(*(one() for _ in range(n)))
     span, cpu = (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
+    # the baseline of the same burst: as many get_info calls at once, from
+    # the same client, on the sandboxes just made; the daemon does next to
+    # nothing for one, so this is the client's and the HTTP path's share
+    info = []
+
+    async def look(s):
+        t = time.perf_counter()
+        await s.get_info()
+        info.append((time.perf_counter() - t) * 1000)
+
+    c1 = time.process_time()
+    await asyncio.gather(*(look(s) for s in made if s))
+    info_cpu = (time.process_time() - c1) * 1000
     await asyncio.gather(*(s.kill() for s in made if s))
-    return lat, errors, span, cpu
+    return lat, errors, span, cpu, info, info_cpu
 
 
 def metrics(d):
@@ -155,12 +170,12 @@ def main():
             if i >= 3:
                 py.append(ms)
                 js.append(jms)
-        lat, errors, bursts = [], [], []
+        lat, infos, errors, bursts = [], [], [], []
         for b in range(a.warmup + a.bursts):
             m0 = wait_pool_full(d) if a.pool else metrics(d)
             ready = m0.get('hutch_pool_sandboxes{template="base",state="ready"}', 0)
             dc0 = daemon_cpu_ms(d)
-            bl, be, span, cpu = asyncio.run(concurrent_creates(a.concurrent))
+            bl, be, span, cpu, bi, icpu = asyncio.run(concurrent_creates(a.concurrent))
             dcpu = daemon_cpu_ms(d) - dc0
             m1 = metrics(d)
             delta = lambda k: m1.get(k, 0) - m0.get(k, 0)
@@ -172,9 +187,11 @@ def main():
             p95 = q(bl, .95) if bl else float("nan")
             print(f"burst {b + 1} ({kind}): pool ready {ready:.0f}; p95 {p95:.1f} ms, whole burst {span:.1f} ms; "
                   f"client CPU {cpu:.0f} ms, daemon CPU {dcpu:.0f} ms (and its kills); {built:.0f} pool builds finished, "
-                  f"{cold:.0f} cold creates, {len(be)} refused; load {load}", file=sys.stderr, flush=True)
+                  f"{cold:.0f} cold creates, {len(be)} refused; get_info burst p95 {q(bi, .95) if bi else float('nan'):.1f} ms, "
+                  f"client CPU {icpu:.0f} ms; load {load}", file=sys.stderr, flush=True)
             if b >= a.warmup:
                 lat += bl
+                infos += bi
                 errors += be
                 bursts.append(p95)
     finally:
@@ -189,6 +206,8 @@ def main():
     if lat:
         print(row(f"{a.concurrent} concurrent AsyncSandbox.create(), {a.bursts} bursts", lat))
         print("per-burst p95: " + " ".join(f"{x:.1f}" for x in bursts))
+    if infos:
+        print(row(f"baseline: {a.concurrent} concurrent get_info() on them, same bursts", infos))
     print(f"\nPython - JS, median: {q(py, .5) - q(js, .5):+.2f} ms; p99: {q(py, .99) - q(js, .99):+.2f} ms")
     if errors:
         print(f"concurrent creates refused: {len(errors)}; first: {errors[0]}")

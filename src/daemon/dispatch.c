@@ -20,6 +20,7 @@
 
 #include "daemon/api/handlers.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/template_fetch.h"
 #include "daemon/common/json.h"
 #include "daemon/common/stats.h"
 #include "daemon/envd/signed_url.h"
@@ -94,7 +95,7 @@ static int for_another_node(struct hu_req *r, const struct hu_route *rt, bool fo
 	if (acts_on_sandbox(rt) && r->param[0] && (!d->reg || !hu_registry_get(d->reg, r->param)))
 		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded);
 	if (rt->fn == hu_api_create_sandbox) /* POST /sandboxes, /v2/sandboxes */
-		return hu_cluster_place(r, forwarded, placement);
+		return hu_cluster_place(r, forwarded, placement, rt->fn);
 	return 0;
 }
 
@@ -367,6 +368,8 @@ void hu_dispatch(struct hu_req *r)
 			dispatch_data_plane(r, signed_for->id, signed_for, forwarded);
 	} else if (!strcmp(r->path, "/health") && r->method == EVHTTP_REQ_GET)
 		hu_reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	else if (!strncmp(r->path, HU_TPL_FETCH_PATH, strlen(HU_TPL_FETCH_PATH)))
+		hu_cluster_template_serve(r, forwarded); /* node to node only */
 	else
 		route(r, hu_control_routes, hu_n_control_routes, 0, forwarded);
 }

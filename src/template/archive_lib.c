@@ -25,6 +25,23 @@
 #undef archive_entry_mtime
 #undef archive_entry_mode
 #undef archive_entry_hardlink
+#undef archive_write_new
+#undef archive_write_free
+#undef archive_write_set_format_pax_restricted
+#undef archive_write_open
+#undef archive_write_header
+#undef archive_write_data
+#undef archive_write_close
+#undef archive_entry_new
+#undef archive_entry_free
+#undef archive_entry_clear
+#undef archive_entry_set_pathname
+#undef archive_entry_set_mode
+#undef archive_entry_set_uid
+#undef archive_entry_set_gid
+#undef archive_entry_set_size
+#undef archive_entry_set_mtime
+#undef archive_entry_set_symlink
 
 struct hu_archive_lib hu_archive_lib;
 

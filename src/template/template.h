@@ -136,6 +136,7 @@ int hu_tpl_fixup(int root, hu_err *err);
 /* ---- description (tpl_meta.c) ---- */
 
 #define HU_TPL_RECIPE_MAX 72
+#define HU_TPL_CHECKSUM_MAX 72 /* "sha256:" + 64 lowercase hex */
 
 struct hu_tpl_meta {
 	char id[HU_ID_MAX];
@@ -156,6 +157,8 @@ struct hu_tpl_meta {
 	char recipe[HU_TPL_RECIPE_MAX]; /* what a recipe script built it from (a hash), or "": scripts
 	                                 * compare it to decide whether to rebuild */
 	uint64_t size_bytes, files;
+	char checksum[HU_TPL_CHECKSUM_MAX]; /* of its transfer stream (hu_tpl_export), set by the build; ""
+	                                     * for one built before there was one */
 };
 
 void hu_tpl_meta_init(struct hu_tpl_meta *m);
@@ -166,6 +169,8 @@ json_t *hu_tpl_meta_json(const struct hu_tpl_meta *m);
 /* The stored form (template.json), which hu_tpl_meta_parse reads. */
 json_t *hu_tpl_meta_stored(const struct hu_tpl_meta *m);
 int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_err *err);
+/* "sha256:" + 64 lowercase hex */
+int hu_tpl_checksum_valid(const char *s);
 /* <templates_dir>/<id>/template.json; ENOENT when there is no such
  * template. The built-in `base` is described here too (public, host /usr). */
 int hu_tpl_meta_read(const char *templates_dir, const char *id, struct hu_tpl_meta *m, hu_err *err);
@@ -174,7 +179,9 @@ int hu_tpl_list(const char *templates_dir, int (*fn)(const struct hu_tpl_meta *m
 
 /* ---- build and delete (tpl_build.c) ---- */
 
-enum hu_tpl_source { HU_TPL_FROM_DIR, HU_TPL_FROM_TAR, HU_TPL_FROM_OCI };
+/* FROM_NODE: a copy of another node's template (its transfer stream,
+ * already unpacked into the staged rootfs; keeps its createdAt and checksum) */
+enum hu_tpl_source { HU_TPL_FROM_DIR, HU_TPL_FROM_TAR, HU_TPL_FROM_OCI, HU_TPL_FROM_NODE };
 struct hu_tpl_build {
 	const char *templates_dir;
 	enum hu_tpl_source source;
@@ -198,6 +205,32 @@ int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err);
 /* Remove a built template (its name first, then its files). The caller
  * checks that no sandbox uses it. `base` cannot be deleted. */
 int hu_tpl_delete(const char *templates_dir, const char *id, hu_err *err);
+
+/* ---- the transfer stream (tpl_export.c) ---- */
+
+/* A built template's tree as one tar stream (POSIX pax, libarchive's
+ * writer), the same bytes every time for the same tree, so that its
+ * sha256, taken when the template is built, checks a copy sent to another
+ * node (cluster/template_fetch.h): entries in byte order of their names,
+ * each with its type, permission bits, owner, size, and (files and
+ * symlinks) mtime; directories carry mtime 0; hard links are sent as
+ * separate files; device nodes, fifos and sockets (the builder writes
+ * none) are left out, and so is /opt/hutch/bin/sudo (every daemon installs
+ * its own: hu_template_refresh). The stream goes to `sink` piece by piece:
+ * hu_tpl_export_step does a bounded amount of work per call, so an event
+ * loop can send a tree of any size with backpressure. */
+typedef int (*hu_tpl_sink_fn)(void *arg, const void *buf, size_t n); /* 0 or -1 */
+struct hu_tpl_export;
+/* Export the tree whose root is the directory fd `root` (dup'ed). */
+int hu_tpl_export_open(int root, hu_tpl_sink_fn sink, void *arg, struct hu_tpl_export **out, hu_err *err);
+/* 1: more to come; 0: the stream is complete (hu_tpl_export_digest); -1. */
+int hu_tpl_export_step(struct hu_tpl_export *x, hu_err *err);
+/* "sha256:<hex>" of what went to the sink, once step returned 0. */
+void hu_tpl_export_digest(const struct hu_tpl_export *x, char out[HU_TPL_CHECKSUM_MAX]);
+uint64_t hu_tpl_export_bytes(const struct hu_tpl_export *x);
+void hu_tpl_export_free(struct hu_tpl_export *x);
+/* The checksum of the tree at `root`: its whole stream, hashed. */
+int hu_tpl_checksum(int root, char out[HU_TPL_CHECKSUM_MAX], hu_err *err);
 
 /* ---- the builder's confinement (tpl_confine.c) ---- */
 

@@ -48,6 +48,9 @@ static int import(struct hu_tpl_build *b, struct hu_tpl_writer *w, hu_err *err)
 		}
 		json_decref(cfg.envs);
 		return rc;
+	case HU_TPL_FROM_NODE:
+		/* a copy is unpacked by its fetcher (template_fetch.c), never built */
+		break;
 	}
 	return hu_err_set(err, -EINVAL, "unknown template source");
 }
@@ -80,7 +83,7 @@ static int install_sudo(int root, int init_fd, hu_err *err)
 
 static const char *source_name(enum hu_tpl_source s)
 {
-	return s == HU_TPL_FROM_DIR ? "dir" : s == HU_TPL_FROM_TAR ? "tar" : "oci";
+	return s == HU_TPL_FROM_DIR ? "dir" : s == HU_TPL_FROM_TAR ? "tar" : s == HU_TPL_FROM_NODE ? "node" : "oci";
 }
 
 int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err)
@@ -115,7 +118,20 @@ int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err)
 	if (!b->meta.envs && !(b->meta.envs = json_object()))
 		return hu_err_set(err, -ENOMEM, "envs");
 	snprintf(final, sizeof(final), "%s/%s", b->templates_dir, b->meta.id);
-	b->meta.created_ms = hu_wall_ms();
+	if (!b->meta.created_ms || b->source != HU_TPL_FROM_NODE)
+		b->meta.created_ms = hu_wall_ms();
+	/* the checksum of the transfer stream, which other nodes of a cluster
+	 * check their copy against (a copy brings its own, already checked) */
+	if (!b->meta.checksum[0]) {
+		snprintf(path, sizeof(path), "%s/rootfs", tmp);
+		int root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0)
+			return hu_err_sys(err, "open %s", path);
+		int crc = hu_tpl_checksum(root, b->meta.checksum, err);
+		close(root);
+		if (crc < 0)
+			return -1;
+	}
 	snprintf(b->meta.source, sizeof(b->meta.source), "%s", source_name(b->source));
 	json_t *stored = hu_tpl_meta_stored(&b->meta);
 	char *text = stored ? json_dumps(stored, JSON_COMPACT) : NULL;

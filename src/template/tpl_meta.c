@@ -75,24 +75,25 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 	json_error_t je;
 	json_t *root = json_loadb(json, len, 0, &je);
 	const char *id = NULL, *team = "", *cwd = "", *user = "", *source = "", *start = "", *ready = "",
-		   *recipe = "";
+		   *recipe = "", *checksum = "";
 	json_int_t created = 0, cpu = 0, mem = 0, disk = 0, size = 0, files = 0, ready_timeout = 0;
 	int pub = 0;
 	json_t *envs = NULL;
 
 	hu_tpl_meta_init(m);
-	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I, s?s, s?s, s?I, s?s}",
+	if (!root || json_unpack_ex(root, &je, 0, "{s:s, s?s, s?b, s?I, s?I, s?I, s?I, s?o, s?s, s?s, s?s, s?I, s?I, s?s, s?s, s?I, s?s, s?s}",
 				    "id", &id, "team", &team, "public", &pub, "createdAt", &created, "cpuMillis", &cpu,
 				    "memoryBytes", &mem, "diskBytes", &disk, "envs", &envs, "cwd", &cwd, "user", &user,
 				    "source", &source, "sizeBytes", &size, "files", &files, "startCmd", &start, "readyCmd",
-				    &ready, "readyTimeout", &ready_timeout, "recipe", &recipe) < 0) {
+				    &ready, "readyTimeout", &ready_timeout, "recipe", &recipe, "checksum", &checksum) < 0) {
 		json_decref(root);
 		return hu_err_set(err, -EINVAL, "template description: %s", je.text);
 	}
 	int bad = !hu_sandbox_id_valid(id) || strlen(team) >= sizeof(m->team) || strlen(cwd) >= sizeof(m->cwd) ||
 		  strlen(user) >= sizeof(m->user) || cpu < 0 || cpu > 1000000 || mem < 0 || disk < 0 ||
 		  (envs && !json_is_object(envs)) || strlen(start) >= sizeof(m->start_cmd) ||
-		  strlen(ready) >= sizeof(m->ready_cmd) || strlen(recipe) >= sizeof(m->recipe) || ready_timeout < 0 || ready_timeout > 3600;
+		  strlen(ready) >= sizeof(m->ready_cmd) || strlen(recipe) >= sizeof(m->recipe) || ready_timeout < 0 || ready_timeout > 3600 ||
+		  (*checksum && !hu_tpl_checksum_valid(checksum));
 	const char *k;
 	json_t *v;
 	json_object_foreach(envs, k, v)
@@ -109,6 +110,7 @@ int hu_tpl_meta_parse(const char *json, size_t len, struct hu_tpl_meta *m, hu_er
 	snprintf(m->start_cmd, sizeof(m->start_cmd), "%s", start);
 	snprintf(m->ready_cmd, sizeof(m->ready_cmd), "%s", ready);
 	snprintf(m->recipe, sizeof(m->recipe), "%s", recipe);
+	snprintf(m->checksum, sizeof(m->checksum), "%s", checksum);
 	m->ready_timeout_s = (uint32_t)ready_timeout;
 	m->is_public = pub;
 	m->created_ms = created;
@@ -132,7 +134,14 @@ json_t *hu_tpl_meta_stored(const struct hu_tpl_meta *m)
 			 "readyCmd", m->ready_cmd, "readyTimeout", (json_int_t)m->ready_timeout_s);
 	if (o && m->recipe[0])
 		json_object_set_new(o, "recipe", json_string(m->recipe));
+	if (o && m->checksum[0])
+		json_object_set_new(o, "checksum", json_string(m->checksum));
 	return o;
+}
+
+int hu_tpl_checksum_valid(const char *s)
+{
+	return !strncmp(s, "sha256:", 7) && strlen(s + 7) == 64 && strspn(s + 7, "0123456789abcdef") == 64;
 }
 
 static void base_meta(struct hu_tpl_meta *m)

@@ -35,6 +35,9 @@ class H(http.server.BaseHTTPRequestHandler):
         p = self.path
         if p.startswith('/hello'):
             self.send_body(200, json.dumps({'path': p, 'method': 'GET', 'headers': {k.lower(): v for k, v in self.headers.items()}}).encode())
+        elif p.startswith('/late'):
+            time.sleep(float(p.split('=')[1]))
+            self.send_body(200, b'late')
         elif p.startswith('/stream'):
             n = int(p.split('=')[1]) if '=' in p else 5
             self.send_response(200)
@@ -96,6 +99,8 @@ class H(http.server.BaseHTTPRequestHandler):
             b = self.rfile.read(min(left, 1 << 16))
             if not b: break
             h.update(b); left -= len(b)
+        if self.path.startswith('/late'):
+            time.sleep(float(self.path.split('=')[1]))
         self.send_body(200, json.dumps({'length': n - left, 'sha256': h.hexdigest()}).encode())
 
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
@@ -453,6 +458,28 @@ test('killing the sandbox cuts its open streams', async () => {
   await s.kill()
   assert.ok(['ended', 'cut'].includes(await p))
   assert.ok(Date.now() - t0 < 5000, `the stream outlived the kill by ${Date.now() - t0} ms`)
+})
+
+// The client leaves after its request and before the server's head: evhttp
+// notices (the body is read as a stream) and detaches the request; the
+// reply must not start on it (it crashed the daemon under wrk's close), and
+// one still waiting for the server when the daemon stops is freed too.
+test('clients that leave before the server answers leave the daemon serving', async () => {
+  const socks = []
+  for (let i = 0; i < 20; i++) {
+    const sock = net.connect(daemonPort, '127.0.0.1')
+    sock.on('error', () => {})
+    socks.push(sock)
+    const body = i % 2 ? 'x'.repeat(1000) : ''
+    sock.write(`${body ? 'POST' : 'GET'} /late=0.5 HTTP/1.1\r\nHost: 127.0.0.1\r\nE2b-Sandbox-Id: ${sbx.sandboxId}\r\n` +
+      `E2b-Sandbox-Port: 8000\r\nContent-Length: ${body.length}\r\n\r\n${body}`)
+  }
+  await sleep(150)
+  socks.forEach((s) => s.destroy())
+  await sleep(800) // the server's answers arrive for clients that are gone
+  const r = await request({ path: '/hello', headers: portHeaders(sbx, 8000) })
+  assert.equal(r.status, 200)
+  assert.equal((await fetch(`${d.url}/health`)).status, 200)
 })
 
 test('hostile servers (never reading, slowloris, endless headers) stall no one else', async () => {

@@ -8,6 +8,7 @@
 #include "daemon/ingress/ingress.h"
 #include "daemon/api/handlers.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/template_fetch.h"
 #include "daemon_fakes.h"
 
 struct hu_registry {
@@ -147,12 +148,20 @@ int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *tea
 	return 0;
 }
 
-int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement)
+int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handler create)
 {
 	(void)r;
 	(void)forwarded;
+	(void)create;
 	placement[0] = '\0';
 	return 0;
+}
+
+/* one host: no node asks for templates (template_fetch.h answers so too) */
+void hu_cluster_template_serve(struct hu_req *r, bool forwarded)
+{
+	(void)forwarded;
+	hu_reply_error(r, 403, "%s is for the nodes of the cluster", r->path);
 }
 
 void hu_cluster_placed(struct hu_daemon *d, const char *placement)

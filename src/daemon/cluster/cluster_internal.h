@@ -11,6 +11,7 @@
 #include "daemon/store/store.h"
 
 struct hu_forward;
+struct hu_tpl_fetch;
 
 struct hu_cluster {
 	struct hu_daemon *d;
@@ -21,7 +22,16 @@ struct hu_cluster {
 	size_t secret_len;
 	SSL_CTX *tls;           /* for https:// nodes, made on first use */
 	struct hu_forward *fwd; /* calls being forwarded */
+	/* template_fetch.c */
+	struct hu_tpl_fetch *fetches;    /* in flight, one per template */
+	struct hu_tpl_fetch *fetch_done; /* answered, freed by fetch_reaper from the loop */
+	struct event *fetch_reaper;
+	SSL_CTX *fetch_tls;
+	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
 };
+
+/* template_fetch.c: its event, made at start */
+int hu_cluster_template_fetch_init(struct hu_cluster *c, hu_err *err);
 
 /* End every forwarded call (at shutdown). */
 void hu_cluster_forward_abort_all(struct hu_cluster *c);

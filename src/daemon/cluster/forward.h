@@ -38,12 +38,17 @@ int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded);
  * request is never forwarded again. */
 int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded);
 
-/* POST /sandboxes on a node of a cluster, authenticated: placement picks
- * the node. 1 when r was answered (forwarded to the chosen node, or an
- * error), 0 when this node creates it; then `placement` (cap
+/* POST /sandboxes on a node of a cluster, authenticated (cluster/place.c):
+ * placement picks the node (a create that mounts a volume goes to the
+ * volume's node, or is answered 503 saying why it cannot). 1 when r was
+ * answered (forwarded to the chosen node, or an error) or is held while
+ * its template is fetched (template_fetch.h: `create` then runs with it);
+ * 0 when this node creates it now; then `placement` (cap
  * HU_PLACEMENT_ID_MAX) holds the reservation to end with
- * hu_cluster_placed once the create's row is written ("" for none). */
-int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement);
+ * hu_cluster_placed once the create's row is written ("" for none). A
+ * create that placement sent here (forwarded) is made here, its template
+ * fetched first when it is missing. */
+int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handler create);
 void hu_cluster_placed(struct hu_daemon *d, const char *placement);
 
 /* Forward r to node `to` (its address); placement: the reservation the

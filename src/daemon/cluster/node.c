@@ -19,6 +19,7 @@
 
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/template_fetch.h"
 #include "daemon/common/log.h"
 #include "daemon/sandboxes/admission.h"
 #include "daemon/sandboxes/templates.h"
@@ -42,7 +43,8 @@ static void identity(const struct hu_config *cfg, struct hu_node *n)
 }
 
 /* The templates of this node's data dir, comma-separated (placement sends
- * a create only to a node that has its template). A name that does not
+ * a create to a node that has its template first, and other nodes fetch
+ * it from one: template_fetch.h). A name that does not
  * fit the list is left out: that template is used here only by creates
  * sent to this node. */
 static void templates(struct hu_daemon *d, char *out, size_t cap)
@@ -102,6 +104,7 @@ static void renew(evutil_socket_t fd, short what, void *arg)
 		if (c->failing)
 			hu_log(HU_LOG_INFO, NULL, 0, "node %s: lease renewed again", c->self.name);
 		c->failing = 0;
+		hu_cluster_templates_publish(c);
 		return;
 	}
 	if (err.code == ESTALE) {
@@ -141,12 +144,15 @@ int hu_cluster_start(struct hu_daemon *d, hu_err *err)
 		goto fail;
 	}
 	c->self.generation = generation;
+	if (hu_cluster_template_fetch_init(c, err) < 0)
+		goto fail;
 	c->renew = event_new(d->base, -1, EV_PERSIST, renew, c);
 	if (!c->renew || event_add(c->renew, &every) < 0) {
 		hu_err_set(err, ENOMEM, "cluster: lease timer");
 		goto fail;
 	}
 	d->cluster = c;
+	hu_cluster_templates_publish(c);
 	hu_log(HU_LOG_INFO, NULL, 0,
 	       "node %s at %s registered (generation %" PRId64 ", lease %d s renewed every %d s; memory %" PRIu64
 	       " MiB, cpu %" PRIu64 " m, pids %" PRIu64 ", max %u sandboxes)",
@@ -156,6 +162,8 @@ int hu_cluster_start(struct hu_daemon *d, hu_err *err)
 fail:
 	if (c->renew)
 		event_free(c->renew);
+	if (c->fetch_reaper)
+		event_free(c->fetch_reaper);
 	free(c);
 	hu_err_prefix(err, "register this node");
 	return -1;
@@ -170,6 +178,7 @@ void hu_cluster_stop(struct hu_daemon *d)
 	/* the lease is left to expire: the sandboxes run on, and the other
 	 * nodes answer for them as this node's, unavailable, until it is back */
 	hu_cluster_forward_abort_all(c);
+	hu_cluster_template_fetch_abort_all(c);
 	event_free(c->renew);
 	free(c);
 	d->cluster = NULL;

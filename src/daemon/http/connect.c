@@ -274,7 +274,16 @@ static struct hu_stream *stream_start(struct hu_req *r, int status, const char *
 	if (cbs)
 		s->cbs = *cbs;
 	hu_req_set_stream(r, s, end_abandoned);
-	if (!s->ev) { /* the server is shutting down */
+	if (s->ev && !evhttp_request_get_connection(s->ev)) {
+		/* The client left while the answer was being prepared (a
+		 * streamed body keeps its connection read, so evhttp noticed):
+		 * libevent detached the request, and only we can free it. */
+		hu_log(HU_LOG_DEBUG, stream_target(s), r->id, "stream %s: the client left before the reply", r->path);
+		evhttp_send_reply_end(s->ev);
+		s->ev = NULL;
+		r->ev = NULL;
+	}
+	if (!s->ev) { /* the client is gone, or the server is shutting down */
 		s->gone = 1;
 		return s;
 	}

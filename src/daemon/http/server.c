@@ -364,9 +364,15 @@ void hu_http_close(struct hu_http *h)
 	/* evhttp_free frees every request still queued on a connection, so
 	 * answers to them must be dropped from now on. Streams are told by
 	 * their close callback instead (connect.c). */
-	for (struct req_priv *p = h->inflight; p; p = p->next)
-		if (!p->stream)
-			p->pub.ev = NULL;
+	for (struct req_priv *p = h->inflight; p; p = p->next) {
+		if (p->stream)
+			continue;
+		/* one whose client left is detached from its connection, and
+		 * evhttp_free does not reach it: only we can free it */
+		if (p->pub.ev && !evhttp_request_get_connection(p->pub.ev))
+			evhttp_request_free(p->pub.ev);
+		p->pub.ev = NULL;
+	}
 	hu_http_takeover_close_all(h);
 	evhttp_free(h->ev);
 	h->ev = NULL;

@@ -58,6 +58,8 @@ struct hu_store_ops {
 	int (*node_remove)(struct hu_store *st, const char *name, hu_err *err);
 	int (*sandbox_owner)(struct hu_store *st, const char *id, char *team, size_t n, struct hu_node *owner,
 			     hu_err *err);
+	int (*template_record)(struct hu_store *st, const struct hu_template_row *t, hu_err *err);
+	int (*template_find)(struct hu_store *st, const char *id, struct hu_template_row *out, hu_err *err);
 	/* hutch doctor's reading (NULL: store.c answers ENOSYS) */
 	int (*health)(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 };

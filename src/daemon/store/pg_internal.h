@@ -80,6 +80,10 @@ int hu_pg_node_live(struct pg_store *st, hu_err *err);
 /* pg_health.c: hutch doctor's reading of the server, its schema and clock */
 int hu_pg_health(struct hu_store *st, struct hu_store_health *h, hu_err *err);
 
+/* pg_templates.c */
+int hu_pg_template_record(struct hu_store *st, const struct hu_template_row *t, hu_err *err);
+int hu_pg_template_find(struct hu_store *st, const char *id, struct hu_template_row *out, hu_err *err);
+
 /* pg_volumes.c: the volume and template calls of struct hu_store_ops */
 int hu_pg_template_users(struct hu_store *st, const char *template_id, int *count, hu_err *err);
 int hu_pg_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err);

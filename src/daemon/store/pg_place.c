@@ -25,13 +25,26 @@
 	" NOT (s.state = 'paused' AND s.released)) + (SELECT coalesce(sum(p." col "), 0) FROM placements p"       \
 	" WHERE p.node = n.name AND p.until > now())"
 
+/* Node n lists the template (its own data dir has it), or the create
+ * names none. */
+#define HAS_TEMPLATE(id) "(" id " = '' OR " id " = ANY(string_to_array(n.templates, ',')))"
+/* A node without the template can fetch it (cluster/template_fetch.h) when
+ * the store records it and a live node has it to send. */
+#define FETCHABLE(id)                                                                                             \
+	"(EXISTS (SELECT 1 FROM templates t WHERE t.id = " id ") AND EXISTS (SELECT 1 FROM nodes src"            \
+	" WHERE src.lease_until > now() AND " id " = ANY(string_to_array(src.templates, ','))))"
+
+/* The nodes that have the template come first, least loaded first among
+ * them; one without it (which fetches it) only when none of those has
+ * room. $8: the one node a volume ties the create to, or "". */
 static const char place_sql[] =
 	"WITH load AS (SELECT n.name, n.address, n.memory AS budget, n.cpu AS cpu_budget, n.pids AS pids_budget,"
 	" n.max_sandboxes, " COMMITTED("memory") " AS mem, " COMMITTED("cpu") " AS cpu,"
 	" (SELECT count(*) FROM sandboxes s WHERE s.owner = n.name) + (SELECT count(*) FROM placements p"
 	" WHERE p.node = n.name AND p.until > now()) AS sandboxes"
-	" FROM nodes n WHERE n.lease_until > now() AND NOT n.draining"
-	" AND ($1 = '' OR $1 = ANY(string_to_array(n.templates, ',')))),"
+	", " HAS_TEMPLATE("$1") " AS has_tpl"
+	" FROM nodes n WHERE n.lease_until > now() AND NOT n.draining AND ($8 = '' OR n.name = $8)"
+	" AND (" HAS_TEMPLATE("$1") " OR " FETCHABLE("$1") ")),"
 	" chosen AS (SELECT name, address FROM load WHERE mem + $2::bigint <= budget"
 	" AND (cpu_budget = 0 OR cpu + $3::bigint <= cpu_budget)"
 	" AND (sandboxes + 1) * $4::bigint <= pids_budget AND (max_sandboxes = 0 OR sandboxes < max_sandboxes)"
@@ -39,7 +52,7 @@ static const char place_sql[] =
 	 * past its lease) places nothing, as it admits nothing */
 	" AND EXISTS (SELECT 1 FROM nodes me WHERE me.name = $6 AND me.generation = $7::bigint"
 	" AND me.lease_until > now())"
-	" ORDER BY (mem + $2::bigint)::float8 / greatest(budget, 1), sandboxes, name LIMIT 1)"
+	" ORDER BY NOT has_tpl, (mem + $2::bigint)::float8 / greatest(budget, 1), sandboxes, name LIMIT 1)"
 	" INSERT INTO placements (id, node, memory, cpu, pids, until)"
 	" SELECT $5, name, $2::bigint, $3::bigint, $4::bigint, now() + interval '" RESERVATION_S " seconds' FROM chosen"
 	" RETURNING node, (SELECT address FROM chosen)";
@@ -73,21 +86,26 @@ static int by_key(struct pg_store *st, const struct hu_place_ask *ask, struct hu
  * holding the template. */
 static const char fallback_sql[] =
 	"SELECT n.name, n.address FROM nodes n WHERE n.lease_until > now() AND NOT n.draining"
-	" AND ($1 = '' OR $1 = ANY(string_to_array(n.templates, ',')))"
+	" AND ($4 = '' OR n.name = $4) AND (" HAS_TEMPLATE("$1") " OR " FETCHABLE("$1") ")"
 	" AND EXISTS (SELECT 1 FROM nodes me WHERE me.name = $2 AND me.generation = $3::bigint"
 	" AND me.lease_until > now())"
-	" ORDER BY (" COMMITTED("memory") ")::float8 / greatest(n.memory, 1), n.name LIMIT 1";
+	" ORDER BY NOT " HAS_TEMPLATE("$1") ", (" COMMITTED("memory") ")::float8 / greatest(n.memory, 1), n.name LIMIT 1";
 
-static int least_loaded(struct pg_store *st, const char *template_id, struct hu_node *chosen, hu_err *err)
+static int least_loaded(struct pg_store *st, const char *template_id, const char *node, struct hu_node *chosen,
+			hu_err *err)
 {
-	const char *p[] = {template_id, st->node, st->generation};
+	const char *p[] = {template_id, st->node, st->generation, node};
 	PGresult *res;
 	int rc = 0;
 
-	if (hu_pg_exec(st, "placement: the least loaded node", fallback_sql, 3, p, &res, err) < 0)
+	if (hu_pg_exec(st, "placement: the least loaded node", fallback_sql, 4, p, &res, err) < 0)
 		return -1;
 	if (PQntuples(res) != 1) {
-		rc = hu_err_set(err, -ENOENT, "no node takes placements and has template '%.64s'", template_id);
+		if (*node)
+			rc = hu_err_set(err, -ENOENT, "node %.64s takes no placements (down or draining)", node);
+		else
+			rc = hu_err_set(err, -ENOENT, "no node takes placements and has (or can fetch) template '%.64s'",
+					template_id);
 	} else {
 		snprintf(chosen->name, sizeof(chosen->name), "%s", PQgetvalue(res, 0, 0));
 		snprintf(chosen->address, sizeof(chosen->address), "%s", PQgetvalue(res, 0, 1));
@@ -100,7 +118,8 @@ static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, str
 			char *placement, hu_err *err)
 {
 	char mem[24], cpu[24], pids[24];
-	const char *p[] = {ask->template_id ? ask->template_id : "", mem, cpu, pids, placement, st->node, st->generation};
+	const char *p[] = {ask->template_id ? ask->template_id : "", mem, cpu, pids, placement, st->node, st->generation,
+			   ask->node ? ask->node : ""};
 	PGresult *res;
 	int rc;
 
@@ -113,12 +132,12 @@ static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, str
 	snprintf(pids, sizeof(pids), "%" PRIu64, ask->pids);
 	if (hu_random_hex(placement, 16, err) < 0)
 		return -1;
-	if (hu_pg_exec(st, "place a create", place_sql, 7, p, &res, err) < 0)
+	if (hu_pg_exec(st, "place a create", place_sql, 8, p, &res, err) < 0)
 		return -1;
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		placement[0] = '\0';
-		return least_loaded(st, p[0], chosen, err);
+		return least_loaded(st, p[0], p[7], chosen, err);
 	}
 	snprintf(chosen->name, sizeof(chosen->name), "%s", PQgetvalue(res, 0, 0));
 	snprintf(chosen->address, sizeof(chosen->address), "%s", PQgetvalue(res, 0, 1));

@@ -113,6 +113,17 @@ static const char *const migrations[] = {
 	"  pids bigint NOT NULL,"
 	"  until timestamptz NOT NULL);"
 	"CREATE INDEX placements_node ON placements(node);",
+	/* 5 -> 6: templates other nodes can fetch (pg_templates.c): the
+	 * checksum of the transfer stream, computed at build time, and the
+	 * description; a volume lives on the disk of the node that made it
+	 * (NULL: made before nodes had volumes, on any) */
+	"CREATE TABLE templates ("
+	"  id text PRIMARY KEY,"
+	"  checksum text NOT NULL,"
+	"  meta text NOT NULL,"
+	"  node text NOT NULL,"
+	"  created_at bigint NOT NULL);"
+	"ALTER TABLE volumes ADD COLUMN node text;",
 };
 
 int hu_pg_schema_version(void)

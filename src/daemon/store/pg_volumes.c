@@ -26,12 +26,15 @@ int hu_pg_template_users(struct hu_store *st, const char *template_id, int *coun
 int hu_pg_volume_add(struct hu_store *st, const struct hu_volume *v, hu_err *err)
 {
 	char size[24], at[24];
-	const char *p[] = {v->id, v->team, v->name, v->size ? size : NULL, at};
+	struct pg_store *pg = hu_pg(st);
+	/* the volume's files are on this node's disk: placement sends the
+	 * creates that mount it here (pg_place.c) */
+	const char *p[] = {v->id, v->team, v->name, v->size ? size : NULL, at, pg->node[0] ? pg->node : NULL};
 
 	snprintf(size, sizeof(size), "%" PRIu64, v->size);
 	snprintf(at, sizeof(at), "%" PRId64, v->created_at_ms);
 	if (hu_pg_exec(hu_pg(st), "add volume",
-		       "INSERT INTO volumes (id, team, name, size, created_at) VALUES ($1, $2, $3, $4, $5)", 5, p, NULL,
+		       "INSERT INTO volumes (id, team, name, size, created_at, node) VALUES ($1, $2, $3, $4, $5, $6)", 6, p, NULL,
 		       err) < 0) {
 		if (err->code == EEXIST)
 			hu_err_set(err, -EEXIST, "a volume named '%s' exists already", v->name);
@@ -48,6 +51,7 @@ static void row_to_volume(PGresult *res, int r, struct hu_volume *v)
 	snprintf(v->name, sizeof(v->name), "%s", PQgetvalue(res, r, 2));
 	v->size = PQgetisnull(res, r, 3) ? 0 : strtoull(PQgetvalue(res, r, 3), NULL, 10);
 	v->created_at_ms = strtoll(PQgetvalue(res, r, 4), NULL, 10);
+	snprintf(v->node, sizeof(v->node), "%s", PQgetvalue(res, r, 5));
 }
 
 /* The one volume a query finds, or ENOENT naming `key`. */
@@ -74,7 +78,7 @@ int hu_pg_volume_find(struct hu_store *st, const char *team, const char *key, st
 	/* the id first: a name cannot look like another volume's id, both
 	 * are team-scoped */
 	return one_volume(st,
-			  "SELECT id, team, name, size, created_at FROM volumes WHERE team = $1 AND (id = $2 OR name = $2)"
+			  "SELECT id, team, name, size, created_at, coalesce(node, '') FROM volumes WHERE team = $1 AND (id = $2 OR name = $2)"
 			  " ORDER BY id = $2 DESC LIMIT 1",
 			  2, p, key, out, err);
 }
@@ -87,7 +91,7 @@ int hu_pg_volume_each(struct hu_store *st, const char *team, void (*fn)(const st
 	PGresult *res;
 
 	if (hu_pg_exec(hu_pg(st), "list volumes",
-		       "SELECT id, team, name, size, created_at FROM volumes WHERE team = $1 ORDER BY created_at, id", 1,
+		       "SELECT id, team, name, size, created_at, coalesce(node, '') FROM volumes WHERE team = $1 ORDER BY created_at, id", 1,
 		       p, &res, err) < 0)
 		return -1;
 	for (int r = 0; r < PQntuples(res); r++) {
@@ -109,5 +113,5 @@ int hu_pg_volume_by_id(struct hu_store *st, const char *id, struct hu_volume *ou
 {
 	const char *p[] = {id};
 
-	return one_volume(st, "SELECT id, team, name, size, created_at FROM volumes WHERE id = $1", 1, p, id, out, err);
+	return one_volume(st, "SELECT id, team, name, size, created_at, coalesce(node, '') FROM volumes WHERE id = $1", 1, p, id, out, err);
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "runtime/sandbox.h"
+#include "template/template.h"
 
 /* RUNNING and PAUSED are what the API shows. CREATING and KILLING are
  * written before the runtime acts, so that a daemon killed in the middle
@@ -62,6 +63,7 @@ struct hu_volume {
 	char name[HU_VOLUME_NAME_MAX];
 	uint64_t size; /* cap in bytes; 0 = none */
 	int64_t created_at_ms;
+	char node[HU_NODE_NAME_MAX]; /* the node whose disk holds its files ("" = the only one) */
 };
 
 /* A hutch node of a shared store (cluster/node.h): what it offers and its
@@ -91,9 +93,23 @@ struct hu_place_ask {
 	uint64_t memory_bytes;
 	uint64_t cpu_millis;
 	uint64_t pids;
+	const char *node;        /* NULL or "": any; else only this node (a volume lives on its disk) */
 };
 
 #define HU_PLACEMENT_ID_MAX 40
+
+/* A built template as the shared store records it (cluster/template_fetch.h):
+ * the checksum of its transfer stream (template.h hu_tpl_export), computed
+ * when it was built, its description (template.json's text) and the node
+ * that built it. */
+struct hu_template_row {
+	char id[64];
+	char checksum[HU_TPL_CHECKSUM_MAX];
+	char *meta;                    /* owned: free() it */
+	char node[HU_NODE_NAME_MAX];   /* its builder */
+	int64_t created_ms;
+	struct hu_node source;         /* loaded: a live node that has it (name "" when none) */
+};
 
 /* A snapshot of a sandbox's files (sandboxes/snapshots.h), usable as a
  * templateID. Its files are the runtime's snapshot `id`; its lower layers

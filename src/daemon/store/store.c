@@ -276,3 +276,18 @@ int hu_store_snapshot_delete(struct hu_store *st, const char *id, hu_err *err)
 {
 	return st->ops->snapshot_delete(st, id, err);
 }
+
+int hu_store_template_record(struct hu_store *st, const struct hu_template_row *t, hu_err *err)
+{
+	if (!st->ops->template_record)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
+	return st->ops->template_record(st, t, err);
+}
+
+int hu_store_template_find(struct hu_store *st, const char *id, struct hu_template_row *out, hu_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (!st->ops->template_find)
+		return hu_err_set(err, -ENOSYS, "store: the %s store has no nodes (one host; the nodes of a cluster share a postgresql:// store)", st->ops->name);
+	return st->ops->template_find(st, id, out, err);
+}

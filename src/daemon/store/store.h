@@ -121,7 +121,9 @@ int hu_store_sandbox_owner(struct hu_store *st, const char *id, char *team, size
  * create goes to. The owner of the team's sandbox of ask->idem_key when
  * there is one (placement "" then: nothing is reserved). Otherwise the least
  * loaded node (committed memory over its budget) whose lease is live, that
- * is not draining, has ask->template_id and room for ask's memory, CPU
+ * is not draining, is ask->node when that is set (a volume's node), has
+ * ask->template_id (or, when none of those has room, can fetch it: the
+ * store records it and a live node has it) and room for ask's memory, CPU
  * (when the node has a CPU budget), pids and sandbox count; what it
  * commits counts its sandbox rows (a paused one whose memory was released
  * commits nothing) and the reservations of creates placed there and still
@@ -145,6 +147,16 @@ int hu_store_node_set_draining(struct hu_store *st, const char *name, bool drain
 /* Remove a node's row: only once its lease has expired and it owns no
  * sandbox (EBUSY otherwise, saying which). ENOENT: no such node. */
 int hu_store_node_remove(struct hu_store *st, const char *name, hu_err *err);
+
+/* ---- templates of a shared store (cluster/template_fetch.h) ------------------------ */
+/* Record a template built on this node (its checksum and description), so
+ * that other nodes can fetch it. A record of the same id made earlier is
+ * replaced, a later one is kept. ENOSYS: the backend has no nodes. */
+int hu_store_template_record(struct hu_store *st, const struct hu_template_row *t, hu_err *err);
+/* The record of template id, and in out->source a live node other than
+ * this one that has it (the builder first), name "" when none. ENOENT: no
+ * record. ENOSYS: the backend has no nodes. Free out->meta. */
+int hu_store_template_find(struct hu_store *st, const char *id, struct hu_template_row *out, hu_err *err);
 
 /* ---- snapshots (sandboxes/snapshots.h has their files) ---------------------------- */
 /* Insert or update by id; EEXIST when the team has another snapshot of

@@ -387,7 +387,7 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 6);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
@@ -519,7 +519,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 5);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 6);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }
@@ -953,6 +953,99 @@ static void test_pg_placement(void **state)
 	free_row(a);
 }
 
+/* Templates other nodes fetch, and volumes tied to a node: placement
+ * prefers the nodes that have the template, takes one that can fetch it
+ * only when those are full, and keeps a create of a volume on its node. */
+static void test_pg_templates_and_volume_nodes(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_node n1 = node_named("n1"), chosen;
+	struct hu_place_ask ask = {.team = "default", .template_id = "built", .memory_bytes = 512u << 20, .pids = 512};
+	struct hu_template_row t = {.id = "built", .checksum = "sha256:1111", .node = "n2", .created_ms = 10};
+	char placement[HU_PLACEMENT_ID_MAX];
+	struct hu_volume v = {.id = "vol-1", .team = "default", .name = "data", .created_at_ms = 1}, got;
+	int64_t gen;
+	hu_err err;
+
+	if (!f->admin) {
+		assert_int_equal(hu_store_template_find(f->st, "built", &t, &err), -1);
+		assert_int_equal(err.code, ENOSYS);
+		return;
+	}
+	n1.cpu_millis = 0;
+	snprintf(n1.templates, sizeof(n1.templates), "base");
+	assert_int_equal(hu_store_node_register(f->st, &n1, 10000, &gen, &err), 0);
+	/* n2 built it and has room for one; n3 is large and does not have it;
+	 * n4 is draining */
+	pg_exec(f, "INSERT INTO nodes (name, address, memory, cpu, pids, max_sandboxes, generation, lease_until,"
+		   " registered_at, templates, draining) VALUES"
+		   " ('n2', 'http://127.0.0.1:2', 536870912, 0, 100000, 0, 1, now() + interval '10 s', now(), 'base,built', false),"
+		   " ('n3', 'http://127.0.0.1:3', 99999999999, 0, 100000, 0, 1, now() + interval '10 s', now(), 'base', false),"
+		   " ('n4', 'http://127.0.0.1:4', 99999999999, 0, 100000, 0, 1, now() + interval '10 s', now(), 'base', true)");
+	/* not recorded in the store: only the node that has it */
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n2");
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n2"); /* full: no reservation, its admission says why */
+	assert_string_equal(placement, "");
+	{
+		struct hu_template_row none;
+		assert_int_equal(hu_store_template_find(f->st, "built", &none, &err), -1);
+		free(none.meta);
+	}
+	assert_int_equal(err.code, ENOENT);
+	/* recorded: a node that can fetch it once n2 is full, the least loaded */
+	t.meta = "{\"id\":\"built\"}";
+	assert_int_equal(hu_store_template_record(f->st, &t, &err), 0);
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n3");
+	assert_int_equal(strlen(placement), 32);
+	pg_exec(f, "DELETE FROM placements");
+	/* with room on n2 again, n2 before the larger n3 */
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n2");
+	pg_exec(f, "DELETE FROM placements");
+	/* the record and a source: n2, which has it */
+	struct hu_template_row found;
+	assert_int_equal(hu_store_template_find(f->st, "built", &found, &err), 0);
+	assert_string_equal(found.checksum, "sha256:1111");
+	assert_string_equal(found.meta, "{\"id\":\"built\"}");
+	assert_string_equal(found.source.name, "n2");
+	assert_string_equal(found.source.address, "http://127.0.0.1:2");
+	free(found.meta);
+	/* an older record does not replace it, a later build does */
+	snprintf(t.checksum, sizeof(t.checksum), "sha256:0000");
+	t.created_ms = 5;
+	assert_int_equal(hu_store_template_record(f->st, &t, &err), 0);
+	assert_int_equal(hu_store_template_find(f->st, "built", &found, &err), 0);
+	assert_string_equal(found.checksum, "sha256:1111");
+	free(found.meta);
+	snprintf(t.checksum, sizeof(t.checksum), "sha256:2222");
+	t.created_ms = 20;
+	assert_int_equal(hu_store_template_record(f->st, &t, &err), 0);
+	assert_int_equal(hu_store_template_find(f->st, "built", &found, &err), 0);
+	assert_string_equal(found.checksum, "sha256:2222");
+	free(found.meta);
+	/* no live node has it: no source */
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '1 s' WHERE name = 'n2'");
+	assert_int_equal(hu_store_template_find(f->st, "built", &found, &err), 0);
+	assert_string_equal(found.source.name, "");
+	free(found.meta);
+	/* a volume is this node's; a create of it goes there or nowhere */
+	assert_int_equal(hu_store_volume_add(f->st, &v, &err), 0);
+	assert_int_equal(hu_store_volume_by_id(f->st, "vol-1", &got, &err), 0);
+	assert_string_equal(got.node, "n1");
+	ask.template_id = "base";
+	ask.node = "n1";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n1");
+	pg_exec(f, "DELETE FROM placements");
+	ask.node = "n4";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), -1);
+	assert_int_equal(err.code, ENOENT);
+	assert_non_null(strstr(err.msg, "node n4 takes no placements"));
+}
+
 #define TESTS(t) cmocka_unit_test_setup_teardown(t, setup, teardown)
 
 int main(void)
@@ -982,6 +1075,7 @@ int main(void)
 		TESTS(test_pg_fencing),
 		TESTS(test_pg_sandbox_owner),
 		TESTS(test_pg_placement),
+		TESTS(test_pg_templates_and_volume_nodes),
 	};
 	int rc = cmocka_run_group_tests_name("store: sqlite", tests, NULL, NULL);
 

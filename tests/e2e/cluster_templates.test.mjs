@@ -1,0 +1,228 @@
+// Templates and volumes across the nodes of a cluster (E2E_STORE=postgresql;
+// skipped otherwise): a template built on one node is recorded in the store
+// with the checksum of its transfer stream, placement prefers the nodes
+// that have it, and a node placed a create without it fetches it from one
+// that has it (node to node, authenticated, checksummed); a copy whose
+// checksum does not match, or whose archive plays path tricks, installs
+// nothing. A create that mounts a volume goes to the volume's node.
+import { test, before, after } from 'node:test'
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { createHash, createHmac, randomBytes } from 'node:crypto'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { Sandbox } from 'e2b'
+import { startDaemon, useDaemon, api, sleep, root, hutchBin, makeRoot } from './harness.mjs'
+
+const pgDir = process.env.E2E_STORE === 'postgresql' ? process.env.HUTCH_TEST_PG_DIR : null
+const skip = pgDir ? false : 'E2E_STORE=postgresql is not set (tests/e2e/run.sh starts a server then)'
+const pgsh = (...args) => execFileSync(join(root, 'tests', 'pg.sh'), args).toString().trim()
+const dbName = `hutch_cltpl_${process.pid}`
+let uri, slots, secretDir, secret, work, nodes = []
+
+const sql = (query) => execFileSync('psql', [uri, '-Atc', query]).toString().trim()
+const nodeArgs = (name) => ['--store', uri, '--node-name', name, '--slots-dir', slots,
+  '--cluster-secret-file', join(secretDir, 'secret')]
+const nodeEnv = (name) => ({ HUTCH_CGROUP_PARENT: `hutch-e2e-${process.pid}-${name}` })
+const ownerOf = (id) => sql(`SELECT owner FROM sandboxes WHERE id = '${id}'`)
+const tplDir = (n) => join(n.base, 'data', 'templates')
+// what a failed fetch could leave: the template, its stream, a staged build
+const leftovers = (n, id) => readdirSync(tplDir(n)).filter((e) => e === id || e.startsWith('.'))
+const drain = (names) => sql(`UPDATE nodes SET draining = (name IN (${names.map((n) => `'${n}'`).join(',') || "''"}))`)
+const sign = (method, target, t = Date.now(), node = 'n3', key = secret) =>
+  `v1 t=${t} n=${node} p=- s=` + createHmac('sha256', key).update(`hutch-forward-v1\n${method}\n${target}\n${t}\n${node}\n-`).digest('hex')
+
+async function until(what, fn, ms = 8000) {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(100)) if (fn()) return
+  assert.fail(`timed out waiting for ${what}`)
+}
+
+before(async () => {
+  if (skip) return
+  uri = pgsh('createdb', pgDir, dbName)
+  slots = mkdtempSync(join(tmpdir(), 'hutch-slots-'))
+  secretDir = mkdtempSync(join(tmpdir(), 'hutch-secret-'))
+  work = mkdtempSync(join(tmpdir(), 'hutch-e2e-cltpl-'))
+  secret = randomBytes(24).toString('hex')
+  writeFileSync(join(secretDir, 'secret'), secret + '\n', { mode: 0o600 })
+  nodes.push(await startDaemon(nodeArgs('n1'), null, nodeEnv('n1')))
+  nodes.push(await startDaemon(nodeArgs('n2'), { apiKey: nodes[0].apiKey }, nodeEnv('n2')))
+  nodes.push(await startDaemon(nodeArgs('n3'), { apiKey: nodes[0].apiKey }, nodeEnv('n3')))
+  // built on n1 only, while it runs: n1 publishes it with its next renewal
+  makeRoot(join(work, 'root'))
+  writeFileSync(join(work, 'root', 'marker'), 'built on n1\n')
+  const b = spawnSync(hutchBin, ['template', 'build', 'shipped', '--data-dir', join(nodes[0].base, 'data'),
+    '--from', join(work, 'root'), '--env', 'SHIPPED=yes'], { env: nodes[0].env, encoding: 'utf8' })
+  assert.equal(b.status, 0, b.stderr)
+  await until('n1 to publish the template', () =>
+    sql("SELECT count(*) FROM templates t JOIN nodes n ON n.name = t.node WHERE t.id = 'shipped'" +
+      " AND n.name = 'n1' AND 'shipped' = ANY(string_to_array(n.templates, ','))") === '1')
+})
+
+after(async () => {
+  for (const n of nodes) {
+    const st = await n.stop()
+    assert.equal(st.code, 0, `${n.url} exit ${JSON.stringify(st)}; log tail: ${n.log().slice(-2000)}`)
+  }
+  if (uri) { try { pgsh('dropdb', pgDir, dbName) } catch {} }
+  for (const d of [slots, secretDir, work]) if (d) rmSync(d, { recursive: true, force: true })
+})
+
+test('the store records the template with the checksum of the stream its node sends', { skip }, async () => {
+  const sum = sql("SELECT checksum FROM templates WHERE id = 'shipped'")
+  assert.match(sum, /^sha256:[0-9a-f]{64}$/)
+  assert.equal(JSON.parse(readFileSync(join(tplDir(nodes[0]), 'shipped', 'template.json'))).checksum, sum)
+  // the stream n1 sends a node, hashed here: the same bytes as at build time
+  const target = '/cluster/templates/shipped'
+  const res = await fetch(nodes[0].url + target, { headers: { 'X-Hutch-Forwarded': sign('GET', target) } })
+  assert.equal(res.status, 200)
+  assert.equal(res.headers.get('content-type'), 'application/x-tar')
+  const body = Buffer.from(await res.arrayBuffer())
+  assert.equal('sha256:' + createHash('sha256').update(body).digest('hex'), sum)
+  assert.ok(body.includes('built on n1'), 'the marker is in the stream')
+  assert.ok(!body.includes('opt/hutch/bin/sudo'), "each node's own sudo shim is not sent")
+})
+
+test('attack: a template fetch without a valid node proof is refused (403)', { skip }, async () => {
+  const target = '/cluster/templates/shipped'
+  const cases = {
+    'no proof': {},
+    'made up': { 'X-Hutch-Forwarded': `v1 t=${Date.now()} n=n3 p=- s=${'0'.repeat(64)}` },
+    'another secret': { 'X-Hutch-Forwarded': sign('GET', target, Date.now(), 'n3', 'not-the-secret') },
+    'another target': { 'X-Hutch-Forwarded': sign('GET', '/cluster/templates/base') },
+    'too old': { 'X-Hutch-Forwarded': sign('GET', target, Date.now() - 60_000) },
+    'an API key instead': { 'X-API-KEY': nodes[0].apiKey },
+  }
+  for (const [what, headers] of Object.entries(cases)) {
+    const res = await fetch(nodes[0].url + target, { headers })
+    const text = await res.text()
+    assert.equal(res.status, 403, `${what}: ${res.status} ${text}`)
+    assert.ok(!text.includes('built on n1'), what)
+  }
+  // nor does a proof open a path outside the templates
+  const dots = '/cluster/templates/..%2f..%2fetc'
+  const res = await fetch(nodes[0].url + dots, { headers: { 'X-Hutch-Forwarded': sign('GET', dots) } })
+  assert.equal(res.status, 404)
+})
+
+test('a checksum that does not match: the create fails saying so, and nothing is installed', { skip }, async () => {
+  const good = sql("SELECT checksum FROM templates WHERE id = 'shipped'")
+  drain(['n1', 'n3'])
+  sql(`UPDATE templates SET checksum = 'sha256:${'0'.repeat(64)}' WHERE id = 'shipped'`)
+  try {
+    const r = await api(nodes[1], 'POST', '/sandboxes', { templateID: 'shipped', timeout: 60 })
+    assert.equal(r.status, 502, r.text)
+    assert.match(r.json.message, /fetch template shipped from node n1: the copy's checksum sha256:[0-9a-f]{64} is not the store's/)
+    assert.deepEqual(leftovers(nodes[1], 'shipped'), [], 'nothing left on n2')
+    assert.equal(sql("SELECT count(*) FROM sandboxes WHERE template = 'shipped'"), '0')
+  } finally {
+    sql(`UPDATE templates SET checksum = '${good}' WHERE id = 'shipped'`)
+    drain([])
+  }
+})
+
+test('n1 draining: a create of its template through n2 is placed on n2, which fetches it and runs it', { skip }, async () => {
+  drain(['n1', 'n3'])
+  useDaemon(nodes[1])
+  let sbx
+  try {
+    sbx = await Sandbox.create('shipped', { timeoutMs: 60_000 })
+    assert.equal(ownerOf(sbx.sandboxId), 'n2')
+    assert.equal((await sbx.commands.run('cat /marker; echo $SHIPPED')).stdout, 'built on n1\nyes\n')
+    assert.match(nodes[1].log(), /template shipped fetched from node n1 and installed: \d+ bytes, \d+ files/)
+    assert.deepEqual(leftovers(nodes[1], 'shipped'), ['shipped'], 'the template, and no stream or staged build')
+    // n2's copy has the store's checksum, and n2 now offers it too
+    assert.equal(JSON.parse(readFileSync(join(tplDir(nodes[1]), 'shipped', 'template.json'))).checksum,
+      sql("SELECT checksum FROM templates WHERE id = 'shipped'"))
+    await until('n2 to publish its copy', () =>
+      sql("SELECT 'shipped' = ANY(string_to_array(templates, ',')) FROM nodes WHERE name = 'n2'") === 't')
+  } finally {
+    await sbx?.kill()
+    drain([])
+  }
+})
+
+test('placement prefers the nodes that have the template; the others only when those are full', { skip }, async () => {
+  // n1 and n2 have it now, n3 does not
+  const made = []
+  try {
+    for (let i = 0; i < 4; i++) {
+      const r = await api(nodes[2], 'POST', '/sandboxes', { templateID: 'shipped', timeout: 60 })
+      assert.equal(r.status, 201, r.text)
+      made.push(r.json.sandboxID)
+    }
+    assert.deepEqual([...new Set(made.map(ownerOf))].sort(), ['n1', 'n2'])
+    assert.ok(!existsSync(join(tplDir(nodes[2]), 'shipped')), 'n3 fetched nothing')
+  } finally {
+    await Promise.all(made.map((id) => api(nodes[0], 'DELETE', `/sandboxes/${id}`)))
+  }
+})
+
+test('a create that mounts a volume runs on the node whose disk holds it, or says why it cannot', { skip }, async () => {
+  const v = await api(nodes[2], 'POST', '/volumes', { name: 'n3-data' })
+  assert.equal(v.status, 201, v.text)
+  assert.equal(sql("SELECT node FROM volumes WHERE name = 'n3-data'"), 'n3')
+  const body = { templateID: 'base', timeout: 60, volumeMounts: [{ name: 'n3-data', path: '/data' }] }
+  const made = []
+  try {
+    for (const n of [nodes[0], nodes[1]]) {
+      const r = await api(n, 'POST', '/sandboxes', body)
+      assert.equal(r.status, 201, r.text)
+      made.push(r.json.sandboxID)
+      assert.equal(ownerOf(r.json.sandboxID), 'n3')
+    }
+    drain(['n3'])
+    const r = await api(nodes[0], 'POST', '/sandboxes', body)
+    assert.equal(r.status, 503, r.text)
+    assert.match(r.json.message, /volume 'n3-data' lives on node n3, which is draining/)
+  } finally {
+    drain([])
+    await Promise.all(made.map((id) => api(nodes[0], 'DELETE', `/sandboxes/${id}`)))
+    await api(nodes[2], 'DELETE', `/volumes/${v.json.volumeID}`)
+  }
+})
+
+// A node of the store that sends an archive with path tricks, whose
+// checksum the store even records (as if the store itself were not to be
+// trusted): the copy is refused by the template writer, nothing is
+// installed, and nothing is written outside the templates.
+test('attack: a hostile archive from a node is refused and leaves nothing behind', { skip }, async () => {
+  const outside = mkdtempSync(join(tmpdir(), 'hutch-e2e-cltpl-outside-'))
+  const tar = execFileSync('python3', ['-c', `
+import io, sys, tarfile
+out = io.BytesIO()
+with tarfile.open(fileobj=out, mode='w', format=tarfile.PAX_FORMAT) as t:
+    def add(name, data=b'x', kind=tarfile.REGTYPE, link=''):
+        i = tarfile.TarInfo(name); i.type = kind; i.linkname = link; i.size = len(data) if kind == tarfile.REGTYPE else 0
+        t.addfile(i, io.BytesIO(data) if kind == tarfile.REGTYPE else None)
+    add('etc/ok')
+    add('up', kind=tarfile.SYMTYPE, link=sys.argv[1])
+    add('up/planted-through-link')
+    add('../../../../../../..' + sys.argv[1] + '/planted-by-dots')
+sys.stdout.buffer.write(out.getvalue())`, outside])
+  const sum = 'sha256:' + createHash('sha256').update(tar).digest('hex')
+  const server = http.createServer((req, res) => { res.writeHead(200, { 'Content-Type': 'application/x-tar' }); res.end(tar) })
+  await new Promise((r) => server.listen(0, '127.0.0.1', r))
+  const evilUrl = `http://127.0.0.1:${server.address().port}`
+  // a live node that takes no placements (so the create is not sent to it)
+  // and offers the template
+  sql("INSERT INTO nodes (name, address, memory, cpu, pids, max_sandboxes, generation, lease_until, registered_at," +
+    ` templates, draining) VALUES ('evil', '${evilUrl}', 1, 1, 1, 1, 1, now() + interval '1 hour', now(), 'hostile', true)`)
+  sql("INSERT INTO templates (id, checksum, meta, node, created_at) VALUES ('hostile', '" + sum + "'," +
+    ` '{"id":"hostile","public":true,"envs":{}}', 'evil', 1)`)
+  try {
+    const r = await api(nodes[0], 'POST', '/sandboxes', { templateID: 'hostile', timeout: 60 })
+    assert.equal(r.status, 502, r.text)
+    assert.match(r.json.message, /template hostile fetched from node evil, not installed: .*(\.\.|outside|refused)/)
+    for (const n of nodes) assert.deepEqual(leftovers(n, 'hostile'), [], `nothing left on ${n.url}`)
+    assert.deepEqual(readdirSync(outside), [], 'nothing written outside')
+    assert.equal(sql("SELECT count(*) FROM sandboxes WHERE template = 'hostile'"), '0')
+  } finally {
+    server.close()
+    sql("DELETE FROM nodes WHERE name = 'evil'")
+    sql("DELETE FROM templates WHERE id = 'hostile'")
+    rmSync(outside, { recursive: true, force: true })
+  }
+})
