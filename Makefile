@@ -51,13 +51,16 @@ ifeq ($(findstring .so.,$(call soname,libpq,libpq)),)
 $(error cannot read the soname of libpq (objdump, libpq-dev))
 endif
 LIBS      := $(shell pkg-config --libs $(filter-out $(LAZY_PKGS),$(PKGS)))
+# the `hutch` binary itself (src/cli/front.c): `hutch run` only needs these; hutch-full has the rest
+FRONT_LIBS:= $(shell pkg-config --libs libseccomp jansson zlib)
 TEST_LIBS := $(shell pkg-config --libs cmocka $(LAZY_PKGS))
 
 UTIL_SRC    := $(wildcard src/util/*.c)
 PROTO_SRC   := $(wildcard src/proto/*.c)
 RUNTIME_SRC := $(wildcard src/runtime/*.c)
 INIT_SRC    := $(wildcard src/init/*.c)
-CLI_SRC     := $(wildcard src/cli/*.c) $(wildcard src/cli/doctor/*.c)
+CLI_SRC     := $(filter-out src/cli/front.c,$(wildcard src/cli/*.c) $(wildcard src/cli/doctor/*.c))
+FRONT_SRC   := src/cli/front.c src/cli/run.c src/cli/cli_error.c
 DAEMON_SRC  := $(wildcard src/daemon/*.c src/daemon/*/*.c)
 TEMPLATE_SRC:= $(wildcard src/template/*.c)
 LIB_SRC     := $(UTIL_SRC) $(PROTO_SRC) $(RUNTIME_SRC) $(DAEMON_SRC) $(TEMPLATE_SRC)
@@ -66,6 +69,7 @@ obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
 
 LIB       := $(BUILD)/libhutch.a
 HUTCH     := $(BUILD)/hutch
+FULL      := $(BUILD)/hutch-full
 INIT      := $(BUILD)/hutch-init
 BUILDER   := $(BUILD)/hutch-build
 BUILDER_SRC := $(wildcard src/template/builder/*.c)
@@ -77,7 +81,7 @@ BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps tests check check-layering check-unit check-integration check-e2e check-e2e-py check-e2e-pg check-e2e-via-node check-interpreter check-interpreter-sandbox check-conformance check-fuzz fuzz bench install clean run serve
-all: $(HUTCH) $(INIT) $(BUILDER) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
+all: $(HUTCH) $(FULL) $(INIT) $(BUILDER) $(UNIT_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -87,7 +91,11 @@ $(LIB): $(call obj,$(LIB_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 
-$(HUTCH): $(call obj,$(CLI_SRC)) $(LIB)
+# `hutch`: `hutch run` here, every other verb in hutch-full (src/cli/front.c says why)
+$(HUTCH): $(call obj,$(FRONT_SRC)) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(FRONT_LIBS)
+
+$(FULL): $(call obj,$(CLI_SRC)) $(LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 # hutch-init runs as PID 1 inside every sandbox; it links only what it uses.
@@ -95,8 +103,13 @@ $(HUTCH): $(call obj,$(CLI_SRC)) $(LIB)
 # third of a cold create here (docs/benchmarks.md); the sanitizer build
 # cannot link statically.
 INIT_LDFLAGS := $(if $(SANFLAGS),,-static-pie)
+# Its debug information goes to hutch-init.debug (found through a debuglink): every runtime copies
+# the binary into a sealed memfd, and a third of its bytes were debug sections nobody executes.
 $(INIT): $(call obj,$(INIT_SRC)) $(LIB)
-	$(CC) $(LDFLAGS) $(INIT_LDFLAGS) -o $@ $^
+	$(CC) $(LDFLAGS) $(INIT_LDFLAGS) -o $@.full $^
+	cd $(dir $@) && objcopy --only-keep-debug $(notdir $@).full $(notdir $@).debug && \
+		objcopy --strip-debug --add-gnu-debuglink=$(notdir $@).debug $(notdir $@).full $(notdir $@) && \
+		rm $(notdir $@).full
 
 # hutch-build unpacks uploaded template archives for the daemon, confined
 # (src/template/builder.h); the daemon executes a sealed copy of it.
@@ -201,7 +214,9 @@ check:
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/libexec/hutch
 	install -m 0755 $(HUTCH) $(DESTDIR)$(PREFIX)/bin/hutch
+	install -m 0755 $(FULL) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-full
 	install -m 0755 $(INIT) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init
+	install -m 0644 $(INIT).debug $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-init.debug
 	install -m 0755 $(BUILDER) $(DESTDIR)$(PREFIX)/libexec/hutch/hutch-build
 	# the code interpreter's recipe, which `hutch serve` finds beside its binary (docs/operations.md)
 	install -d $(DESTDIR)$(PREFIX)/share/hutch/code-interpreter/server

@@ -513,7 +513,7 @@ try {
   log('making the data (50 MB CSV, 20,000-file archive) and the root filesystem')
   makeData()
   mkdirSync(HBIN, { recursive: true })
-  for (const f of ['hutch', 'hutch-init']) copyFileSync(join(repo, build, f), join(HBIN, f))
+  for (const f of ['hutch', 'hutch-full', 'hutch-init']) copyFileSync(join(repo, build, f), join(HBIN, f))
   execFileSync('chmod', ['755', join(HBIN, 'hutch'), join(HBIN, 'hutch-init')])
   // hutch run builds its base template once (not part of any sample); the peers' root is a copy
   await sh(join(HBIN, 'hutch'), ['run', '--', '/usr/bin/true'], { env: hutchEnv })

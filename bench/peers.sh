@@ -23,7 +23,7 @@ if [ "$(id -u)" != 0 ]; then
 	echo "bench/peers.sh: the peers run rootful: run as root" >&2
 	exit 1
 fi
-[ "${SKIP_MAKE:-0}" = 1 ] || make -s build/hutch build/hutch-init
+[ "${SKIP_MAKE:-0}" = 1 ] || make -s build/hutch build/hutch-full build/hutch-init
 
 host_state() {
 	printf 'ip_forward=%s v6_forwarding=%s nft=%s' "$(cat /proc/sys/net/ipv4/ip_forward)" \

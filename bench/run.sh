@@ -53,7 +53,7 @@ export HUTCH_RUN_DIR="$tmp/run"
 export HUTCH_CGROUP_PARENT="${HUTCH_CGROUP_PARENT:-hutch-bench}"
 bin="$tmp/bin"
 mkdir -p "$bin"
-cp build/hutch build/hutch-init build/bench/sandbox_bench "$bin/"
+cp build/hutch build/hutch-full build/hutch-init build/bench/sandbox_bench "$bin/"
 export HUTCH_INIT="$bin/hutch-init"
 
 set -- "$bin/sandbox_bench" --hutch "$bin/hutch" --rounds "$ROUNDS" --iterations "$ITERATIONS" --json "$JSON" "$@"

@@ -1,4 +1,5 @@
-/* The `hutch` command line: one file per verb, dispatched from main.c. */
+/* The `hutch` command line: one file per verb, dispatched from main.c
+ * (hutch-full); front.c is the `hutch` binary itself (`run`, else hutch-full). */
 #ifndef HUTCH_CLI_CLI_H
 #define HUTCH_CLI_CLI_H
 

@@ -1,4 +1,5 @@
-#include <stdarg.h>
+/* hutch-full: every verb of the `hutch` command (front.c starts this binary
+ * for all but `hutch run`). */
 #include <stdio.h>
 #include <string.h>
 
@@ -18,16 +19,6 @@ static const struct verb verbs[] = {
 	{"node", cmd_node, "the nodes of a shared store (node list | drain | undrain | remove NAME)"},
 	{"template", cmd_template, "build, list and remove templates (template build NAME --from DIR)"},
 };
-
-void cli_error(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("hutch: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
 
 static void usage(FILE *f)
 {

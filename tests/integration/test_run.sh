@@ -128,8 +128,26 @@ expect_match "hutch run maps its own libraries" "libseccomp" "$maps"
 expect_no_match "hutch run maps no libarchive" "libarchive" "$maps"
 expect_no_match "hutch run maps no libnftables" "libnftables" "$maps"
 expect_no_match "hutch run maps no libpq" "libpq" "$maps"
+# the `hutch` binary is `hutch run` alone (src/cli/front.c): none of the daemon's libraries
+expect_no_match "hutch run maps no OpenSSL" "libssl|libcrypto" "$maps"
+expect_no_match "hutch run maps no SQLite or libevent" "libsqlite3|libevent" "$maps"
 wait "$runpid"
 kill "$guard" 2>/dev/null
+# every other verb is hutch-full's, started by `hutch` with the same arguments and exit code
+out=$("$HUTCH" --help)
+expect_match "hutch --help lists every verb (from hutch-full)" "serve .*" "$out"
+out=$("$HUTCH" no-such-verb 2>&1)
+expect_eq "an unknown verb exits 2 through hutch-full" "2" "$?"
+expect_match "and says so" "unknown command 'no-such-verb'" "$out"
+out=$("$HUTCH" template ls)
+expect_eq "hutch template ls succeeds through hutch-full" "0" "$?"
+expect_match "and lists the base template" "base" "$out"
+# hutch-init's bytes (what every runtime copies into its sealed memfd) carry no debug sections;
+# they are in hutch-init.debug, named by a debuglink
+sections=$(readelf -S "$ROOT/$BUILD/hutch-init")
+expect_no_match "hutch-init holds no debug sections" "\.debug_info" "$sections"
+expect_match "hutch-init links its debug file" "\.gnu_debuglink" "$sections"
+check "hutch-init.debug is beside it" test -s "$ROOT/$BUILD/hutch-init.debug"
 mkdir -p "$HUTCH_TEST_TMP/tarsrc/etc" && echo lazy >"$HUTCH_TEST_TMP/tarsrc/etc/lazy"
 tar -C "$HUTCH_TEST_TMP/tarsrc" -czf "$HUTCH_TEST_TMP/lazy.tgz" .
 out=$("$HUTCH" template build lazytar --from-tar "$HUTCH_TEST_TMP/lazy.tgz" 2>&1)

@@ -59,6 +59,12 @@ expect_match "dd reports the quota" "Disk quota exceeded|No space left" "$out"
 expect_match "hutch run says the disk is full, and its cap" "disk is full.* of 1024 MiB" "$out"
 expect_match "dd got about 1 GiB written" "10[0-9][0-9]\+0 records in" "$out"
 
+# /tmp is the writable layer (the fill above is in it), /dev/shm the one RAM scratch: a tmpfs of half the
+# memory limit (docs/operations.md, "Storage")
+out=$(hrun --memory 64M -- sh -c 'stat -f -c %T /tmp /dev/shm; df -k --output=size /dev/shm | tail -1' 2>&1)
+expect_eq "/tmp is the overlay over the layer, /dev/shm a tmpfs of half the memory" $'overlayfs\ntmpfs\n32768' \
+	"$(tr -d ' ' <<<"$out")"
+
 # root inside is no exception: the cap holds for it as for the user
 out=$(hrun --user root --disk 32M -- dd if=/dev/zero of=/root-fill bs=1M count=100 2>&1)
 expect_match "root inside stops at the cap too" "Disk quota exceeded|No space left" "$out"

@@ -50,7 +50,8 @@ static int is_script(const char *path)
 }
 
 /* interpreter.recipe, or the folder beside the binary: <bin>/../images/code-interpreter in a checkout
- * (build/hutch), <prefix>/share/hutch/code-interpreter once installed (<prefix>/bin/hutch). */
+ * (build/hutch-full), <prefix>/share/hutch/code-interpreter once installed (<prefix>/libexec/hutch/hutch-full;
+ * <prefix>/bin/hutch only runs `hutch run` itself). */
 static int find_recipe(struct hu_provision *pv, hu_err *err)
 {
 	const struct hu_config *cfg = &pv->d->cfg;
@@ -70,7 +71,8 @@ static int find_recipe(struct hu_provision *pv, hu_err *err)
 	char *slash = strrchr(bin, '/');
 	if (slash)
 		*slash = '\0';
-	static const char *const beside[] = {"../images/code-interpreter", "../share/hutch/code-interpreter"};
+	static const char *const beside[] = {"../images/code-interpreter", "../share/hutch/code-interpreter",
+						   "../../share/hutch/code-interpreter"};
 	for (size_t i = 0; i < sizeof(beside) / sizeof(beside[0]); i++) {
 		snprintf(pv->script, sizeof(pv->script), "%s/%s/build.sh", bin, beside[i]);
 		if (is_script(pv->script))
