@@ -5,11 +5,14 @@
 # host's drift hits both alike; the samples of all rounds are pooled.
 #
 #   bench/layers_ab.sh OLD/build/bench/sandbox_bench build/bench/sandbox_bench [ROUNDS] [ITERATIONS]
+#   ALIVE=1000 bench/layers_ab.sh ...   # each run keeps that many idle sandboxes alive meanwhile
 #
 # Prints median and p99 (ms) of create, exec_first, create+exec_first (the
 # two summed per sandbox) and destroy for A and B, and B - A.
 set -eu
 a=$1 b=$2 rounds=${3:-6} iters=${4:-100}
+alive=()
+[ "${ALIVE:-0}" -gt 0 ] && alive=(--alive "$ALIVE")
 tmp=$(mktemp -d /tmp/hutch-layers-ab.XXXXXX)
 trap 'rm -rf --one-file-system "$tmp"' EXIT
 trap 'exit 130' INT TERM
@@ -17,8 +20,8 @@ for r in $(seq 1 "$rounds"); do
 	for side in a b; do
 		bin=$a
 		[ "$side" = b ] && bin=$b
-		echo "+ $bin --only split --rounds 1 --iterations $iters --warmup 5 --no-cli --json $tmp/$side-$r.json" >&2
-		"$bin" --only split --rounds 1 --iterations "$iters" --warmup 5 --no-cli --json "$tmp/$side-$r.json" >/dev/null
+		echo "+ $bin --only split --rounds 1 --iterations $iters --warmup 5 --no-cli ${alive[*]} --json $tmp/$side-$r.json" >&2
+		"$bin" --only split --rounds 1 --iterations "$iters" --warmup 5 --no-cli "${alive[@]}" --json "$tmp/$side-$r.json" >/dev/null
 	done
 done
 python3 - "$tmp" "$rounds" <<'EOF'

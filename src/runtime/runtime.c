@@ -15,6 +15,7 @@
 #include "runtime/helper.h"
 #include "runtime/net_internal.h"
 #include "runtime/seccomp_cache.h"
+#include "runtime/sysfs_view.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 
@@ -119,6 +120,8 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
 	rt->host_netns = -1;
+	rt->sysfs_view = HU_SYSFS_VIEW_UNTRIED;
+	rt->sysfs_netns = -1;
 	if (hu_cgroup_detect(&rt->cg, err) < 0 ||
 	    hu_cgroup_io_parse(cfg->io_weight[0] ? cfg->io_weight : "100", cfg->io_bps[0] ? cfg->io_bps : "0",
 			       cfg->io_iops[0] ? cfg->io_iops : "0", &rt->io, err) < 0)
@@ -162,6 +165,7 @@ void hu_runtime_close(struct hu_runtime *rt)
 		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
+	hu_sysfs_view_close(rt);
 	if (rt->have_layers)
 		hu_layers_close(&rt->layers);
 	free(rt);

@@ -36,6 +36,8 @@ struct hu_runtime {
 	struct hu_cgroup_io io;   /* the operator's I/O weight and caps (no disks) */
 	struct hu_layers layers;  /* the writable layers (layers.c) */
 	int have_layers;
+	int sysfs_view; /* the sandboxes' /sys (sysfs_view.h), or HU_SYSFS_VIEW_UNTRIED / _NONE */
+	int sysfs_netns; /* the view's network namespace, kept alive (or -1) */
 };
 
 /* A sealed (read-only, fixed-size) memfd copy of the binary at path, named

@@ -32,6 +32,7 @@
 #include "runtime/net_internal.h"
 #include "runtime/sandbox_internal.h"
 #include "runtime/sandbox_priv.h"
+#include "runtime/sysfs_view.h"
 #include "util/cleanup.h"
 #include "util/psi.h"
 #include "util/fdpass.h"
@@ -259,8 +260,8 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, h
 
 /* The "go" message: the setup header, the compiled seccomp program and the
  * targets of the extra mounts; fds are the fixed ones, then the mounts'. */
-static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds, int own_usr,
-		   int idmapped_rw, hu_err *err)
+static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds,
+		   uint32_t setup_flags, hu_err *err)
 {
 	const struct hu_seccomp_prog *prog = &sb->rt->seccomp;
 	size_t bpf_len = prog->len * sizeof(struct sock_filter);
@@ -270,8 +271,7 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
 		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
-		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | (own_usr ? HU_SETUP_OWN_USR : 0) |
-			 (idmapped_rw ? HU_SETUP_IDMAPPED_RW : 0),
+		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | setup_flags,
 		.n_mounts = (uint32_t)spec->n_mounts,
 	};
 
@@ -359,8 +359,10 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 	_cleanup_close_ int userns = open(path, O_RDONLY | O_CLOEXEC);
 	if (userns < 0)
 		return hu_err_sys(err, "open %s", path);
-	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX] = {-1, -1, -1, -1};
-	int rc = -1, have_mounts = 0;
+	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX];
+	int rc = -1, have_mounts = 0, shared_sys = 0;
+	for (int i = 0; i < HU_CHILD_NFDS; i++)
+		fds[i] = -1;
 	/* the sandbox dir as seen from the child's own mount namespace (through
 	 * /proc/<pid>/root): the child can only mount onto mounts it owns */
 	char dirpath[PATH_MAX + 64];
@@ -386,10 +388,21 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		hu_err_sys(err, "open /dev/null");
 	if (fds[HU_CHILD_FD_USR] < 0)
 		goto out;
+	/* /sys: a clone of the runtime's one read-only view, or (a kernel
+	 * without it) /dev/null and the child mounts its own */
+	if (hu_sysfs_view_clone(sb->rt, &fds[HU_CHILD_FD_SYS], err) < 0)
+		goto out;
+	shared_sys = fds[HU_CHILD_FD_SYS] >= 0;
+	if (!shared_sys && (fds[HU_CHILD_FD_SYS] = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+		hu_err_sys(err, "open /dev/null");
+		goto out;
+	}
 	if (hu_mounts_open(spec, userns, fds + HU_CHILD_NFDS, err) < 0)
 		goto out;
 	have_mounts = 1;
-	rc = send_go(sb, spec, parent_end, fds, own_usr, idmapped_rw, err);
+	uint32_t setup_flags = (own_usr ? HU_SETUP_OWN_USR : 0) | (idmapped_rw ? HU_SETUP_IDMAPPED_RW : 0) |
+			       (shared_sys ? HU_SETUP_SHARED_SYS : 0);
+	rc = send_go(sb, spec, parent_end, fds, setup_flags, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)
 		if (fds[i] >= 0)

@@ -186,12 +186,29 @@ static int protect_init_oom(hu_err *err)
 	return 0;
 }
 
+/* /sys: the runtime's shared read-only view (sysfs_view.h), attached like
+ * the template. Without one (a kernel that cannot clone a detached mount) a
+ * read-only sysfs of this sandbox's own network namespace, tolerated if the
+ * kernel refuses it (nothing needs it). */
+static int setup_sys(int view_fd, int shared, hu_err *err)
+{
+	if (!shared) {
+		mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+		return 0;
+	}
+	if (hu_move_mount(view_fd, "", AT_FDCWD, "rootfs/sys", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return hu_err_sys(err, "attach /sys");
+	return 0;
+}
+
 /* Everything below runs relative to the sandbox's layer (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
-static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, int idmapped_rw,
-			const struct hu_setup_mount *mounts, size_t n_mounts, hu_err *err)
+static int setup_rootfs(const int *fds, uint64_t shm_bytes, uint32_t flags, const struct hu_setup_mount *mounts,
+			size_t n_mounts, hu_err *err)
 {
+	const int own_usr = (flags & HU_SETUP_OWN_USR) != 0, idmapped_rw = (flags & HU_SETUP_IDMAPPED_RW) != 0;
+
 	if (fchdir(fds[HU_CHILD_FD_DIR]) < 0)
 		return hu_err_sys(err, "enter the sandbox directory");
 	if (hu_move_mount(fds[HU_CHILD_FD_TEMPLATE], "", AT_FDCWD, "lower", MOVE_MOUNT_F_EMPTY_PATH) < 0)
@@ -215,9 +232,8 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, int own_usr, int idm
 		return -1;
 	if (own_boot_id(err) < 0 || protect_init_oom(err) < 0)
 		return -1;
-	/* sysfs read-only; tolerated if the kernel refuses it (nothing needs it) */
-	mount("sysfs", "rootfs/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-	if (setup_dev("rootfs", shm_bytes, err) < 0)
+	if (setup_sys(fds[HU_CHILD_FD_SYS], (flags & HU_SETUP_SHARED_SYS) != 0, err) < 0 ||
+	    setup_dev("rootfs", shm_bytes, err) < 0)
 		return -1;
 	/* volumes and host mounts, in order (a parent before what it holds) */
 	if (n_mounts) {
@@ -309,10 +325,7 @@ void hu_sandbox_setup(void)
 		hu_err_sys(&err, "sethostname");
 		report(sync_fd, &err);
 	}
-	int own_usr = (go.flags & HU_SETUP_OWN_USR) != 0;
-	int idmapped_rw = (go.flags & HU_SETUP_IDMAPPED_RW) != 0;
-	if (loopback_up(&err) < 0 ||
-	    setup_rootfs(fds, go.shm_bytes, own_usr, idmapped_rw, mounts, go.n_mounts, &err) < 0)
+	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, go.flags, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
 	for (size_t i = 0; i < nfds; i++)
 		close(fds[i]);

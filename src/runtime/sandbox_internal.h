@@ -12,8 +12,8 @@
  * program (bpf_len struct sock_filter), with SCM_RIGHTS fds: the idmapped
  * template mount, the idmapped read-only /usr mount, an O_PATH fd of the
  * sandbox's layer (the capped subvolume holding rootfs/, lower/, rw/ and
- * bootid/) in the child's own mount namespace, and the idmapped writable
- * mount of its rw/ (upper/, work/). */
+ * bootid/) in the child's own mount namespace, the idmapped writable
+ * mount of its rw/ (upper/, work/) and a clone of the read-only /sys view. */
 #define HU_SETUP_MAGIC 0x68757431u /* "hut1" */
 #define HU_SETUP_DIE_WITH_PARENT 1u
 #define HU_SETUP_OWN_USR 2u /* the template brings its own /usr: the USR fd is a placeholder */
@@ -21,6 +21,10 @@
  * mount of it; without: a layer of an older hutch, upper/ and work/ at its
  * top with host uids, and the RW fd a placeholder */
 #define HU_SETUP_IDMAPPED_RW 4u
+/* the SYS fd is a clone of the runtime's read-only sysfs view (sysfs_view.h)
+ * to attach at /sys; without: a placeholder, and the child mounts a sysfs of
+ * its own network namespace */
+#define HU_SETUP_SHARED_SYS 8u
 struct hu_setup_go {
 	uint32_t magic;
 	uint32_t bpf_len;
@@ -38,7 +42,8 @@ struct hu_setup_mount {
 #define HU_CHILD_FD_USR 1
 #define HU_CHILD_FD_DIR 2
 #define HU_CHILD_FD_RW 3
-#define HU_CHILD_NFDS 4
+#define HU_CHILD_FD_SYS 4
+#define HU_CHILD_NFDS 5
 
 /* Extra mounts (sandbox_mounts.c). Parent: a detached mount for each of
  * spec->mounts into fds[0..n_mounts-1] (all closed again on failure).

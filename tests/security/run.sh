@@ -163,6 +163,8 @@ if [ "$(cat /proc/sys/kernel/kptr_restrict)" -ge 1 ] || [ "$(cat /proc/sys/kerne
 fi
 I386=$("$BIN/foreign_abi" control 2>/dev/null || echo i386=yes)
 HIDDEN_USR=$(find /usr -xdev ! -perm -o=r 2>/dev/null | head -5)
+# the host's network interfaces, names and MACs, for sysfs_view
+HOST_IFS=$(for i in /sys/class/net/*; do basename "$i"; cat "$i/address"; done 2>/dev/null)
 # a host process with a secret in its environment, for proc_secrets
 env HUTCHSEC_HOST_SECRET="$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')" sleep 600 &
 HOSTPID=$!
@@ -176,6 +178,8 @@ for u in root user; do
 	run_attack proc_secrets "$u" "$HOSTPID" "$HUTCH_TEST_TMP" "$HUTCH_DATA_DIR" "$HUTCH_RUN_DIR"
 	run_attack fs_links "$u"
 	run_attack devices_sys "$u"
+	# shellcheck disable=SC2086
+	run_attack sysfs_view "$u" $HOST_IFS
 	run_attack kernel_surface "$u"
 	run_attack namespaces_mounts "$u"
 	run_attack foreign_abi "$u" "$I386"
