@@ -168,6 +168,7 @@ try {
     out[k] = { n: s.n, median: +s.median.toFixed(2), p95: +s.p95.toFixed(2), p99: +s.p99.toFixed(2),
       rounds: rec.perRound[k].map((x) => +stats(x).median.toFixed(2)) }
   }
+  console.log(JSON.stringify(out)) // what is measured so far, should the memory part fail
   for (const [d, key] of [[warm, 'memory'], [base, 'memory_base']]) {
     if (!d || !only.includes('memory')) continue
     use(d)
@@ -191,6 +192,7 @@ try {
       load_average: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     }
     for (const s of held) await s.kill()
+    console.log(JSON.stringify({ [key]: out[key] }))
   }
   console.log(JSON.stringify(out, null, 1))
 } finally {
