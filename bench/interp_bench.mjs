@@ -2,6 +2,7 @@
 // code-interpreter-v1 itself (docs/benchmarks.md "The code interpreter"). As root, with the Debian tree cached:
 //   node bench/interp_bench.mjs [--rounds 3] [--n 15] [--cells 100] [--alive 30] [--build build]
 //                               [--cache /var/cache/hutch-interpreter] [--only warm,cold,cell,memory]
+//                               [--baseline DIR] [--pids N]
 // Two daemons in the same run, each on its own data dir (each copies the cached tree into its template first):
 // one with a warm pool of the template (pool.size.code-interpreter-v1 = 2: the server and its Python kernel
 // started ahead), one without. Figures, all in ms (median, p95, p99 over all samples, plus per-round medians):
@@ -13,6 +14,12 @@
 //   cell               runCode('x += 1') on a warm context, one after another (--cells per round)
 //   cell_host          the same SDK calls against the same server on the host's loopback (no sandbox, no
 //                      ingress), the peer in the same run
+// --baseline DIR: another copy of the recipe (images/code-interpreter of an older tree, say) as the peer in the
+// same run: a third daemon provisions its template (interpreter.recipe = DIR), and the cell and memory figures are
+// taken of it too, alternating with this tree's in every round (suffix _base; cell_host_base: DIR's server on
+// the host's loopback).
+// --pids N sets the daemons' default_pids (100 running sandboxes do not fit kernel.pid_max 32768 at the default
+// 512, docs/operations.md); with --alive above 40 the memory budget is raised to admit them (memory_overcommit).
 // --alive N sandboxes are then kept idle with one Python context each (their default context, one cell run):
 //   the memory each holds is given as PSS (shared pages divided among their users: /proc/<pid>/smaps_rollup of
 //   every process in its memory cgroup), the cgroup's charge (memory.usage_in_bytes, page cache included), and
@@ -32,13 +39,17 @@ const { Sandbox } = createRequire(join(sdkDir, 'package.json'))('@e2b/code-inter
 const rounds = Number(arg('rounds', 3)), n = Number(arg('n', 15)), cells = Number(arg('cells', 100))
 const alive = Number(arg('alive', 30)), cache = arg('cache', '/var/cache/hutch-interpreter')
 const only = (arg('only', 'warm,cold,cell,memory')).split(',')
+const baseline = arg('baseline', null) ? resolve(arg('baseline')) : null
+const pids = arg('pids', null)
 const NAME = 'code-interpreter-v1'
 const { startDaemon, useDaemon, api } = await harness()
 const rec = recorder()
 
-async function daemonWithTemplate(pool) {
+async function daemonWithTemplate(pool, recipe = null) {
   const work = mkdtempSync(join(tmpdir(), 'hutch-interp-bench-'))
-  writeFileSync(join(work, 'hutch.conf'), `pool.size.${NAME} = ${pool}\nmax_sandboxes = ${alive + 10}\n`)
+  writeFileSync(join(work, 'hutch.conf'), `pool.size.${NAME} = ${pool}\nmax_sandboxes = ${alive + 10}\n` +
+    (recipe ? `interpreter.recipe = ${recipe}\n` : '') + (pids ? `default_pids = ${pids}\n` : '') +
+    (alive > 40 ? 'admission.memory_overcommit = 8\n' : ''))
   const d = await startDaemon(['--config', join(work, 'hutch.conf'), '--interpreter-cache-dir', cache],
     null, { HUTCH_INTERPRETER_PROVISION: '1' })
   d.work = work
@@ -74,9 +85,9 @@ async function createFirst(d, r, prefix) {
 }
 
 // the server on the host's loopback, as images/code-interpreter/tests/sdk/sdk.test.mjs runs it
-async function hostServer() {
+async function hostServer(recipe = resolve(here, '..', 'images', 'code-interpreter')) {
   const home = mkdtempSync(join(tmpdir(), 'hutch-interp-bench-host-'))
-  const proc = spawn('/usr/bin/python3', [resolve(here, '..', 'images', 'code-interpreter', 'server', 'server.py'),
+  const proc = spawn('/usr/bin/python3', [join(recipe, 'server', 'server.py'),
     '--host', '127.0.0.1', '--port', '0'], { cwd: home, env: { ...process.env, HOME: home }, stdio: ['ignore', 'pipe', 'ignore'] })
   const port = await new Promise((res, rej) => {
     createInterface({ input: proc.stdout }).on('line', (l) => { const m = l.match(/listening on .*:(\d+)$/); if (m) res(Number(m[1])) })
@@ -98,18 +109,28 @@ async function cellRound(sbx, key, r) {
 
 const memAvailable = () => Number(readFileSync('/proc/meminfo', 'utf8').match(/MemAvailable:\s+(\d+)/)[1]) * 1024
 
+// which of a sandbox's processes a command line is
+const role = (cmd) => cmd.includes('server.py') ? 'server' : /ipykernel|kernel_launcher/.test(cmd) ? 'kernel' : 'other'
+
 function sandboxMemory(d, id) {
   const cg = `/sys/fs/cgroup/memory/${d.env.HUTCH_CGROUP_PARENT}/${id}`
   let pss = 0
+  const by = { server: 0, kernel: 0, other: 0 }
   for (const pid of readFileSync(`${cg}/cgroup.procs`, 'utf8').split('\n').filter(Boolean)) {
-    try { pss += Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)[1]) * 1024 } catch {}
+    try {
+      const p = Number(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').match(/^Pss:\s+(\d+)/m)[1]) * 1024
+      pss += p
+      by[role(readFileSync(`/proc/${pid}/cmdline`, 'utf8'))] += p
+    } catch {}
   }
-  return { pss, charged: Number(readFileSync(`${cg}/memory.usage_in_bytes`, 'utf8')) }
+  return { pss, by, charged: Number(readFileSync(`${cg}/memory.usage_in_bytes`, 'utf8')) }
 }
 
 const warm = only.includes('warm') || only.includes('cell') || only.includes('memory') ? await daemonWithTemplate(2) : null
 const cold = only.includes('cold') ? await daemonWithTemplate(0) : null
 const host = only.includes('cell') ? await hostServer() : null
+const base = baseline && (only.includes('cell') || only.includes('memory')) ? await daemonWithTemplate(2, baseline) : null
+const hostBase = baseline && only.includes('cell') ? await hostServer(baseline) : null
 try {
   for (let r = 0; r < rounds; r++) {
     if (warm && only.includes('warm')) {
@@ -129,12 +150,16 @@ try {
       }
     }
     if (warm && only.includes('cell')) {
-      while (!(await poolReady(warm))) await sleep(50)
-      use(warm)
-      const sbx = await Sandbox.create()
-      await cellRound(sbx, 'cell', r)
-      await sbx.kill()
-      await cellRound(host.sbx, 'cell_host', r)
+      // this tree's and the baseline's, in an order that alternates from round to round
+      const sides = [[warm, '', host], [base, '_base', hostBase]].filter((x) => x[0])
+      for (const [d, suffix, h] of r % 2 ? sides.reverse() : sides) {
+        while (!(await poolReady(d))) await sleep(50)
+        use(d)
+        const sbx = await Sandbox.create()
+        await cellRound(sbx, 'cell' + suffix, r)
+        await sbx.kill()
+        await cellRound(h.sbx, 'cell_host' + suffix, r)
+      }
     }
   }
   const out = {}
@@ -143,8 +168,10 @@ try {
     out[k] = { n: s.n, median: +s.median.toFixed(2), p95: +s.p95.toFixed(2), p99: +s.p99.toFixed(2),
       rounds: rec.perRound[k].map((x) => +stats(x).median.toFixed(2)) }
   }
-  if (warm && only.includes('memory')) {
-    use(warm)
+  console.log(JSON.stringify(out)) // what is measured so far, should the memory part fail
+  for (const [d, key] of [[warm, 'memory'], [base, 'memory_base']]) {
+    if (!d || !only.includes('memory')) continue
+    use(d)
     const before = memAvailable()
     const held = []
     for (let i = 0; i < alive; i++) {
@@ -154,19 +181,24 @@ try {
     }
     await sleep(5000)
     const after = memAvailable()
-    const per = held.map((s) => sandboxMemory(warm, s.sandboxId))
+    const per = held.map((s) => sandboxMemory(d, s.sandboxId))
     const mib = (b) => +(b / 1048576).toFixed(1)
-    out.memory = {
+    out[key] = {
       alive, pss_median_mib: mib(stats(per.map((p) => p.pss)).median),
       charged_median_mib: mib(stats(per.map((p) => p.charged)).median),
+      pss_median_mib_by_process: Object.fromEntries(['server', 'kernel', 'other'].map((k) =>
+        [k, mib(stats(per.map((p) => p.by[k])).median)])),
       memavailable_drop_per_sandbox_mib: mib((before - after) / alive),
+      load_average: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     }
     for (const s of held) await s.kill()
+    console.log(JSON.stringify({ [key]: out[key] }))
   }
   console.log(JSON.stringify(out, null, 1))
 } finally {
   host?.stop()
-  for (const d of [warm, cold]) {
+  hostBase?.stop()
+  for (const d of [warm, cold, base]) {
     if (!d) continue
     await d.stop()
     rmSync(d.work, { recursive: true, force: true })

@@ -23,6 +23,7 @@ ALIASES = {"js": "javascript", "ts": "typescript", "py": "python", "sh": "bash",
 # (0.2 s), since the TypeScript parser it loads costs 50 MB that an idle sandbox should not pay.
 DEFAULT_LANGUAGES = {"python": True, "javascript": False}
 KEEPALIVE_S = 5
+POLL_S = 0.1  # how often a running cell's client is checked (and its answer's head sent, if not yet)
 INTERRUPT_GRACE_S = 3
 
 
@@ -106,7 +107,10 @@ class Context:
                 "restarted: the state of earlier cells (variables, imports, definitions) is lost.\n")
 
     def execute(self, code, env, send, client_gone):
-        """Runs one cell; send(event) writes a line and raises ClientGone when the client is gone."""
+        """Runs one cell. send(events) writes lines as they come (one write for what arrived together; an
+        empty list writes what is pending: the answer's head) and raises ClientGone when the client is gone.
+        The last lines, which came with the end of the cell, are returned instead, for the caller to write with
+        its end marker."""
         with self.lock:
             if self.kernel is None:
                 self._start()
@@ -115,10 +119,10 @@ class Context:
             env = self._sandbox_env(env)
             if self.notice:
                 note, self.notice = self.notice, None
-                send(events.stream("stderr", note))
+                send([events.stream("stderr", note)])
             self.kernel.begin(code, env)
             try:
-                self._wait(send, client_gone)
+                return self._wait(send, client_gone)
             except ClientGone:
                 self._abandon()
                 raise
@@ -140,24 +144,23 @@ class Context:
         return dict(senv, **env)
 
     def _wait(self, send, client_gone):
-        last = time.monotonic()
+        started = last = time.monotonic()
         while True:
-            out, done = self.kernel.poll(0.1)
-            for ev in out:
-                send(ev)
+            out, done = self.kernel.poll(POLL_S)
+            if done:
+                return out
+            if out or time.monotonic() - started >= POLL_S:
+                send(out)  # with nothing yet, the answer's head: a cell that takes longer has begun
             if out:
                 last = time.monotonic()
-            if done:
-                return
             if not self.kernel.alive():
                 why = self._lost(self.kernel.exit_status())
                 self._restart(why)
-                send(events.error("DeadKernelError", why.strip(), ""))
-                return
+                return [events.error("DeadKernelError", why.strip(), "")]
             if client_gone():
                 raise ClientGone()
             if time.monotonic() - last >= KEEPALIVE_S:  # read at each use: --keepalive sets it
-                send(events.keepalive())
+                send([events.keepalive()])
                 last = time.monotonic()
 
     def _abandon(self):

@@ -93,6 +93,34 @@ def _patch_pillow(image_module):
 
 sys.meta_path.insert(0, _PillowHook())
 
+
+def _skip_empty_flushes():
+    """ipykernel flushes stdout and stderr before and after every cell, each flush a round trip to its IOPub
+    thread and back (two thread wake-ups) even when nothing was written. With nothing pending there is nothing to
+    wait for: whatever the stream sent before is already ahead, in the IOPub thread's queue, of what the kernel
+    sends next (the cell's idle status). Only in the kernel's own process, and only where ipykernel has the flag
+    (6.x); otherwise its flush runs as it is."""
+    try:
+        from ipykernel.iostream import OutStream
+    except ImportError:
+        return
+    flush = OutStream.flush
+
+    def flush_if_pending(self):
+        if getattr(self, "_flush_pending", True) is False and self._is_master_process():
+            return
+        flush(self)
+
+    OutStream.flush = flush_if_pending
+
+
+_skip_empty_flushes()
+
+# kernel_launcher.py marked these missing for the kernel's start only: a cell may import them
+for _name in ("jedi", "debugpy"):
+    if _name in sys.modules and sys.modules[_name] is None:
+        del sys.modules[_name]
+
 _hutch.env_push = _env_push
 _hutch.env_pop = _env_pop
 sys.modules["_hutch"] = _hutch

@@ -12,7 +12,6 @@ Every kernel is its own process group (session), so an interrupt (SIGINT) reache
 import codecs
 import json
 import os
-import queue
 import select
 import shlex
 import shutil
@@ -21,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import zmq
 
 import events
 
@@ -37,7 +38,10 @@ def env_names_ok(env):
 
 
 class JupyterKernel:
-    """A Jupyter kernel (ipykernel, IRkernel) through jupyter_client's blocking client."""
+    """A Jupyter kernel (ipykernel, IRkernel): started by jupyter_client's KernelManager, spoken to over plain
+    (blocking) ZeroMQ sockets of our own. jupyter_client's blocking client runs an asyncio event loop for every
+    message it waits for (and a new loop in every thread, and this server has a thread per connection): a cell
+    took several ms of that alone. Here one zmq poll waits for the shell and IOPub sockets together."""
 
     def __init__(self, language, cwd, spec_manager, spec_name):
         self.language = language
@@ -45,8 +49,12 @@ class JupyterKernel:
         self._ksm = spec_manager
         self._spec = spec_name
         self.km = None
-        self.kc = None
+        self._shell = self._iopub = None
+        self._poller = None
         self._msg = None
+        self._idle = False  # the running cell's "idle" status arrived
+        self._reply = None  # and its execute_reply
+        self._idle_at = 0.0
         self.cells = 0
         self.env_generation = 0  # of the sandbox's environment it has (sandbox_env.py)
 
@@ -59,35 +67,77 @@ class JupyterKernel:
         except OSError as e:  # a working directory the user may not enter, for example
             self.km = None
             raise KernelError(f"the {self.language} kernel did not start in {self.cwd}: {e}") from e
-        self.kc = self.km.blocking_client()
-        self.kc.start_channels()
+        self._shell = self.km.connect_shell()
+        self._iopub = self.km.connect_iopub()
+        self._poller = zmq.Poller()
+        self._poller.register(self._shell, zmq.POLLIN)
+        self._poller.register(self._iopub, zmq.POLLIN)
         try:
-            self.kc.wait_for_ready(timeout=60)
-        except RuntimeError as e:
+            self._wait_ready(60)
+        except KernelError:
             self.stop()
-            raise KernelError(f"the {self.language} kernel did not start: {e}") from e
+            raise
+
+    def _send(self, msg_type, content):
+        return self.km.session.send(self._shell, msg_type, content)["header"]["msg_id"]
+
+    def _recv(self, sock):
+        """The next message waiting on sock, or None."""
+        _, msg = self.km.session.recv(sock, mode=zmq.NOBLOCK)
+        return msg
+
+    def _drain_iopub(self):
+        while self._recv(self._iopub) is not None:
+            pass
+
+    def _wait_ready(self, timeout):
+        """Until the kernel answers a kernel_info_request and its IOPub messages reach us: a SUB socket gets
+        nothing until its subscription has reached the kernel, so the request is repeated until one does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._shell_reply(self._send("kernel_info_request", {}), 1.0) is not None:
+                if self._iopub.poll(200):
+                    self._drain_iopub()  # what is left comes later, and is nobody's (poll passes over it)
+                    return
+            if not self.alive():
+                raise KernelError(f"the {self.language} kernel did not start: it exited ({self.exit_status()})")
+        raise KernelError(f"the {self.language} kernel did not start: no answer in {timeout} s")
+
+    def _shell_reply(self, msg_id, timeout):
+        """The shell reply to msg_id within timeout (None without one: late, or the kernel died)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            while (msg := self._recv(self._shell)) is not None:
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    return msg
+            left = deadline - time.monotonic()
+            if left <= 0 or not self.alive():
+                return None
+            self._shell.poll(min(left, 0.2) * 1000)
+
+    def _execute(self, code, silent, store_history):
+        # stop_on_error off: with it, a cell's error makes ipykernel abort every request that reaches it until
+        # its loop has gone round once more, and the next cell (or the env_pop after this one), sent as soon as
+        # this one's reply came, could be aborted unrun; a context runs one cell at a time, so nothing of ours is
+        # ever queued behind an error
+        return self._send("execute_request", {"code": code, "silent": silent, "store_history": store_history,
+                                              "user_expressions": {}, "allow_stdin": False, "stop_on_error": False})
+
+    def _proc(self):
+        return getattr(getattr(self.km, "provisioner", None), "process", None)
 
     def alive(self):
-        return self.km is not None and self.km.is_alive()
+        proc = self._proc()
+        return proc is not None and proc.poll() is None
 
     def exit_status(self):
-        p = getattr(self.km, "provisioner", None)
-        proc = getattr(p, "process", None)
+        proc = self._proc()
         return proc.poll() if proc is not None else None
 
     def _quiet(self, code, timeout=15):
-        """Runs code without history, output or a count (the per-execution environment), waiting for it."""
-        msg_id = self.kc.execute(code, silent=True, store_history=False, allow_stdin=False)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                reply = self.kc.get_shell_msg(timeout=0.2)
-            except queue.Empty:
-                if not self.alive():
-                    return
-                continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                return
+        """Runs code without history, output or a count (the per-execution environment), waiting for it. Its
+        IOPub messages are nobody's: the next poll passes over them."""
+        self._shell_reply(self._execute(code, True, False), timeout)
 
     def _env_push(self, env):
         if self.language == "python":
@@ -109,20 +159,9 @@ class JupyterKernel:
         """A first cell that shows its result but leaves no count or history: IPython's first execution sets up
         its display machinery (a few hundred ms on a busy machine), which a warm pool sandbox then has done
         before a create takes it."""
-        msg_id = self.kc.execute("None", silent=False, store_history=False, allow_stdin=False)
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            try:
-                reply = self.kc.get_shell_msg(timeout=0.2)
-            except queue.Empty:
-                continue
-            if reply["parent_header"].get("msg_id") == msg_id:
-                break
-        while True:  # its iopub messages are nobody's
-            try:
-                self.kc.get_iopub_msg(timeout=0.05)
-            except queue.Empty:
-                return
+        self._shell_reply(self._execute("None", False, False), 15)
+        while self._iopub.poll(50):  # its IOPub messages are nobody's
+            self._drain_iopub()
 
     def set_env(self, env):
         """The sandbox's environment, for good (a quiet cell); True when done."""
@@ -137,22 +176,29 @@ class JupyterKernel:
         self._env = bool(env)
         if env:
             self._env_push(env)
-        self._msg = self.kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=True)
+        self._idle, self._reply = False, None
+        self._msg = self._execute(code, False, True)
 
     def poll(self, timeout):
-        """Events of the running cell that arrived within timeout, and whether the cell is done."""
+        """Events of the running cell that arrived within timeout, and whether the cell is done: its "idle"
+        status (after all its output) and its execute_reply (with the count) both came."""
         out = []
-        try:
-            msg = self.kc.get_iopub_msg(timeout=timeout)
-        except queue.Empty:
-            return out, False
-        while True:
+        if not self._idle and self._reply is None:
+            self._poller.poll(timeout * 1000)
+        elif not self._idle:
+            self._iopub.poll(timeout * 1000)
+        elif self._reply is None:
+            self._shell.poll(timeout * 1000)
+        while not self._idle and (msg := self._recv(self._iopub)) is not None:
             if msg["parent_header"].get("msg_id") == self._msg and self._event(msg, out):
-                return out + self._finish(), True
-            try:
-                msg = self.kc.get_iopub_msg(timeout=0)
-            except queue.Empty:
-                return out, False
+                self._idle, self._idle_at = True, time.monotonic()
+        while self._reply is None and (msg := self._recv(self._shell)) is not None:
+            if msg["parent_header"].get("msg_id") == self._msg:
+                self._reply = msg
+        # a reply that never comes after the idle status (it always does) does not hold the cell for ever
+        if self._idle and (self._reply is not None or time.monotonic() - self._idle_at > 5):
+            return out + self._finish(), True
+        return out, False
 
     def _event(self, msg, out):
         kind, c = msg["header"]["msg_type"], msg["content"]
@@ -168,17 +214,10 @@ class JupyterKernel:
 
     def _finish(self):
         out = []
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                reply = self.kc.get_shell_msg(timeout=0.2)
-            except queue.Empty:
-                continue
-            if reply["parent_header"].get("msg_id") == self._msg:
-                n = reply["content"].get("execution_count")
-                if isinstance(n, int):
-                    out.append(events.count(n))
-                break
+        n = self._reply["content"].get("execution_count") if self._reply is not None else None
+        if isinstance(n, int):
+            out.append(events.count(n))
+        self._reply = None
         if self._env:
             self._env_pop()
         return out
@@ -187,14 +226,16 @@ class JupyterKernel:
         self.km.interrupt_kernel()
 
     def stop(self):
-        if self.kc is not None:
-            self.kc.stop_channels()
+        for sock in (self._shell, self._iopub):
+            if sock is not None:
+                sock.close(linger=0)
+        self._shell = self._iopub = self._poller = None
         if self.km is not None:
             try:
                 self.km.shutdown_kernel(now=True)
             except Exception:  # a dead kernel has nothing left to shut down
                 pass
-        self.kc = self.km = None
+        self.km = None
 
 
 class PipeKernel:
@@ -350,8 +391,11 @@ def write_specs(directory):
     """The Jupyter kernel specs this server starts: Python on this interpreter, R when IRkernel is there."""
     specs = {
         "hutch-python": {
-            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+            "argv": [sys.executable, os.path.join(HERE, "kernel_launcher.py"), "-f", "{connection_file}",
                      "--InteractiveShell.colors=NoColor", "--PlainTextFormatter.max_seq_length=0",
+                     # no SQLite history (In, Out and _i<n> stay, in memory): its thread wrote every cell to
+                     # ~/.ipython and held the lock the next cell's input waits for while it did
+                     "--HistoryManager.enabled=False",
                      f"--IPKernelApp.exec_lines=__import__('runpy').run_path({os.path.join(HERE, 'ipython_startup.py')!r}) and None"],
             "display_name": "Python 3", "language": "python",
             "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"},  # else the debugger warns on every start

@@ -37,6 +37,7 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "hutch-interpreter"
     registry = None  # set by main
+    _head = b""  # an /execute answer's head, until its first write
 
     def setup(self):
         super().setup()
@@ -147,27 +148,38 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-store")
-        self.end_headers()
+        # the head waits for the first lines (or for the cell to take longer than a poll, contexts.py): a short
+        # cell's whole answer is then one write, which each hop on the way passes on in one go
+        self._headers_buffer.append(b"\r\n")
+        self._head = b"".join(self._headers_buffer)
+        self._headers_buffer = []
         try:
-            ctx.execute(code, env, self._send_chunk, self._client_gone)
-            self._send_chunk(events.end())
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            last = ctx.execute(code, env, self._send_events, self._client_gone)
+            # the cell's last lines, the end marker and the chunked body's end in one write: one segment
+            self._send_events(last + [events.end()], end=True)
         except contexts.ClientGone:
             self.close_connection = True
         except kernels.KernelError as e:
             try:
-                self._send_chunk(events.error("KernelError", str(e), ""))
-                self._send_chunk(events.end())
-                self.wfile.write(b"0\r\n\r\n")
+                self._send_events([events.error("KernelError", str(e), ""), events.end()], end=True)
             except contexts.ClientGone:
                 pass
             self.close_connection = True
 
-    def _send_chunk(self, event):
-        data = events.encode(event)
+    def _send_events(self, evs, end=False):
+        """Writes events as chunks of the body (the whole body's end too when end), after the head if it has
+        not gone yet, in one write."""
+        out = bytearray(self._head)
+        self._head = b""
+        for ev in evs:
+            data = events.encode(ev)
+            out += b"%x\r\n%s\r\n" % (len(data), data)
+        if end:
+            out += b"0\r\n\r\n"
+        if not out:
+            return
         try:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.write(out)
             self.wfile.flush()
         except OSError as e:
             raise contexts.ClientGone() from e

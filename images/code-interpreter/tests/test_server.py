@@ -143,6 +143,40 @@ class Python(unittest.TestCase):
         self.assertGreater(evs[-1]["_t"] - out[0]["_t"], 1.0)
         self.assertIn("timestamp", out[0])
 
+    def test_a_slow_cell_answers_its_head_before_its_end(self):
+        # a short cell's head goes out with its last lines (one write); a longer one's must not wait for them
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        try:
+            t0 = time.monotonic()
+            conn.request("POST", "/execute", body=json.dumps({"code": "import time; time.sleep(1.5)"}),
+                         headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            t_head = time.monotonic() - t0
+            lines = [json.loads(line) for line in resp]
+            t_end = time.monotonic() - t0
+        finally:
+            conn.close()
+        self.assertEqual(resp.status, 200)
+        self.assertEqual(lines[-1]["type"], "end_of_execution")
+        self.assertGreater(t_end, 1.4)
+        self.assertLess(t_head, 1.0)
+
+    def test_the_kernel_imports_what_its_start_left_out(self):
+        # kernel_launcher.py keeps jedi and debugpy out of the kernel's start only; and the server's own
+        # modules are not on the user's path
+        ctx = new_context()
+        evs = run("import sys\nfor m in ('jedi', 'debugpy'):\n    try:\n        __import__(m); print(m, 'ok')\n"
+                  "    except ModuleNotFoundError as e:\n        print(m, 'halted' if 'halted' in str(e) else 'absent')\n"
+                  "print(any(m in sys.modules for m in ('kernels', 'contexts', 'events')))\n"
+                  "import importlib.util; print(importlib.util.find_spec('kernel_launcher'))",
+                  context_id=ctx["id"])
+        self.assertEqual(of(evs, "error"), [])
+        lines = stdout(evs).splitlines()
+        for m, line in zip(("jedi", "debugpy"), lines):
+            # importable wherever installed (the template has both); never "halted" by the start's mark
+            self.assertIn(line, (f"{m} ok", f"{m} absent"))
+        self.assertEqual(lines[2:], ["False", "None"])
+
     def test_stderr(self):
         evs = run("import sys; print('oops', file=sys.stderr)")
         self.assertEqual([e["text"] for e in of(evs, "stderr")], ["oops\n"])
