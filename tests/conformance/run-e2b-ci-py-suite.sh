@@ -16,21 +16,15 @@
 # docs/e2b-compat.md with their reason. Prints `N passed, N failed, N skipped`.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
 src=${1:-${E2B_CI_REPO:-}}
 build=${2:-${HUTCH_BUILD:-build}}
-tag=conformance-ci-py
-result="$root/tests/results/conformance-ci-py.txt"
+tag=conformance-ci-py upstream=https://github.com/e2b-dev/code-interpreter upstream_var=E2B_CI_REPO
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+# shellcheck source=interp-daemon.sh
+. "$here/interp-daemon.sh"
 
-skip() {
-	echo "$tag: skipped: $1"
-	echo "$tag: to run it, fetch https://github.com/e2b-dev/code-interpreter and pass its path (or set E2B_CI_REPO)"
-	mkdir -p "$root/tests/results"
-	echo "$tag: skipped, $1" >"$result"
-	exit 0
-}
-
-[ -n "$src" ] || skip "no code-interpreter checkout given"
+[ -n "$src" ] || conf_skip "no code-interpreter checkout given"
 tests=
 for cand in "$src/python/tests" "$src/tests"; do
 	if [ -f "$cand/conftest.py" ] && [ -d "$cand/sync" ] && [ -d "$cand/async" ]; then
@@ -38,10 +32,9 @@ for cand in "$src/python/tests" "$src/tests"; do
 		break
 	fi
 done
-[ -n "$tests" ] || skip "no python/tests under '$src'"
-[ -x "$root/$build/hutch" ] || { echo "$tag: $root/$build/hutch is missing: run make first"; exit 1; }
-"$root/tests/e2e-py/setup-venv.sh" || { echo "$tag: the venv could not be made"; exit 1; }
-py="$root/tests/e2e-py/.venv/bin/python"
+[ -n "$tests" ] || conf_skip "no python/tests under '$src'"
+conf_need_build
+conf_venv
 
 # Every file that drives a sandbox, in sync/ and async/ alike, less those of features hutch's interpreter
 # does not have (docs/e2b-compat.md): charts/ (chart data extracted from matplotlib figures),
@@ -62,12 +55,7 @@ excluded=(
 )
 files=${ONLY:-$applicable}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/hutch-conformance-ci-py-XXXXXX")
-# shellcheck source=interp-daemon.sh
-. "$here/interp-daemon.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
+conf_workdir
 mkdir -p "$work/sdk"
 cp -r "$tests" "$work/sdk/tests"
 cat >"$work/sdk/pytest.ini" <<'INI'
@@ -81,22 +69,10 @@ addopts = --import-mode=importlib
 INI
 
 start_interp_daemon || exit 1
-expr=$(printf ' or %s' "${excluded[@]}")
-expr="not (${expr# or })"
-targets=
-for f in $files; do [ -f "$work/sdk/tests/$f" ] && targets="$targets tests/$f"; done
+targets=$(conf_pytest_targets $files)
 cd "$work/sdk"
 # shellcheck disable=SC2086
 out=$(E2B_API_KEY=$key E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_DOMAIN=127.0.0.1 \
-	timeout 1800 "$py" -m pytest -p no:cacheprovider -q -rfEs --timeout 120 -k "$expr" $targets 2>&1)
-rc=$?
-echo "$out"
-[ -n "${CONFORMANCE_DAEMON_LOG:-}" ] && cp "$work/daemon.log" "$CONFORMANCE_DAEMON_LOG"
-last=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|deselected|error)' <<<"$out" | tail -1)
-num() { grep -oE "[0-9]+ $1" <<<"$last" | grep -oE '^[0-9]+' || echo 0; }
-pass=$(num passed) fail=$(num failed) skipped=$(num skipped) errs=$(num 'errors?') desel=$(num deselected)
-fail=$((fail + errs))
-[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-mkdir -p "$root/tests/results"
-echo "$tag[$build]: $pass passed, $fail failed, $((skipped + desel)) skipped" | tee "$result"
-[ "$fail" -eq 0 ]
+	timeout 1800 "$py" -m pytest -p no:cacheprovider -q -rfEs --timeout 120 \
+	-k "$(conf_pytest_filter "${excluded[@]}")" $targets 2>&1)
+conf_report pytest "$out" $?

@@ -16,21 +16,15 @@
 # docs/e2b-compat.md with their reason. Prints `N passed, N failed, N skipped` (skipped: excluded by name).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
 src=${1:-${E2B_CI_REPO:-}}
 build=${2:-${HUTCH_BUILD:-build}}
-tag=conformance-ci
-result="$root/tests/results/conformance-ci.txt"
+tag=conformance-ci upstream=https://github.com/e2b-dev/code-interpreter upstream_var=E2B_CI_REPO
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+# shellcheck source=interp-daemon.sh
+. "$here/interp-daemon.sh"
 
-skip() {
-	echo "$tag: skipped: $1"
-	echo "$tag: to run it, fetch https://github.com/e2b-dev/code-interpreter and pass its path (or set E2B_CI_REPO)"
-	mkdir -p "$root/tests/results"
-	echo "$tag: skipped, $1" >"$result"
-	exit 0
-}
-
-[ -n "$src" ] || skip "no code-interpreter checkout given"
+[ -n "$src" ] || conf_skip "no code-interpreter checkout given"
 tests=
 for cand in "$src/js/tests" "$src/tests"; do
 	if [ -f "$cand/setup.ts" ] && [ -f "$cand/statefulness.test.ts" ]; then
@@ -38,8 +32,8 @@ for cand in "$src/js/tests" "$src/tests"; do
 		break
 	fi
 done
-[ -n "$tests" ] || skip "no js/tests under '$src'"
-[ -x "$root/$build/hutch" ] || { echo "$tag: $root/$build/hutch is missing: run make first"; exit 1; }
+[ -n "$tests" ] || conf_skip "no js/tests under '$src'"
+conf_need_build
 
 # Every file that drives a sandbox, less those of features hutch's interpreter does not have
 # (docs/e2b-compat.md): charts/ (chart data extracted from matplotlib figures), env_vars/java.test.ts (no Java
@@ -60,53 +54,16 @@ excluded_tests=(
 )
 files=${ONLY:-$applicable}
 
-cd "$here"
-if [ ! -d node_modules/@e2b/code-interpreter ] || [ ! -d node_modules/vitest ]; then
-	npm ci --no-audit --no-fund || { echo "$tag: npm ci failed"; exit 1; }
-fi
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/hutch-conformance-ci-XXXXXX")
-# shellcheck source=interp-daemon.sh
-. "$here/interp-daemon.sh"
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-cp -r "$tests" "$work/tests"
-find "$work/tests" -name '*.ts' -print0 | xargs -0 sed -i -E \
-	"s#(from|import\\() *'(\\.\\./)+src(/index(\\.js)?)?'#\\1 '@e2b/code-interpreter'#g"
-ln -s "$here/node_modules" "$work/node_modules"
-cat >"$work/vitest.config.mjs" <<'CONF'
-import { defineConfig } from 'vitest/config'
-export default defineConfig({
-  test: {
-    include: ['tests/**/*.test.ts'],
-    globals: false,
-    environment: 'node',
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
-    fileParallelism: false,
-    isolate: true,
-  },
-})
-CONF
+conf_npm_ci @e2b/code-interpreter
+conf_workdir
+conf_js_tests "$tests" '/index(\.js)?' @e2b/code-interpreter
 
 start_interp_daemon || exit 1
-pattern=$(IFS='|'; echo "${excluded_tests[*]}")
 targets=
 for f in $files; do targets="$targets tests/$f"; done
 cd "$work"
 # shellcheck disable=SC2086
 out=$(E2B_API_KEY=$key E2B_API_URL=$url E2B_SANDBOX_URL=$url E2B_DOMAIN=127.0.0.1 \
 	timeout 1800 node node_modules/vitest/vitest.mjs run --config vitest.config.mjs --reporter=verbose --no-color \
-	--testNamePattern "^(?!.*($pattern)).*\$" $targets 2>&1)
-rc=$?
-echo "$out"
-[ -n "${CONFORMANCE_DAEMON_LOG:-}" ] && cp "$work/daemon.log" "$CONFORMANCE_DAEMON_LOG"
-pass=$(sed -n -E 's/^ *Tests +.*\b([0-9]+) passed.*/\1/p' <<<"$out" | tail -1)
-fail=$(sed -n -E 's/^ *Tests +([0-9]+) failed.*/\1/p' <<<"$out" | tail -1)
-skipped=$(sed -n -E 's/^ *Tests +.*\b([0-9]+) skipped.*/\1/p' <<<"$out" | tail -1)
-pass=${pass:-0} fail=${fail:-0} skipped=${skipped:-0}
-[ "$rc" -ne 0 ] && [ "$fail" -eq 0 ] && fail=1
-mkdir -p "$root/tests/results"
-echo "$tag[$build]: $pass passed, $fail failed, $skipped skipped" | tee "$result"
-[ "$fail" -eq 0 ]
+	--testNamePattern "$(conf_vitest_filter "${excluded_tests[@]}")" $targets 2>&1)
+conf_report vitest "$out" $?

@@ -35,7 +35,11 @@ test('several files in one write', async () => {
     { path: '/tmp/multi/one', data: '1' },
     { path: '/tmp/multi/two', data: '2' },
   ])
-  assert.equal(r.length, 2)
+  // the reply lists each file's entry (init's answer to its WRITE_CLOSE), in the order of the body
+  assert.deepEqual(r.map((e) => [e.path, e.name]), [
+    ['/tmp/multi/one', 'one'],
+    ['/tmp/multi/two', 'two'],
+  ])
   assert.equal(await sbx.files.read('/tmp/multi/two'), '2')
 })
 

@@ -19,20 +19,12 @@ tmp=$(mktemp -d /var/tmp/hutch-interp-sbx.XXXXXX)
 # hutch run unmounts the layers image at its end (no keeper lingering past the rm below)
 export HUTCH_LAYERS_LINGER=0
 cgparent=hutch-interp-sbx-$$
+# shellcheck source=../../../tests/remove-leftovers.sh
+. "$root/tests/remove-leftovers.sh"
 daemon=
 cleanup() {
 	[ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
-	for g in /sys/fs/cgroup/*/"$cgparent"/* /sys/fs/cgroup/"$cgparent"/*; do
-		[ -d "$g" ] || continue
-		if [ -e "$g/cgroup.kill" ]; then echo 1 >"$g/cgroup.kill"; else
-			for p in $(cat "$g/cgroup.procs"); do kill -9 "$p"; done
-		fi
-	done 2>/dev/null
-	sleep 0.3
-	for g in /sys/fs/cgroup/*/"$cgparent"/* /sys/fs/cgroup/"$cgparent"/* /sys/fs/cgroup/*/"$cgparent" \
-		/sys/fs/cgroup/"$cgparent"; do rmdir "$g"; done 2>/dev/null
-	grep -o " $tmp/[^ ]*" /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done 2>/dev/null
-	rm -rf --one-file-system "$tmp"
+	remove_leftovers "$cgparent" "$tmp"
 }
 trap cleanup EXIT
 mkdir -p "$root/tests/results"

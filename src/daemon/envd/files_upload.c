@@ -20,6 +20,8 @@
  * answer instead of a reset connection. (Writing under a temporary name and
  * renaming at the end would leave a file's old contents on failure, but
  * watchers would see the temporary name: the SDKs' watch tests fail.)
+ * init answers each WRITE_CLOSE with the file's entry, which the reply lists:
+ * no request of its own is needed for it.
  */
 #include <event2/event.h>
 #include <event2/http.h>
@@ -44,18 +46,11 @@
 #define UPLOAD_MAX_FILES 1000
 
 struct up_file {
-	char *dest;        /* as the client named it; init resolves it */
-	char *tmp;         /* where it is written until the body is complete */
-	uint32_t id;       /* its WRITE_* (later MOVE) id */
+	char *dest;        /* as the client named it, where it is written; init resolves it */
+	uint32_t id;       /* its WRITE_* id */
 	uint32_t rm_id;    /* the clean-up's REMOVE, 0 before it */
 	bool closed;       /* WRITE_CLOSE answered */
 	bool close_sent;
-};
-
-enum up_phase {
-	UP_RECEIVING, /* the body is coming in */
-	UP_MOVING,    /* all written: renaming into place, one by one */
-	UP_CLEANUP,   /* failed: removing the temporary files */
 };
 
 struct upload {
@@ -63,7 +58,7 @@ struct upload {
 	char sbx_id[HU_ID_MAX]; /* for logs: the sandbox may be gone by then */
 	struct hu_initconn *conn;
 	struct event *timer;
-	enum up_phase phase;
+	bool cleaning_up; /* failed: removing the upload's files */
 	struct up_file *files;
 	size_t n, cap;
 	const char *path_param; /* ?path=, or NULL */
@@ -73,8 +68,7 @@ struct upload {
 	bool paused;
 	unsigned in_flight;      /* PINGs not yet answered */
 	uint64_t since_ping;     /* bytes sent since the last PING */
-	unsigned pending;        /* OK/ENTRIES awaited (MOVE, REMOVE) */
-	size_t moved;            /* UP_MOVING: files renamed so far */
+	unsigned pending;        /* the clean-up's REMOVEs not yet answered */
 	/* gzip (octet-stream only) */
 	bool gzip;
 	z_stream z;
@@ -82,7 +76,7 @@ struct upload {
 	uint8_t *zin, *zout;
 	size_t zin_cap;
 	uint64_t inflated, max_inflated;
-	json_t *written; /* the reply: [{path, name, type, metadata?}] */
+	json_t *written; /* the reply: [{path, name, type, metadata?}], in the files' order */
 	struct hu_meta_set meta;
 	bool gz_complete;  /* the last gzip member ended */
 	int fail_status; /* 0 while all is well */
@@ -103,10 +97,8 @@ static void upload_free(struct upload *up)
 	hu_initconn_free(up->conn); /* safe inside its callbacks */
 	if (up->timer)
 		event_free(up->timer);
-	for (size_t i = 0; i < up->n; i++) {
+	for (size_t i = 0; i < up->n; i++)
 		free(up->files[i].dest);
-		free(up->files[i].tmp);
-	}
 	free(up->files);
 	hu_multipart_free(up->mp);
 	if (up->z_ready)
@@ -161,7 +153,7 @@ static void send_buf(struct upload *up, struct hu_buf *b)
 static void cleanup_if_ready(struct upload *up);
 
 /* Something is wrong (bad input, init's error): remember the first reason;
- * the temporary files go once the body is over. */
+ * the upload's files go once the body is over. */
 static void upload_fail(struct upload *up, int status, const hu_err *err)
 {
 	if (up->fail_status)
@@ -181,9 +173,9 @@ static void cleanup_if_ready(struct upload *up)
 	struct hu_buf b = {0};
 	hu_err err;
 
-	if (!up->fail_status || !up->body_done || up->phase == UP_CLEANUP)
+	if (!up->fail_status || !up->body_done || up->cleaning_up)
 		return;
-	up->phase = UP_CLEANUP;
+	up->cleaning_up = true;
 	up->pending = 0;
 	if (up->init_gone) {
 		upload_answer(up, up->fail_status, &up->failure);
@@ -195,7 +187,7 @@ static void cleanup_if_ready(struct upload *up)
 			break;
 		f->close_sent = true;
 		f->rm_id = hu_initconn_next_id(up->conn);
-		if (hu_init_build_file(&b, HU_MSG_REMOVE, f->rm_id, f->tmp, NULL, 0, transfer_user(up->r), &err) < 0)
+		if (hu_init_build_file(&b, HU_MSG_REMOVE, f->rm_id, f->dest, NULL, 0, transfer_user(up->r), &err) < 0)
 			break;
 		up->pending++;
 	}
@@ -225,15 +217,12 @@ static int add_file(struct upload *up, const char *dest, hu_err *err)
 	memset(f, 0, sizeof(*f));
 	/* written in place, as envd does: a watcher sees CREATE, CHMOD, WRITE
 	 * on the file itself, which the SDKs' watch tests expect */
-	if (!(f->dest = strdup(dest)) || !(f->tmp = strdup(dest))) {
-		free(f->dest);
-		f->tmp = NULL;
+	if (!(f->dest = strdup(dest)))
 		return hu_err_set(err, ENOMEM, "upload");
-	}
 	f->id = hu_initconn_next_id(up->conn);
 	up->n++;
 	struct hu_buf b = {0};
-	if (hu_init_build_write_open(&b, f->id, f->tmp, transfer_user(up->r), (const char *const *)up->meta.kv,
+	if (hu_init_build_write_open(&b, f->id, f->dest, transfer_user(up->r), (const char *const *)up->meta.kv,
 				     up->meta.n, err) < 0) {
 		hu_buf_free(&b);
 		return -1;
@@ -395,41 +384,16 @@ static int body_data(void *arg, const uint8_t *data, size_t len)
 	return 0;
 }
 
-/* Rename the next file into place, or answer when all are. */
-static void move_next(struct upload *up)
-{
-	struct hu_buf b = {0};
-	hu_err err;
-
-	if (up->moved == up->n) {
-		hu_log(HU_LOG_DEBUG, up->sbx_id, up->r->id, "POST /files: %zu file(s) written", up->n);
-		upload_answer(up, 200, NULL);
-		return;
-	}
-	struct up_file *f = &up->files[up->moved];
-	f->id = hu_initconn_next_id(up->conn); /* the MOVE's answer comes under this id */
-	if (hu_init_build_file(&b, HU_MSG_MOVE, f->id, f->tmp, f->dest, 0, transfer_user(up->r), &err) < 0) {
-		hu_buf_free(&b);
-		upload_fail(up, 503, &err);
-		return;
-	}
-	up->pending++;
-	send_buf(up, &b);
-}
-
-/* Every file is closed and the body is over: rename them into place. */
+/* Every file is closed and the body is over: answer with their entries. */
 static void finish_if_ready(struct upload *up)
 {
-	if (up->phase != UP_RECEIVING || up->fail_status || !up->body_done)
+	if (up->fail_status || !up->body_done)
 		return;
 	for (size_t i = 0; i < up->n; i++)
 		if (!up->files[i].closed)
 			return;
-	up->phase = UP_MOVING;
-	/* each file was written where it belongs: the MOVE onto itself renames
-	 * nothing (rename(2) of a path onto itself is a no-op, no inotify event)
-	 * and answers the file's entry, which the reply lists */
-	move_next(up);
+	hu_log(HU_LOG_DEBUG, up->sbx_id, up->r->id, "POST /files: %zu file(s) written", up->n);
+	upload_answer(up, 200, NULL);
 }
 
 static void body_end(void *arg, const hu_err *why)
@@ -478,19 +442,17 @@ static struct up_file *file_of(struct upload *up, uint32_t id)
 	return NULL;
 }
 
+/* init's answer to a file's WRITE_CLOSE: the file is complete, and this is
+ * its entry for the reply. init answers a connection's requests in order and
+ * each file is closed before the next one opens, so the entries come in the
+ * files' order. */
 static void on_entries(struct upload *up, struct up_file *f, const uint8_t *payload, size_t len)
 {
 	json_t *entry;
 	hu_err err;
 
-	if (up->phase == UP_RECEIVING) { /* WRITE_CLOSE of a temporary file */
-		f->closed = true;
-		finish_if_ready(up);
-		return;
-	}
-	if (up->phase != UP_MOVING)
-		return;
-	up->pending--;
+	if (up->fail_status)
+		return; /* the clean-up removes it */
 	if (hu_fs_first_entry(payload, len, &entry, &err) < 0) {
 		upload_fail(up, 502, &err);
 		return;
@@ -506,8 +468,8 @@ static void on_entries(struct upload *up, struct up_file *f, const uint8_t *payl
 		upload_fail(up, 503, &err);
 		return;
 	}
-	up->moved++;
-	move_next(up);
+	f->closed = true;
+	finish_if_ready(up);
 }
 
 static void on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, const uint8_t *payload, void *arg)
@@ -527,7 +489,7 @@ static void on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, cons
 		}
 		return;
 	}
-	if (up->phase == UP_CLEANUP) {
+	if (up->cleaning_up) {
 		bool removal = false;
 		for (size_t i = 0; i < up->n; i++)
 			removal |= up->files[i].rm_id && up->files[i].rm_id == hdr->id;
@@ -543,10 +505,8 @@ static void on_frame(struct hu_initconn *c, const struct hu_frame_hdr *hdr, cons
 	if (!f)
 		return;
 	switch (hdr->type) {
-	case HU_MSG_ERROR: /* open, a write, close or the rename failed: ENOSPC 507, EACCES 403... */
+	case HU_MSG_ERROR: /* open, a write or close failed: ENOSPC 507, EACCES 403... */
 		hu_init_parse_error(payload, hdr->len, &err);
-		if (up->phase == UP_MOVING)
-			up->pending--;
 		upload_fail(up, hu_http_status_for_errno(err.code), &err);
 		break;
 	case HU_MSG_ENTRIES:
