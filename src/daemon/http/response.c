@@ -8,6 +8,26 @@
 
 static const char *const dropped[] = {"Connection", "Keep-Alive", "Proxy-Connection"};
 
+/* A Connection header line (no line end) that lists "close". */
+static bool says_close(const char *line, size_t len)
+{
+	static const char name[] = "Connection:";
+	size_t n = sizeof(name) - 1;
+
+	if (len <= n || strncasecmp(line, name, n))
+		return false;
+	for (size_t i = n; i < len;) {
+		i += strspn(line + i, " \t,");
+		size_t tok = 0;
+		while (i + tok < len && line[i + tok] != ',' && line[i + tok] != ' ' && line[i + tok] != '\t')
+			tok++;
+		if (tok == 5 && !strncasecmp(line + i, "close", 5))
+			return true;
+		i += tok ? tok : 1;
+	}
+	return false;
+}
+
 static bool is_dropped(const char *line, size_t len)
 {
 	for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++) {
@@ -44,8 +64,9 @@ static bool crlf_only(const char *s, size_t len)
 }
 
 /* One head of `len` bytes (its blank line included) at head: copied to out,
- * rewritten unless it is a 1xx. -2 on a bare CR, and then nothing is added to out. */
-static int emit(const char *head, size_t len, int code, struct evbuffer *out)
+ * rewritten unless it is a 1xx. -2 on a bare CR, and then nothing is added
+ * to out. *closes: the server said it closes the connection after it. */
+static int emit(const char *head, size_t len, int code, struct evbuffer *out, bool *closes)
 {
 	const char *p = head, *end = head + len - 2; /* before the blank line */
 	struct evbuffer *tmp;
@@ -68,6 +89,8 @@ static int emit(const char *head, size_t len, int code, struct evbuffer *out)
 			evbuffer_free(tmp);
 			return -2;
 		}
+		if (p != head && says_close(p, content))
+			*closes = true;
 		if (p == head || !is_dropped(p, content)) {
 			rc |= evbuffer_add(tmp, p, content);
 			rc |= evbuffer_add(tmp, "\r\n", 2);
@@ -81,6 +104,12 @@ static int emit(const char *head, size_t len, int code, struct evbuffer *out)
 }
 
 int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err)
+{
+	bool kept;
+	return hu_response_head_kept(in, out, status, &kept, err);
+}
+
+int hu_response_head_kept(struct evbuffer *in, struct evbuffer *out, int *status, bool *kept, hu_err *err)
 {
 	for (;;) {
 		struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
@@ -109,7 +138,10 @@ int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_
 			free(head);
 			return hu_err_set(err, EPROTO, "the server did not answer with HTTP/1.x");
 		}
-		int rc = emit(head, len, code, out);
+		bool closes = false;
+		int rc = emit(head, len, code, out, &closes);
+		/* HTTP/1.1 keeps the connection unless it says otherwise; 1.0 does not */
+		*kept = head[7] == '1' && !closes;
 		free(head);
 		if (rc == -2)
 			return hu_err_set(err, EPROTO, "the server's response head has a CR inside a line");

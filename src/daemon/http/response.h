@@ -25,6 +25,11 @@
  * 0: more bytes needed; -1: not an HTTP/1.x response, or a head over
  * HU_RESPONSE_HEAD_MAX. */
 int hu_response_head(struct evbuffer *in, struct evbuffer *out, int *status, hu_err *err);
+/* As hu_response_head, and once the final head is in out (1), *kept tells
+ * whether the server keeps its connection open after this response: HTTP/1.1
+ * without `Connection: close` (a client of its own may send it another
+ * request then, forwarding between nodes: cluster/forward.c). */
+int hu_response_head_kept(struct evbuffer *in, struct evbuffer *out, int *status, bool *kept, hu_err *err);
 
 /* The final head of what hu_response_head wrote (interim 1xx heads before
  * it are skipped): its status, reason phrase and headers (appended to

@@ -192,6 +192,34 @@ static void test_response_head_closes_plain_responses(void **state)
 	free(out);
 }
 
+/* Whether the server keeps its connection after the response (forwarding
+ * between nodes reuses it only then). */
+static int kept(const char *text)
+{
+	struct evbuffer *in = evbuffer_new(), *out = evbuffer_new();
+	bool keep = true;
+	int status;
+	hu_err err;
+	evbuffer_add(in, text, strlen(text));
+	int rc = hu_response_head_kept(in, out, &status, &keep, &err);
+	evbuffer_free(in);
+	evbuffer_free(out);
+	return rc == 1 ? keep : -1;
+}
+
+static void test_response_head_tells_a_kept_connection(void **state)
+{
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"), 1);
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\n"), 1);
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n"), 0);
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nconnection:Keep-Alive, CLOSE\r\n\r\n"), 0);
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nConnection: closed\r\n\r\n"), 1); /* a token, not a prefix */
+	assert_int_equal(kept("HTTP/1.1 200 OK\r\nX-Connection: close\r\n\r\n"), 1);
+	assert_int_equal(kept("HTTP/1.0 200 OK\r\n\r\n"), 0);
+	/* an interim head's Connection is not the final answer's */
+	assert_int_equal(kept("HTTP/1.1 103 Early Hints\r\nConnection: close\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"), 1);
+}
+
 static void test_response_head_passes_a_switch(void **state)
 {
 	char *out;
@@ -629,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_head_masks_the_host),
 		cmocka_unit_test(test_head_refuses_what_would_split),
 		cmocka_unit_test(test_response_head_closes_plain_responses),
+		cmocka_unit_test(test_response_head_tells_a_kept_connection),
 		cmocka_unit_test(test_response_head_passes_a_switch),
 		cmocka_unit_test(test_response_head_bounds_and_garbage),
 		cmocka_unit_test(test_relay_two_way_and_half_close),
