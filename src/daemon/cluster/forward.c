@@ -338,35 +338,56 @@ static void response_done(struct hu_forward *p)
 	forward_free(p);
 }
 
-/* Pass on what the node sent of the response body. false: p is gone (the
- * response ended, or was cut). */
+/* Pass on what the node sent of the response body, decoded, in pieces of
+ * up to HU_RELAY_LOW: the node's own chunks may be small (a compressed
+ * stream's), and one chunk to the client per piece of its input would
+ * multiply them. false: p is gone (the response ended, or was cut). */
 static bool pump_response(struct hu_forward *p)
 {
 	struct evbuffer *in = bufferevent_get_input(p->server);
 	hu_err err;
 
 	while (!p->resp_paused) {
-		struct evbuffer_iovec v;
-		size_t used, off, len;
+		struct evbuffer_iovec v[16];
+		uint8_t batch[HU_RELAY_LOW];
+		size_t have = 0, consumed = 0;
+		int nv = evbuffer_peek(in, -1, NULL, v, 16);
+		if (nv > 16)
+			nv = 16;
+		for (int i = 0; i < nv && !p->resp.done && have < sizeof(batch); i++) {
+			size_t pos = 0;
+			while (pos < v[i].iov_len && !p->resp.done && have < sizeof(batch)) {
+				size_t used, off, len, room = sizeof(batch) - have;
+				size_t n = v[i].iov_len - pos < room ? v[i].iov_len - pos : room;
+				if (hu_framing_step(&p->resp, (const uint8_t *)v[i].iov_base + pos, n, &used, &off, &len, &err) < 0) {
+					cut(p, err.msg);
+					return false;
+				}
+				memcpy(batch + have, (const uint8_t *)v[i].iov_base + pos + off, len);
+				have += len;
+				pos += used;
+				if (used == 0)
+					break;
+			}
+			consumed += pos;
+			if (pos < v[i].iov_len)
+				break;
+		}
+		evbuffer_drain(in, consumed);
+		if (have) {
+			p->down_bytes += have;
+			/* 1: on_resp_pause ran and stopped reading the node */
+			if (hu_stream_send_bytes(p->stream, batch, have) < 0) {
+				cut(p, "the client connection failed");
+				return false;
+			}
+		}
 		if (p->resp.done) {
 			response_done(p);
 			return false;
 		}
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-			return true;
-		int rc = hu_framing_step(&p->resp, v.iov_base, v.iov_len, &used, &off, &len, &err);
-		if (rc < 0) {
-			cut(p, err.msg);
-			return false;
-		}
-		int sent = len ? hu_stream_send_bytes(p->stream, (const uint8_t *)v.iov_base + off, len) : 0;
-		p->down_bytes += len;
-		evbuffer_drain(in, used);
-		if (sent < 0) {
-			cut(p, "the client connection failed");
-			return false;
-		}
-		/* sent == 1: on_resp_pause ran and stopped reading the node */
+		if (!consumed)
+			return true; /* more bytes needed */
 	}
 	return true;
 }
