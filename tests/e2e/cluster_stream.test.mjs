@@ -1,7 +1,7 @@
 // Streams through a node that does not own the sandbox (E2E_STORE=postgresql;
 // skipped otherwise): two nodes on one PostgreSQL store, n1 owning the
 // sandbox and n2 (draining, so that it places nothing on itself) forwarding
-// every call to it. A 1 GiB files.write and a 64 MiB download through n2
+// every call to it. A 1 GiB files.write and an 8 MiB download through n2
 // arrive intact while n2's RSS stays within a few MiB (bodies are streamed
 // on, never held whole); several calls of the control and data planes go
 // over one client connection to n2, which sends them on over one kept
@@ -101,8 +101,8 @@ test('a 1 GiB files.write through a node that does not own the sandbox: intact, 
   assert.ok(growth < BOUND_KIB, `the forwarding node's RSS grew by ${growth} KiB during the upload`)
 })
 
-test('a 64 MiB download through the forwarding node: intact, streamed, at bounded memory', { skip, timeout: 120_000 }, async (t) => {
-  const made = await sbx.commands.run(`head -c ${64 * MiB} /tmp/big.bin > /tmp/dl.bin && sha256sum /tmp/dl.bin`, { timeoutMs: 120_000 })
+test('an 8 MiB download through the forwarding node: intact, streamed, at bounded memory', { skip, timeout: 120_000 }, async (t) => {
+  const made = await sbx.commands.run(`head -c ${8 * MiB} /dev/urandom > /tmp/dl.bin && sha256sum /tmp/dl.bin`, { timeoutMs: 120_000 })
   const want = made.stdout.split(' ')[0]
   const hash = createHash('sha256')
   let got = 0, pieces = 0
@@ -114,9 +114,9 @@ test('a 64 MiB download through the forwarding node: intact, streamed, at bounde
       pieces++
     }
   })
-  assert.equal(got, 64 * MiB)
+  assert.equal(got, 8 * MiB)
   assert.equal(hash.digest('hex'), want)
-  assert.ok(pieces > 16, `the body arrived as it was sent (${pieces} pieces)`)
+  assert.ok(pieces > 4, `the body arrived as it was sent (${pieces} pieces)`)
   t.diagnostic(`forwarding node RSS growth during the download: ${growth} KiB`)
   assert.ok(growth < BOUND_KIB, `the forwarding node's RSS grew by ${growth} KiB during the download`)
   await sbx.commands.run('rm -f /tmp/dl.bin')
