@@ -12,19 +12,14 @@
 //              nodes, whose memory budgets are 1:2:3 (admission's
 //              memory_overcommit 0.2, 0.4, 0.6): where they land vs the
 //              capacity shares
-//   before     with --before <build dir> (another checkout's build, say the
-//              last release's): the create and exec figures of a second
-//              cluster of two nodes running that build, on a database of
-//              its own, measured alternately with this build's in the
-//              same loop
 //   node bench/cluster_bench.mjs [--build build] [--creates 100] [--execs 300] [--mib 100] [--downloads 5]
-//                                [--skew 300] [--conc 30] [--before DIR]
+//                                [--skew 300] [--conc 30]
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve, dirname, relative } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
+import { join, resolve, dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { arg, now, stats, harness, envdRun } from './lib.mjs'
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..')
@@ -37,7 +32,6 @@ const mib = Number(arg('mib', 100))
 const nDownloads = Number(arg('downloads', 5))
 const nSkew = Number(arg('skew', 300))
 const conc = Number(arg('conc', 30))
-const beforeBuild = arg('before', '')
 
 const pgsh = (...a) => execFileSync(join(root, 'tests', 'pg.sh'), a).toString().trim()
 const uri = pgsh('createdb', pgDir, `hutch_cluster_bench_${process.pid}`)
@@ -47,9 +41,6 @@ mkdirSync(join(dir, 'slots'))
 writeFileSync(join(dir, 'secret'), randomBytes(24).toString('hex') + '\n', { mode: 0o600 })
 const overcommit = [0.2, 0.4, 0.6]
 const nodes = []
-// the --before cluster: its own harness instance (the binary is fixed when
-// the module loads), its own database and nodes
-const old = { nodes: [] }
 const fmt = (s) => `median ${s.median.toFixed(2)}  p99 ${s.p99.toFixed(2)}  (n ${s.n})`
 
 try {
@@ -61,84 +52,45 @@ try {
       '--cluster-secret-file', join(dir, 'secret')], i ? { apiKey: nodes[0].apiKey } : null,
     { HUTCH_CGROUP_PARENT: `hutch-bench-${process.pid}-n${i + 1}` }))
   }
-  if (beforeBuild) {
-    process.env.HUTCH_BUILD = relative(root, resolve(beforeBuild))
-    old.h = await import(pathToFileURL(join(root, 'tests', 'e2e', 'harness.mjs')).href + '?before')
-    old.uri = pgsh('createdb', pgDir, `hutch_cluster_bench_before_${process.pid}`)
-    for (let i = 0; i < 2; i++) {
-      const conf = join(dir, `before-n${i + 1}.conf`)
-      writeFileSync(conf, 'default_memory = 64M\ndefault_pids = 32\n')
-      old.nodes.push(await old.h.startDaemon(['--config', conf, '--store', old.uri, '--node-name', `b${i + 1}`,
-        '--slots-dir', join(dir, 'slots'), '--cluster-secret-file', join(dir, 'secret')], i ? { apiKey: old.nodes[0].apiKey } : null,
-      { HUTCH_CGROUP_PARENT: `hutch-bench-${process.pid}-b${i + 1}` }))
-    }
-    execFileSync('psql', [old.uri, '-Atc', "UPDATE nodes SET draining = (name <> 'b1')"])
-  }
   const budgets = sql("SELECT memory FROM nodes ORDER BY name").split('\n').map(Number)
   console.log(`nodes: budgets ${budgets.map((b) => (b / 2 ** 30).toFixed(1) + ' GiB').join(', ')}`)
 
   // ---- create: through the owner (n1) vs through n2, n1 the only placement
   sql("UPDATE nodes SET draining = (name <> 'n1')")
-  const create = async (n, owner = nodes[0]) => {
+  const create = async (n) => {
     const t0 = now()
     const r = await api(n, 'POST', '/sandboxes', { templateID: 'base', timeout: 60 })
     const ms = now() - t0
     if (r.status !== 201) throw new Error(`create: ${r.status} ${r.text}`)
-    await api(owner, 'DELETE', `/sandboxes/${r.json.sandboxID}`)
+    await api(nodes[0], 'DELETE', `/sandboxes/${r.json.sandboxID}`)
     return ms
   }
-  const [b1, b2] = old.nodes
-  for (let i = 0; i < 5; i++) { // warm-up
-    await create(nodes[0]); await create(nodes[1])
-    if (b1) { await create(b1, b1); await create(b2, b1) }
-  }
-  const direct = [], forwarded = [], oldDirect = [], oldForwarded = []
+  for (let i = 0; i < 5; i++) { await create(nodes[0]); await create(nodes[1]) } // warm-up
+  const direct = [], forwarded = []
   for (let i = 0; i < nCreates; i++) {
     direct.push(await create(nodes[0]))
     forwarded.push(await create(nodes[1]))
-    if (b1) {
-      oldDirect.push(await create(b1, b1))
-      oldForwarded.push(await create(b2, b1))
-    }
   }
   const cd = stats(direct), cf = stats(forwarded)
   console.log(`create ms   through the owner   ${fmt(cd)}`)
   console.log(`create ms   through another node ${fmt(cf)}   (+${(cf.median - cd.median).toFixed(2)} ms median)`)
-  if (b1) {
-    const od = stats(oldDirect), of = stats(oldForwarded)
-    console.log(`create ms   --before, owner      ${fmt(od)}`)
-    console.log(`create ms   --before, another    ${fmt(of)}   (+${(of.median - od.median).toFixed(2)} ms median)`)
-  }
 
   // ---- the data plane of one sandbox on n1, through n1 and through n2
   const r = await api(nodes[0], 'POST', '/sandboxes', { templateID: 'base', timeout: 600 })
   const id = r.json.sandboxID, token = r.json.envdAccessToken
-  const ob = b1 ? (await api(b1, 'POST', '/sandboxes', { templateID: 'base', timeout: 600 })).json : null
-  const ex = { owner: [], fwd: [], oldOwner: [], oldFwd: [] }
-  const timed = async (into, n, sb, tok) => {
-    const t0 = now()
-    await envdRun(n, sb, tok, ['true'])
-    into.push(now() - t0)
-  }
+  const ex = { owner: [], fwd: [] }
   for (let i = 0; i < 20; i++) { await envdRun(nodes[0], id, token, ['true']); await envdRun(nodes[1], id, token, ['true']) }
   for (let i = 0; i < nExecs; i++) {
-    await timed(ex.owner, nodes[0], id, token)
-    await timed(ex.fwd, nodes[1], id, token)
-    if (ob) {
-      await timed(ex.oldOwner, b1, ob.sandboxID, ob.envdAccessToken)
-      await timed(ex.oldFwd, b2, ob.sandboxID, ob.envdAccessToken)
-    }
+    let t0 = now()
+    await envdRun(nodes[0], id, token, ['true'])
+    ex.owner.push(now() - t0)
+    t0 = now()
+    await envdRun(nodes[1], id, token, ['true'])
+    ex.fwd.push(now() - t0)
   }
   const eo = stats(ex.owner), ef = stats(ex.fwd)
   console.log(`exec ms     through the owner   ${fmt(eo)}`)
   console.log(`exec ms     through another node ${fmt(ef)}   (+${(ef.median - eo.median).toFixed(2)} ms median)`)
-  if (ob) {
-    const oo = stats(ex.oldOwner), of = stats(ex.oldFwd)
-    console.log(`exec ms     --before, owner      ${fmt(oo)}`)
-    console.log(`exec ms     --before, another    ${fmt(of)}   (+${(of.median - oo.median).toFixed(2)} ms median)`)
-    await api(b1, 'DELETE', `/sandboxes/${ob.sandboxID}`)
-    for (const n of old.nodes.splice(0)) await n.stop()
-  }
 
   await envdRun(nodes[0], id, token, ['sh', '-c', `head -c ${mib << 20} /dev/urandom > /tmp/big`])
   const download = async (n) => {
@@ -188,8 +140,7 @@ try {
   for (let i = 0; i < made.length; i += conc)
     await Promise.all(made.slice(i, i + conc).map((s, j) => api(nodes[j % 3], 'DELETE', `/sandboxes/${s}`)))
 } finally {
-  for (const n of [...nodes, ...old.nodes]) await n.stop()
+  for (const n of nodes) await n.stop()
   try { pgsh('dropdb', pgDir, `hutch_cluster_bench_${process.pid}`) } catch {}
-  if (old.uri) { try { pgsh('dropdb', pgDir, `hutch_cluster_bench_before_${process.pid}`) } catch {} }
   rmSync(dir, { recursive: true, force: true })
 }

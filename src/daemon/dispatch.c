@@ -393,19 +393,34 @@ void hu_dispatch(struct hu_req *r)
 
 /* Bodies that go on to a sandbox as they arrive (never held whole): what a
  * port's server is sent, and envd uploads. Decided from the head alone,
- * the same way hu_dispatch routes, wherever the sandbox is: one on another
- * node gets its body the same way, through the node that forwards it
- * (cluster/forward.c), and an unknown one is answered without reading it. */
+ * the same way hu_dispatch routes. */
+static bool held_here(struct hu_req *r, const char *id)
+{
+	struct hu_daemon *d = hu_req_daemon(r);
+
+	/* one host: an unknown sandbox is a 404 whatever its body */
+	if (!d->cluster)
+		return true;
+	return d->reg && strlen(id) < HU_ID_MAX && hu_registry_get(d->reg, id);
+}
+
 bool hu_dispatch_streams_body(struct hu_req *r)
 {
 	const char *sbx_id = hu_req_header(r, "E2b-Sandbox-Id");
 	char host_id[HU_ID_MAX];
 	uint16_t port;
 
+	/* A call for another node's sandbox is forwarded, and cluster/forward.c
+	 * sends on a body it has whole (bounded by max_body): streaming through
+	 * a forwarding node is not built yet. */
+	if (sbx_id && !held_here(r, sbx_id))
+		return false;
 	if (sbx_id && (port = header_port(r)) && port != HU_ENVD_PORT)
 		return true;
 	bool data_plane = sbx_id != NULL;
 	if (!sbx_id && (port = host_port(r, host_id, sizeof(host_id)))) {
+		if (!held_here(r, host_id))
+			return false;
 		if (port != HU_ENVD_PORT)
 			return true;
 		data_plane = true;

@@ -766,10 +766,6 @@ test('forwarding over TLS to a node with an https:// address, its certificate ch
     assert.equal((await api(nodes[0], 'GET', `/sandboxes/${id}`)).status, 200)
     const dp = await fetch(`${nodes[0].url}/health`, { headers: { "E2b-Sandbox-Id": id } })
     assert.equal(dp.status, 204)
-    // the TLS connection to n4 is kept: the calls after the create went out on it
-    const m = await (await fetch(`${nodes[0].url}/metrics`)).text()
-    const reused = Number(m.match(/^hutch_forward_connections_total\{how="reused"\} (\d+)$/m)?.[1])
-    assert.ok(reused >= 2, `calls sent on a kept TLS connection: ${reused}`)
     // n2 has no cluster.ca: the system's CAs do not know n4's certificate
     const refused = await api(nodes[1], 'GET', `/sandboxes/${id}`)
     assert.equal(refused.status, 503, refused.text)

@@ -1,6 +1,5 @@
-/* What the files of cluster/ share: this node, the calls it is forwarding
- * to other nodes (forward.c) and its idle connections to them
- * (forward_pool.c). */
+/* What the files of cluster/ share: this node, and the calls it is
+ * forwarding to other nodes (forward.c). */
 #ifndef HUTCH_DAEMON_CLUSTER_CLUSTER_INTERNAL_H
 #define HUTCH_DAEMON_CLUSTER_CLUSTER_INTERNAL_H
 
@@ -13,7 +12,6 @@
 
 struct hu_forward;
 struct hu_tpl_fetch;
-struct hu_fwd_idle;
 
 struct hu_cluster {
 	struct hu_daemon *d;
@@ -30,7 +28,6 @@ struct hu_cluster {
 	struct event *fetch_reaper;
 	SSL_CTX *fetch_tls;
 	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
-	struct hu_fwd_idle *idle; /* kept connections to other nodes (forward_pool.h) */
 };
 
 /* template_fetch.c: its event, made at start */

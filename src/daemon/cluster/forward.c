@@ -1,9 +1,7 @@
 /*
- * Forwarding a call to the node that serves it (forward.h): take a kept
- * connection to the node or dial one, send the rebuilt head, then the
- * client's body as it arrives, read the node's response head, and pass the
- * response on as it arrives; or, after a 101, relay bytes both ways until
- * either side is done.
+ * Forwarding a call to the node that serves it (forward.h): dial the node,
+ * send the rebuilt request, take the client's connection over, check the
+ * node's response head, then relay bytes until either side is done.
  */
 #include "daemon/cluster/forward.h"
 
@@ -26,12 +24,8 @@
 
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward_auth.h"
-#include "daemon/cluster/forward_pool.h"
 #include "daemon/common/json.h"
 #include "daemon/common/log.h"
-#include "daemon/common/stats.h"
-#include "daemon/http/connect.h"
-#include "daemon/http/framing.h"
 #include "daemon/http/relay.h"
 #include "daemon/http/response.h"
 #include "daemon/http/server.h"
@@ -41,40 +35,21 @@
 struct hu_forward {
 	struct hu_cluster *c;
 	struct hu_forward *prev, *next;
-	struct hu_req *r;          /* until its answer is over, or a relay took its connection */
+	struct hu_req *r; /* until the connection is taken over: answered on a failure */
 	uint64_t req_id;
 	char node[HU_NODE_NAME_MAX];
-	char address[sizeof(((struct hu_node *)0)->address)];
 	char placement[HU_PLACEMENT_ID_MAX];
-	struct evbuffer *head;     /* the request head, kept until the node answers: a retry sends it again */
-	bool two_way;              /* an Upgrade request */
-	bool chunked_body;         /* the body goes on chunked (the client's length is not known) */
-	bool body_started;         /* the client's body is being taken (hu_req_body_stream) */
-	bool body_over;            /* the body went out whole, or there was none */
-	bool body_paused;          /* the node's socket is full: the client's body waits */
-	bool head_request;         /* HEAD: the response has no body whatever it says */
-	bool replayable;           /* idempotent and bodiless: may be sent again, once, on a new connection */
-	bool reused;               /* the connection to the node came from the pool */
-	bool retried;
-	bool kept;                 /* the node keeps the connection after this response */
-	bool tls;                  /* the node's address is https:// */
+	struct evbuffer *head; /* the request, sent once connected */
+	bool two_way;
+	bool tls; /* the node's address is https:// */
 	struct bufferevent *server;
-	struct hu_http_conn *conn; /* the client's connection, taken over by a two-way relay */
+	struct hu_http_conn *conn;
 	struct hu_relay *relay;
-	struct hu_stream *stream;  /* the response being passed on */
-	struct hu_framing resp;    /* its body's framing */
-	bool resp_paused;
-	bool server_ended;         /* the node's connection ended (or failed: server_failed) */
-	bool server_failed;
-	uint64_t up_bytes, down_bytes;
 };
 
-/* Hop-by-hop headers (RFC 9110 7.6.1), the framing headers (the HTTP layer
- * renames the client's, inconn.c; the body is framed anew here), and what
- * this node sets itself. Responses pass through the same filter. */
+/* Hop-by-hop headers (RFC 9110 7.6.1) and what this node sets itself. */
 static const char *const not_passed[] = {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
-					 "Transfer-Encoding", "Upgrade", "Content-Length", "Expect", "Hutch-Body-Len",
-					 "Hutch-Body-Coding", HU_FWD_HEADER};
+					 "Transfer-Encoding", "Upgrade", "Content-Length", "Expect", HU_FWD_HEADER};
 
 /* ---- the address of a node ----------------------------------------------------- */
 
@@ -156,7 +131,7 @@ static int build_head(struct hu_forward *p, struct hu_req *r, const char *proof,
 	const char *target = evhttp_request_get_uri(r->ev);
 	const char *connection = evhttp_find_header(hs, "Connection");
 	const char *upgrade = evhttp_find_header(hs, "Upgrade");
-	int64_t length = hu_req_body_length(r);
+	struct evbuffer *body = evhttp_request_get_input_buffer(r->ev);
 	const struct evkeyval *h;
 
 	if (strpbrk(target, "\r\n"))
@@ -174,16 +149,16 @@ static int build_head(struct hu_forward *p, struct hu_req *r, const char *proof,
 		if (strpbrk(upgrade, "\r\n"))
 			return hu_err_set(err, -EINVAL, "header Upgrade holds CR or LF");
 		evbuffer_add_printf(p->head, "Connection: Upgrade\r\nUpgrade: %s\r\n", upgrade);
+	} else {
+		/* one request per connection: the relay ends with the answer */
+		evbuffer_add_printf(p->head, "Connection: close\r\n");
 	}
-	/* otherwise HTTP/1.1's default: the connection is kept (forward_pool.h) */
-	p->chunked_body = length < 0;
-	if (length < 0)
-		evbuffer_add_printf(p->head, "Transfer-Encoding: chunked\r\n");
-	else if (length > 0 || r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_PUT ||
-		 r->method == EVHTTP_REQ_PATCH)
-		evbuffer_add_printf(p->head, "Content-Length: %lld\r\n", (long long)length);
-	if (evbuffer_add_printf(p->head, "%s: %s\r\n\r\n", HU_FWD_HEADER, proof) < 0)
-		return hu_err_set(err, ENOMEM, "forward the request");
+	size_t n = evbuffer_get_length(body);
+	if (n || r->method == EVHTTP_REQ_POST || r->method == EVHTTP_REQ_PUT || r->method == EVHTTP_REQ_PATCH)
+		evbuffer_add_printf(p->head, "Content-Length: %zu\r\n", n);
+	evbuffer_add_printf(p->head, "%s: %s\r\n\r\n", HU_FWD_HEADER, proof);
+	if (evbuffer_add_buffer(p->head, body) < 0)
+		return hu_err_set(err, ENOMEM, "forward the body");
 	return 0;
 }
 
@@ -200,8 +175,6 @@ static void end_reservation(struct hu_forward *p)
 	p->placement[0] = '\0';
 }
 
-/* Unlink and free p and what it still holds; its request must have been
- * answered (or handed to a stream or a relay) already. */
 static void forward_free(struct hu_forward *p)
 {
 	struct hu_cluster *c = p->c;
@@ -223,45 +196,17 @@ static void forward_free(struct hu_forward *p)
 	free(p);
 }
 
-/* Before the node's answer: the call is answered here, with an error. A
- * client body not read to its end closes the client's connection after it
- * (http/body.c). */
-static void fail_request(struct hu_forward *p, int status, const char *why)
+/* Before the takeover: an answer through the HTTP layer. */
+static void fail_request(struct hu_forward *p, const char *why)
 {
 	struct hu_req *r = p->r;
 
 	p->r = NULL;
-	hu_log(HU_LOG_WARN, NULL, p->req_id, "forward to node %s: %d %s", p->node, status, why);
-	if (r) {
-		hu_req_body_detach(r);
-		if (status == 503) {
-			hu_reply_header(r, "Retry-After", "1");
-			hu_reply_error(r, 503, "node %s, which serves this call, cannot be reached from this node: %s", p->node,
-				       why);
-		} else if (status == 400) { /* the client's body failed */
-			hu_reply_error(r, 400, "request body: %s", why);
-		} else {
-			hu_reply_error(r, status, "node %s, which serves this call: %s", p->node, why);
-		}
-	}
+	hu_log(HU_LOG_WARN, NULL, p->req_id, "forward to node %s: %s", p->node, why);
+	hu_reply_header(r, "Retry-After", "1");
+	hu_reply_error(r, 503, "node %s, which serves this call, cannot be reached from this node: %s", p->node, why);
 	forward_free(p);
 }
-
-/* After the response started, a failure can only cut the client's
- * connection: a truncated body, never a short one that looks complete. */
-static void cut(struct hu_forward *p, const char *why)
-{
-	hu_log(HU_LOG_WARN, NULL, p->req_id, "forward to node %s: response cut after %llu bytes: %s", p->node,
-	       (unsigned long long)p->down_bytes, why);
-	if (p->r && !p->body_over)
-		hu_req_body_detach(p->r);
-	hu_stream_abort(p->stream, why);
-	p->stream = NULL;
-	p->r = NULL;
-	forward_free(p);
-}
-
-/* ---- the two-way relay (Upgrade) ------------------------------------------------ */
 
 static void on_relay_done(struct hu_relay *rl, const char *why, void *arg)
 {
@@ -274,12 +219,79 @@ static void on_relay_done(struct hu_relay *rl, const char *why, void *arg)
 	forward_free(p);
 }
 
-/* The HTTP server shuts down first: it frees the client's connection. */
 static void on_conn_gone(void *arg)
 {
 	struct hu_forward *p = arg;
 	p->conn = NULL;
 	forward_free(p);
+}
+
+static void on_flushed(struct bufferevent *b, void *arg)
+{
+	if (evbuffer_get_length(bufferevent_get_output(b)) == 0)
+		forward_free(arg);
+}
+
+static void on_flush_event(struct bufferevent *b, short what, void *arg)
+{
+	forward_free(arg);
+}
+
+/* After the takeover there is no evhttp to answer: a 502 written as bytes,
+ * then the connection closes once it is out. */
+static void answer_raw_and_close(struct hu_forward *p, const char *why)
+{
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	char msg[HU_ERR_MSG_MAX + 128];
+	json_t *body;
+	char *text;
+
+	snprintf(msg, sizeof(msg), "node %s, which serves this call: %s", p->node, why);
+	body = json_pack("{s:i, s:s}", "code", 502, "message", msg);
+	text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	hu_log(HU_LOG_WARN, NULL, p->req_id, "forward: 502 %s", msg);
+	end_reservation(p);
+	if (p->server) {
+		bufferevent_free(p->server);
+		p->server = NULL;
+	}
+	evbuffer_add_printf(bufferevent_get_output(client),
+			    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			    "Connection: close\r\n\r\n%s",
+			    strlen(text ? text : "{\"code\":502}"), text ? text : "{\"code\":502}");
+	free(text);
+	bufferevent_setwatermark(client, EV_WRITE, 0, 0);
+	bufferevent_setcb(client, NULL, on_flushed, on_flush_event, p);
+	bufferevent_disable(client, EV_READ);
+	bufferevent_enable(client, EV_WRITE);
+}
+
+static void on_head(struct bufferevent *b, void *arg)
+{
+	struct hu_forward *p = arg;
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	int status = 0;
+	hu_err err;
+
+	int rc = hu_response_head(bufferevent_get_input(b), bufferevent_get_output(client), &status, &err);
+	if (rc == 0)
+		return;
+	if (rc < 0) {
+		answer_raw_and_close(p, err.msg);
+		return;
+	}
+	/* the node has answered the create: its row is written, or it failed */
+	end_reservation(p);
+	p->relay = hu_relay_start(client, p->server, p->two_way && status == 101, on_relay_done, p);
+	if (!p->relay)
+		forward_free(p);
+}
+
+static void on_head_event(struct bufferevent *b, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		answer_raw_and_close(arg, "it closed the connection without a response");
 }
 
 /* As ingress: a relay has no idle timeout, TCP keepalive finds a peer gone. */
@@ -292,374 +304,12 @@ static void keep_alive_probes(evutil_socket_t fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-/* 101 Switching Protocols: the client's connection leaves HTTP for a
- * two-way relay with the node (neither connection is kept after it). */
-static void start_relay(struct hu_forward *p, struct evbuffer *heads)
-{
-	struct hu_req *r = p->r;
-	hu_err e;
-
-	p->r = NULL;
-	p->conn = hu_req_take_connection(r, on_conn_gone, p, &e);
-	if (!p->conn) {
-		hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forward: %s", e.msg);
-		forward_free(p);
-		return;
-	}
-	struct bufferevent *client = hu_http_conn_bev(p->conn);
-	keep_alive_probes(bufferevent_getfd(client));
-	evbuffer_add_buffer(bufferevent_get_output(client), heads);
-	p->relay = hu_relay_start(client, p->server, true, on_relay_done, p);
-	if (!p->relay)
-		forward_free(p);
-}
-
-/* ---- the response ------------------------------------------------------------- */
-
-/* The response went out whole: the client's connection stays open for its
- * next request (the HTTP layer's keep-alive), and the node's goes back to
- * the pool when nothing of this call is left on it. */
-static void response_done(struct hu_forward *p)
-{
-	hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forwarded to node %s (%llu bytes in, %llu out)", p->node,
-	       (unsigned long long)p->up_bytes, (unsigned long long)p->down_bytes);
-	/* kept first: the client's next call may be on its way already */
-	if (p->kept && p->body_over && p->resp.mode != HU_FRAMING_CLOSE &&
-	    !evbuffer_get_length(bufferevent_get_input(p->server)) &&
-	    !evbuffer_get_length(bufferevent_get_output(p->server))) {
-		hu_fwd_pool_put(p->c, p->address, p->server);
-		p->server = NULL;
-	}
-	if (p->r && !p->body_over)
-		hu_req_body_detach(p->r);
-	hu_stream_finish(p->stream);
-	p->stream = NULL;
-	p->r = NULL;
-	forward_free(p);
-}
-
-/* Pass on what the node sent of the response body, decoded, in pieces of
- * up to HU_RELAY_LOW: the node's own chunks may be small (a compressed
- * stream's), and one chunk to the client per piece of its input would
- * multiply them. false: p is gone (the response ended, or was cut). */
-static bool pump_response(struct hu_forward *p)
-{
-	struct evbuffer *in = bufferevent_get_input(p->server);
-	hu_err err;
-
-	while (!p->resp_paused) {
-		struct evbuffer_iovec v[16];
-		uint8_t batch[HU_RELAY_LOW];
-		size_t have = 0, consumed = 0;
-		int nv = evbuffer_peek(in, -1, NULL, v, 16);
-		if (nv > 16)
-			nv = 16;
-		for (int i = 0; i < nv && !p->resp.done && have < sizeof(batch); i++) {
-			size_t pos = 0;
-			while (pos < v[i].iov_len && !p->resp.done && have < sizeof(batch)) {
-				size_t used, off, len, room = sizeof(batch) - have;
-				size_t n = v[i].iov_len - pos < room ? v[i].iov_len - pos : room;
-				if (hu_framing_step(&p->resp, (const uint8_t *)v[i].iov_base + pos, n, &used, &off, &len, &err) < 0) {
-					cut(p, err.msg);
-					return false;
-				}
-				memcpy(batch + have, (const uint8_t *)v[i].iov_base + pos + off, len);
-				have += len;
-				pos += used;
-				if (used == 0)
-					break;
-			}
-			consumed += pos;
-			if (pos < v[i].iov_len)
-				break;
-		}
-		evbuffer_drain(in, consumed);
-		if (have) {
-			p->down_bytes += have;
-			/* 1: on_resp_pause ran and stopped reading the node */
-			if (hu_stream_send_bytes(p->stream, batch, have) < 0) {
-				cut(p, "the client connection failed");
-				return false;
-			}
-		}
-		if (p->resp.done) {
-			response_done(p);
-			return false;
-		}
-		if (!consumed)
-			return true; /* more bytes needed */
-	}
-	return true;
-}
-
-/* The node's connection ended (or failed) and what came before the end was
- * passed on: a response delimited by the close is complete, any other is
- * cut short. */
-static void at_server_end(struct hu_forward *p)
-{
-	hu_err err;
-
-	if (p->server_failed || hu_framing_eof(&p->resp, &err) < 0)
-		cut(p, "the node closed the connection before the end of its response");
-	else
-		response_done(p);
-}
-
-static void on_resp_pause(void *arg)
-{
-	struct hu_forward *p = arg;
-	p->resp_paused = true;
-	bufferevent_disable(p->server, EV_READ);
-}
-
-static void on_resp_resume(void *arg)
-{
-	struct hu_forward *p = arg;
-	p->resp_paused = false;
-	if (!p->server_ended)
-		bufferevent_enable(p->server, EV_READ);
-	if (pump_response(p) && p->server_ended && !p->resp_paused)
-		at_server_end(p);
-}
-
-/* The client left during the response: the rest of it is not read, so the
- * node's connection is not kept. */
-static void on_client_gone(void *arg)
-{
-	struct hu_forward *p = arg;
-	hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forward to node %s: the client left after %llu bytes", p->node,
-	       (unsigned long long)p->down_bytes);
-	if (p->r && !p->body_over)
-		hu_req_body_detach(p->r);
-	hu_stream_finish(p->stream);
-	p->stream = NULL;
-	p->r = NULL;
-	forward_free(p);
-}
-
-static void on_server_read(struct bufferevent *b, void *arg)
-{
-	pump_response(arg);
-}
-
-static void on_server_event(struct bufferevent *b, short what, void *arg)
-{
-	struct hu_forward *p = arg;
-
-	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
-		return;
-	p->kept = false;
-	p->server_ended = true;
-	p->server_failed = (what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) != 0;
-	bufferevent_disable(b, EV_READ | EV_WRITE);
-	/* a client behind: the rest goes as it drains (on_resp_resume) */
-	if (pump_response(p) && !p->resp_paused)
-		at_server_end(p);
-}
-
-/* The node's final head is in `heads`: pass the response on through the
- * HTTP layer (so that the client's connection is kept), its body decoded
- * from the node's framing and framed anew by evhttp for the client. */
-static void start_response(struct hu_forward *p, struct evbuffer *heads)
-{
-	struct evkeyvalq h;
-	struct evkeyval *kv;
-	char reason[128];
-	int status;
-	hu_err err;
-
-	TAILQ_INIT(&h);
-	if (hu_response_fields(heads, &status, reason, sizeof(reason), &h, &err) < 0) {
-		evhttp_clear_headers(&h);
-		fail_request(p, 502, err.msg);
-		return;
-	}
-	const char *te = evhttp_find_header(&h, "Transfer-Encoding");
-	const char *cl = evhttp_find_header(&h, "Content-Length");
-	const char *connection = evhttp_find_header(&h, "Connection");
-	bool no_body = p->head_request || status == 204 || status == 304 || status < 200;
-	size_t cl_digits = cl ? strspn(cl, "0123456789") : 0;
-	if (no_body) {
-		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, 0, 0);
-	} else if (te && strcasecmp(te, "chunked")) {
-		evhttp_clear_headers(&h);
-		fail_request(p, 502, "its Transfer-Encoding is not chunked");
-		return;
-	} else if (te) {
-		hu_framing_init(&p->resp, HU_FRAMING_CHUNKED, 0, 0);
-	} else if (cl && (cl_digits == 0 || cl[cl_digits] || cl_digits > 18)) {
-		evhttp_clear_headers(&h);
-		fail_request(p, 502, "its Content-Length is not a number");
-		return;
-	} else if (cl) {
-		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, strtoull(cl, NULL, 10), 0);
-	} else {
-		hu_framing_init(&p->resp, HU_FRAMING_CLOSE, 0, 0);
-	}
-	TAILQ_FOREACH(kv, &h, next) {
-		/* a length stays when it is the body's (or a HEAD's) */
-		bool keep_length = !strcasecmp(kv->key, "Content-Length") && !te && (no_body || cl);
-		if (keep_length || passed(kv->key, connection))
-			hu_reply_header(p->r, kv->key, kv->value);
-	}
-	evhttp_clear_headers(&h);
-	/* the rest of a body the node answered before reading is not sent:
-	 * its connection is not kept then (http/body.c closes the client's) */
-	if (!p->body_over)
-		p->kept = false;
-	struct hu_stream_cbs cbs = {on_resp_pause, on_resp_resume, on_client_gone, p};
-	p->stream = hu_stream_start_status(p->r, status, reason[0] ? reason : NULL, HU_RELAY_HIGH, &cbs);
-	if (!p->stream) {
-		fail_request(p, 500, "out of memory");
-		return;
-	}
-	bufferevent_setcb(p->server, on_server_read, NULL, on_server_event, p);
-	bufferevent_setwatermark(p->server, EV_READ, 0, HU_RELAY_HIGH);
-	bufferevent_enable(p->server, EV_READ);
-	pump_response(p);
-}
-
-static void send_request(struct hu_forward *p);
-static int dial(struct hu_forward *p, hu_err *err);
-
-/* A kept connection that the node had closed by the time the request went
- * out: an idempotent call without a body goes again, once, on a new one. */
-static bool retry(struct hu_forward *p)
-{
-	hu_err err;
-
-	if (!p->reused || p->retried || !p->replayable || !p->r)
-		return false;
-	p->retried = true;
-	p->reused = false;
-	bufferevent_free(p->server);
-	p->server = NULL;
-	hu_stat_add(HU_STAT_FORWARD_RETRIES, 1);
-	hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forward to node %s: a kept connection was closed, sent again", p->node);
-	if (dial(p, &err) < 0)
-		fail_request(p, 503, err.msg);
-	return true;
-}
-
-/* The node's response head, read whole before any of it is passed on. */
-static void on_head(struct bufferevent *b, void *arg)
-{
-	struct hu_forward *p = arg;
-	struct evbuffer *heads = evbuffer_new();
-	int status = 0;
-	hu_err err;
-
-	if (!heads) {
-		fail_request(p, 500, "out of memory");
-		return;
-	}
-	int rc = hu_response_head_conn(bufferevent_get_input(b), heads, &status, &p->kept, &err);
-	if (rc == 0) {
-		/* interim heads are not passed on; hu_response_head consumed them */
-		evbuffer_free(heads);
-		return;
-	}
-	/* the node has answered the create: its row is written, or it failed */
-	end_reservation(p);
-	if (rc < 0)
-		fail_request(p, 502, err.msg);
-	else if (status == 101 && p->two_way)
-		start_relay(p, heads);
-	else if (status == 101)
-		fail_request(p, 502, "it switched protocols without being asked to");
-	else
-		start_response(p, heads);
-	evbuffer_free(heads);
-}
-
-static void on_head_event(struct bufferevent *b, short what, void *arg)
-{
-	struct hu_forward *p = arg;
-
-	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
-		return;
-	if (!evbuffer_get_length(bufferevent_get_input(b)) && retry(p))
-		return;
-	fail_request(p, 502, "it closed the connection without a response");
-}
-
-/* ---- the request body ----------------------------------------------------------- */
-
-static int on_body_data(void *arg, const uint8_t *data, size_t len)
-{
-	struct hu_forward *p = arg;
-	struct evbuffer *out = bufferevent_get_output(p->server);
-
-	p->up_bytes += len;
-	if (p->chunked_body)
-		evbuffer_add_printf(out, "%zx\r\n", len);
-	evbuffer_add(out, data, len);
-	if (p->chunked_body)
-		evbuffer_add(out, "\r\n", 2);
-	if (evbuffer_get_length(out) >= HU_RELAY_HIGH) {
-		p->body_paused = true;
-		return 1; /* on_server_drained resumes it */
-	}
-	return 0;
-}
-
-static void on_body_end(void *arg, const hu_err *why)
-{
-	struct hu_forward *p = arg;
-
-	if (why) {
-		/* the node has part of a request: that connection is done */
-		p->kept = false;
-		if (p->stream)
-			cut(p, why->msg);
-		else
-			fail_request(p, 400, why->msg);
-		return;
-	}
-	p->body_over = true;
-	if (p->chunked_body)
-		evbuffer_add(bufferevent_get_output(p->server), "0\r\n\r\n", 5);
-}
-
-static void on_server_drained(struct bufferevent *b, void *arg)
-{
-	struct hu_forward *p = arg;
-	if (p->body_paused && p->r) {
-		p->body_paused = false;
-		hu_req_body_resume(p->r);
-	}
-}
-
-/* ---- the connection to the node ------------------------------------------------ */
-
-/* The head goes out, then the client's body as it arrives. */
-static void send_request(struct hu_forward *p)
-{
-	struct bufferevent *b = p->server;
-	size_t n = evbuffer_get_length(p->head);
-	unsigned char *head = evbuffer_pullup(p->head, -1);
-
-	if (!head || evbuffer_add(bufferevent_get_output(b), head, n) < 0) {
-		fail_request(p, 500, "out of memory");
-		return;
-	}
-	bufferevent_setwatermark(b, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
-	bufferevent_setwatermark(b, EV_WRITE, HU_RELAY_LOW, 0);
-	bufferevent_setcb(b, on_head, on_server_drained, on_head_event, p);
-	bufferevent_enable(b, EV_READ | EV_WRITE);
-	if (p->body_started)
-		return; /* a retry: the request had no body */
-	p->body_started = true;
-	struct hu_body_cbs cbs = {on_body_data, on_body_end, p};
-	if (hu_req_body_stream(p->r, &cbs) < 0)
-		fail_request(p, 400, "the client is gone");
-}
-
 static void on_connect_event(struct bufferevent *b, short what, void *arg)
 {
 	struct hu_forward *p = arg;
 	char why[HU_ERR_MSG_MAX];
 	int one = 1;
+	hu_err e;
 
 	if (!(what & BEV_EVENT_CONNECTED)) {
 		/* libevent keeps the TLS errors of a connection with it */
@@ -672,15 +322,29 @@ static void on_connect_event(struct bufferevent *b, short what, void *arg)
 			snprintf(why, sizeof(why), "%s", evutil_socket_error_to_string(evutil_socket_geterror(
 								   bufferevent_getfd(b))));
 		ERR_clear_error();
-		fail_request(p, 503, why);
+		fail_request(p, why);
 		return;
 	}
 	bufferevent_set_timeouts(b, NULL, NULL);
 	setsockopt(bufferevent_getfd(b), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* a response may take long (a create, a stream): a node gone without a
-	 * FIN is found by TCP keepalive */
-	keep_alive_probes(bufferevent_getfd(b));
-	send_request(p);
+	p->conn = hu_req_take_connection(p->r, on_conn_gone, p, &e);
+	p->r = NULL;
+	if (!p->conn) {
+		hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forward: %s", e.msg);
+		forward_free(p);
+		return;
+	}
+	struct bufferevent *client = hu_http_conn_bev(p->conn);
+	keep_alive_probes(bufferevent_getfd(client));
+	bufferevent_disable(client, EV_READ);
+	bufferevent_setcb(client, NULL, NULL, NULL, NULL);
+	if (evbuffer_add_buffer(bufferevent_get_output(b), p->head) < 0) {
+		answer_raw_and_close(p, "out of memory");
+		return;
+	}
+	bufferevent_setwatermark(b, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
+	bufferevent_setcb(b, on_head, NULL, on_head_event, p);
+	bufferevent_enable(b, EV_READ | EV_WRITE);
 }
 
 static SSL_CTX *client_tls(struct hu_cluster *c, hu_err *err)
@@ -730,8 +394,7 @@ static struct bufferevent *tls_bev(struct hu_cluster *c, const struct peer *pe, 
 	return b;
 }
 
-
-static int dial(struct hu_forward *p, hu_err *err)
+static int dial(struct hu_forward *p, const char *address, hu_err *err)
 {
 	struct hu_cluster *c = p->c;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -739,7 +402,7 @@ static int dial(struct hu_forward *p, hu_err *err)
 	struct peer pe;
 	int rc;
 
-	if (parse_address(p->address, &pe, err) < 0)
+	if (parse_address(address, &pe, err) < 0)
 		return -1;
 	/* node.address is an IP address or a name /etc/hosts answers: this
 	 * lookup does not leave the loop */
@@ -757,15 +420,7 @@ static int dial(struct hu_forward *p, hu_err *err)
 	freeaddrinfo(ai);
 	if (rc < 0)
 		return hu_err_set(err, -ECONNREFUSED, "connect to %.64s:%s", pe.host, pe.port);
-	hu_stat_add(HU_STAT_FORWARD_DIALS, 1);
 	return 0;
-}
-
-/* Idempotent methods (RFC 9110 9.2.2): sent twice, they do what once does. */
-static bool idempotent(enum evhttp_cmd_type m)
-{
-	return m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD || m == EVHTTP_REQ_PUT || m == EVHTTP_REQ_DELETE ||
-	       m == EVHTTP_REQ_OPTIONS;
 }
 
 void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement)
@@ -788,10 +443,7 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 	p->c = c;
 	p->req_id = r->id;
 	snprintf(p->node, sizeof(p->node), "%s", to->name);
-	snprintf(p->address, sizeof(p->address), "%s", to->address);
 	snprintf(p->placement, sizeof(p->placement), "%s", placement ? placement : "");
-	p->head_request = r->method == EVHTTP_REQ_HEAD;
-	p->replayable = idempotent(r->method) && hu_req_body_length(r) == 0;
 	p->next = c->fwd;
 	if (p->next)
 		p->next->prev = p;
@@ -805,31 +457,18 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 		forward_free(p);
 		return;
 	}
-	/* an Upgrade takes its connection for good: a kept one would be lost */
-	if (!p->two_way && (p->server = hu_fwd_pool_take(c, p->address))) {
-		p->reused = true;
-		p->tls = !strncmp(p->address, "https://", 8);
-		hu_stat_add(HU_STAT_FORWARD_REUSES, 1);
-		send_request(p);
-		return;
-	}
-	if (dial(p, &err) < 0)
-		fail_request(p, 503, err.msg);
+	if (dial(p, to->address, &err) < 0)
+		fail_request(p, err.msg);
 }
 
 void hu_cluster_forward_abort_all(struct hu_cluster *c)
 {
 	while (c->fwd) {
 		struct hu_forward *p = c->fwd;
-		if (p->stream)
-			hu_stream_abort(p->stream, "the server is stopping");
-		else if (p->r) /* its request is dropped with the server */
-			hu_req_body_detach(p->r);
-		p->stream = NULL;
-		p->r = NULL;
+		if (p->r) /* still dialling: its request is dropped with the server */
+			p->r = NULL;
 		forward_free(p);
 	}
-	hu_fwd_pool_clear(c);
 	if (c->tls) {
 		SSL_CTX_free(c->tls);
 		c->tls = NULL;

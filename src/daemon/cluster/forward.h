@@ -2,24 +2,18 @@
  * Any node answers any call: a call for a sandbox that another live node
  * owns, and a create placed on another node, are forwarded to that node
  * (docs/operations.md "Several nodes"). The forwarding node sends the
- * client's request on as it came: its head rebuilt without the hop-by-hop
- * headers, plus its proof (forward_auth.h), then its body as the client
- * sends it (streamed, with backpressure: an upload of any size costs the
- * forwarding node a few buffers). The node's response is passed back the
- * same way, decoded from its framing and framed anew for the client, so
- * the client's connection stays open for its next call (keep-alive); the
- * connection to the node is kept for the next call to it too
- * (forward_pool.h). Connect server streams and downloads flow as they are
- * written; an Upgrade answered 101 (WebSockets) turns the client's
- * connection into a two-way byte relay (http/relay.h). The owner
- * authenticates the client itself (API key, access token, traffic token):
- * the proof only says that a node of the cluster sent the call, so that the
- * owner serves it here and never forwards or places it again.
+ * client's request on as it came (its head rebuilt without the hop-by-hop
+ * headers, its body, which the HTTP layer has read whole, after it), adds
+ * its proof (forward_auth.h) and, once the owner answers, hands the
+ * client's connection over to a byte relay (http/relay.h): the owner's
+ * answer goes back unchanged and unbuffered, Connect server streams and
+ * WebSockets (two-way after a 101) included. The owner authenticates the
+ * client itself (API key, access token, traffic token): the proof only
+ * says that a node of the cluster sent the call, so that the owner serves
+ * it here and never forwards or places it again.
  *
  * A node without cluster.secret forwards nothing (421 naming the owner, as
- * before); an owner whose lease expired is answered 503 naming it; one that
- * cannot be reached, 503 with Retry-After; one that fails after the call
- * went out, 502 before its answer began, a cut connection after.
+ * before); an owner whose lease expired is answered 503 naming it.
  */
 #ifndef HUTCH_DAEMON_CLUSTER_FORWARD_H
 #define HUTCH_DAEMON_CLUSTER_FORWARD_H

@@ -8,26 +8,6 @@
 
 static const char *const dropped[] = {"Connection", "Keep-Alive", "Proxy-Connection"};
 
-/* A Connection header line (no line end) that lists "close". */
-static bool says_close(const char *line, size_t len)
-{
-	static const char name[] = "Connection:";
-	size_t n = sizeof(name) - 1;
-
-	if (len <= n || strncasecmp(line, name, n))
-		return false;
-	for (size_t i = n; i < len;) {
-		i += strspn(line + i, " \t,");
-		size_t tok = 0;
-		while (i + tok < len && line[i + tok] != ',' && line[i + tok] != ' ' && line[i + tok] != '\t')
-			tok++;
-		if (tok == 5 && !strncasecmp(line + i, "close", 5))
-			return true;
-		i += tok ? tok : 1;
-	}
-	return false;
-}
-
 static bool is_dropped(const char *line, size_t len)
 {
 	for (size_t i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++) {
