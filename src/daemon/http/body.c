@@ -59,10 +59,12 @@ static void finish(struct req_priv *p, const hu_err *err)
 	if (err) {
 		b->failed = true;
 		b->failure = *err;
+		/* what follows a body that failed is not a request: nothing more
+		 * is read from this connection, whoever answers */
+		close_after_reply(p);
 	}
 	if (!b->streamed) {
 		if (err) {
-			close_after_reply(p);
 			hu_reply_error(&p->pub, err->code == E2BIG ? 413 : 400, "request body: %s", err->msg);
 			return;
 		}

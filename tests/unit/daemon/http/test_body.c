@@ -407,6 +407,29 @@ static void test_truncated_body(void **state)
 	close(fd);
 }
 
+/* A streamed body whose framing breaks part way: its consumer is told,
+ * and the connection closes after the reply, so what follows the broken
+ * body is never served as a request. */
+static void test_broken_streamed_body_closes(void **state)
+{
+	struct world *w = *state;
+	int fd = open_client(w);
+	char buf[4096];
+	bool closed;
+	const char *req = "POST /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+			  "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+	send_all(w, fd, req, strlen(req));
+	size_t have = collect(w, fd, buf, sizeof(buf), 1, &closed);
+	if (!closed)
+		collect(w, fd, buf + have, sizeof(buf) - have, 99, &closed);
+	assert_true(closed);
+	assert_int_equal(w->ends, 1);
+	assert_string_not_equal(w->end, "ok");
+	assert_int_equal(count(buf, "HTTP/1.1 "), 1);
+	assert_non_null(strstr(buf, "Connection: close"));
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +441,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_expect_continue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_broken_streamed_body_closes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
