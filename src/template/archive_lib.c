@@ -28,6 +28,7 @@
 #undef archive_write_new
 #undef archive_write_free
 #undef archive_write_set_format_pax_restricted
+#undef archive_write_set_format_option
 #undef archive_write_open
 #undef archive_write_header
 #undef archive_write_data

@@ -21,6 +21,7 @@
 	X(archive_entry_hardlink)                                                                             \
 	/* the writer of the template transfer stream (tpl_export.c) */                                        \
 	X(archive_write_new) X(archive_write_free) X(archive_write_set_format_pax_restricted)                  \
+	X(archive_write_set_format_option)                                                                    \
 	X(archive_write_open) X(archive_write_header) X(archive_write_data) X(archive_write_close)             \
 	X(archive_entry_new) X(archive_entry_free) X(archive_entry_clear) X(archive_entry_set_pathname)        \
 	X(archive_entry_set_mode) X(archive_entry_set_uid) X(archive_entry_set_gid)                            \
@@ -58,6 +59,7 @@ int hu_archive_lib_load(hu_err *err);
 #define archive_write_new (hu_archive_lib.archive_write_new)
 #define archive_write_free (hu_archive_lib.archive_write_free)
 #define archive_write_set_format_pax_restricted (hu_archive_lib.archive_write_set_format_pax_restricted)
+#define archive_write_set_format_option (hu_archive_lib.archive_write_set_format_option)
 #define archive_write_open (hu_archive_lib.archive_write_open)
 #define archive_write_header (hu_archive_lib.archive_write_header)
 #define archive_write_data (hu_archive_lib.archive_write_data)

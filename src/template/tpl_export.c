@@ -57,9 +57,14 @@ static la_ssize_t on_write(struct archive *a, void *arg, const void *buf, size_t
 	struct hu_tpl_export *x = arg;
 
 	(void)a;
+	/* A failure is kept here, not told to libarchive: an archive in its
+	 * fatal state is freed without its write buffer (libarchive 3.6 leaks
+	 * it). The step after the failing one reports it. */
+	if (x->sink_failed)
+		return (la_ssize_t)n;
 	if (EVP_DigestUpdate(x->md, buf, n) != 1 || x->sink(x->arg, buf, n) < 0) {
 		x->sink_failed = 1;
-		return -1;
+		return (la_ssize_t)n;
 	}
 	x->bytes += n;
 	return (la_ssize_t)n;
@@ -233,7 +238,11 @@ int hu_tpl_export_open(int root, hu_tpl_sink_fn sink, void *arg, struct hu_tpl_e
 		hu_tpl_export_free(x);
 		return hu_err_set(err, -ENOMEM, "export");
 	}
+	/* names are bytes, as the file system has them: Debian's ca-certificates
+	 * has Latin-1 ones, which pax would otherwise try to translate to UTF-8
+	 * (and fail on, in the C locale) */
 	if (archive_write_set_format_pax_restricted(x->a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(x->a, "pax", "hdrcharset", "BINARY") != ARCHIVE_OK ||
 	    archive_write_open(x->a, x, NULL, on_write, NULL) != ARCHIVE_OK) {
 		hu_err_set(err, -EIO, "export: %s", archive_error_string(x->a));
 		hu_tpl_export_free(x);
@@ -257,6 +266,8 @@ int hu_tpl_export_step(struct hu_tpl_export *x, hu_err *err)
 {
 	if (x->done)
 		return 0;
+	if (x->sink_failed)
+		return hu_err_set(err, -EPIPE, "export %s: the receiver stopped taking the stream", x->path);
 	if (x->file >= 0)
 		return send_chunk(x, err) < 0 ? -1 : 1;
 	while (x->depth && x->stack[x->depth - 1].next == x->stack[x->depth - 1].n)
@@ -266,6 +277,8 @@ int hu_tpl_export_step(struct hu_tpl_export *x, hu_err *err)
 	/* the end-of-archive blocks, then the digest */
 	if (archive_write_close(x->a) != ARCHIVE_OK)
 		return hu_err_set(err, x->sink_failed ? -EPIPE : -EIO, "export: %s", archive_error_string(x->a));
+	if (x->sink_failed)
+		return hu_err_set(err, -EPIPE, "export: the receiver stopped taking the stream");
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 	if (EVP_DigestFinal_ex(x->md, md, &n) != 1 || n != 32)

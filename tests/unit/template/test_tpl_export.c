@@ -25,7 +25,7 @@ struct fixture {
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	char p[160];
+	char p[320];
 	hu_err err;
 
 	snprintf(f->base, sizeof(f->base), "/tmp/hutch-tpl-export-XXXXXX");
@@ -52,6 +52,16 @@ static int setup(void **state)
 	snprintf(p, sizeof(p), "%s/usr/bin/sh", f->tree);
 	if (symlink("tool", p) < 0)
 		return -1;
+	/* names that are not UTF-8 (Debian's ca-certificates has Latin-1 ones,
+	 * which a pax writer could not translate in the C locale) and one
+	 * longer than a tar header's 100 bytes */
+	snprintf(p, sizeof(p), "%s/etc/NetLock_F\xf5tan\xfas\xedtv\xe1ny.pem", f->tree);
+	hu_write_file(p, "cert\n", 5, O_CREAT | O_TRUNC, 0644, &err);
+	snprintf(p, sizeof(p), "%s/etc/988a38cb.0", f->tree);
+	if (symlink("NetLock_F\xf5tan\xfas\xedtv\xe1ny.pem", p) < 0)
+		return -1;
+	snprintf(p, sizeof(p), "%s/etc/%0120d", f->tree, 7);
+	hu_write_file(p, "long\n", 5, O_CREAT | O_TRUNC, 0644, &err);
 	*state = f;
 	return 0;
 }
@@ -112,7 +122,7 @@ static void test_same_tree_same_stream(void **state)
 static void test_copy_sends_the_same_stream(void **state)
 {
 	struct fixture *f = *state;
-	char orig[HU_TPL_CHECKSUM_MAX], sent[HU_TPL_CHECKSUM_MAX], again[HU_TPL_CHECKSUM_MAX], p[160];
+	char orig[HU_TPL_CHECKSUM_MAX], sent[HU_TPL_CHECKSUM_MAX], again[HU_TPL_CHECKSUM_MAX], p[320];
 	struct hu_tpl_export *x;
 	hu_err err;
 	int rc;
