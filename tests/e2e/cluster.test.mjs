@@ -405,6 +405,22 @@ test('the list through any node: every node lists all nodes\' sandboxes as their
   }
 })
 
+// A sandbox created through n2 (draining, so it lands on another node), with
+// the SDK pointed at n2; fn gets it and its owner. Killed and undrained after.
+async function throughN2(fn) {
+  sql("UPDATE nodes SET draining = (name = 'n2')")
+  useDaemon(nodes[1])
+  let sbx
+  try {
+    sbx = await Sandbox.create({ timeoutMs: 120_000 })
+    await fn(sbx, nodes[nodeIndex(ownerOf(sbx.sandboxId))])
+  } finally {
+    if (sbx) await sbx.kill().catch(() => {})
+    sql('UPDATE nodes SET draining = false')
+    useDaemon(nodes[0])
+  }
+}
+
 // The SDK's uploadUrl()/downloadUrl() name no sandbox (the shared
 // E2B_SANDBOX_URL): a node that does not own the sandbox finds it among the
 // other nodes' (the store hashes their tokens, signed_url.scan) and sends
@@ -412,12 +428,7 @@ test('the list through any node: every node lists all nodes\' sandboxes as their
 // E2b-Sandbox-Id they are forwarded too. A bad signature is 401 however
 // it comes.
 test('signed URLs through a node that does not own the sandbox: by signature alone, by host name, by E2b-Sandbox-Id', { skip }, async () => {
-  sql("UPDATE nodes SET draining = (name = 'n2')")
-  useDaemon(nodes[1])
-  let sbx
-  try {
-    sbx = await Sandbox.create({ timeoutMs: 120_000 })
-    const owner = nodes[nodeIndex(ownerOf(sbx.sandboxId))]
+  await throughN2(async (sbx, owner) => {
     assert.notEqual(owner, nodes[1])
     await sbx.files.write('/home/user/s.txt', 'signed, through n2')
     const down = await sbx.downloadUrl('/home/user/s.txt', { useSignatureExpiration: 120 })
@@ -462,11 +473,7 @@ test('signed URLs through a node that does not own the sandbox: by signature alo
       assert.equal((await fetch(n.url + u.pathname + u.search, { method: 'POST', body: f })).status, 401)
     }
     assert.equal(await sbx.files.read('/home/user/s.txt'), 'signed, through n2')
-  } finally {
-    if (sbx) await sbx.kill().catch(() => {})
-    sql('UPDATE nodes SET draining = false')
-    useDaemon(nodes[0])
-  }
+  })
 })
 
 // X-Forwarded-For that a client sends is never believed: a sandbox's port
@@ -474,12 +481,7 @@ test('signed URLs through a node that does not own the sandbox: by signature alo
 // forwarding node the client's (127.0.0.2/.3 here), which the node vouches
 // for inside its proof, never the node's own (127.0.0.1) or a forged one.
 test('attack: a client forging X-Forwarded-For, to the owner or through a node, does not pass for another address', { skip }, async () => {
-  sql("UPDATE nodes SET draining = (name = 'n2')")
-  useDaemon(nodes[1])
-  let sbx
-  try {
-    sbx = await Sandbox.create({ timeoutMs: 120_000 })
-    const owner = nodes[nodeIndex(ownerOf(sbx.sandboxId))]
+  await throughN2(async (sbx, owner) => {
     await sbx.files.write('/tmp/xff.py', XFF_SERVER)
     await sbx.commands.run('python3 /tmp/xff.py 8001', { background: true })
     const ask = (node, from, extra = '') => rawRequest(node, `GET /xff HTTP/1.1\r\nHost: x\r\nE2b-Sandbox-Id: ${sbx.sandboxId}\r\n` +
@@ -502,11 +504,7 @@ test('attack: a client forging X-Forwarded-For, to the owner or through a node, 
     const bad = `v2 t=${t} n=n2 p=- c=6.6.6.6 s=` + createHmac('sha256', 'not-the-cluster-secret')
       .update(`hutch-forward-v2\nGET\n/xff\n${t}\nn2\n-\n6.6.6.6`).digest('hex')
     assert.match(await ask(owner, '127.0.0.2', `X-Hutch-Forwarded: ${bad}\r\n`), /^HTTP\/1\.1 403/)
-  } finally {
-    if (sbx) await sbx.kill().catch(() => {})
-    sql('UPDATE nodes SET draining = false')
-    useDaemon(nodes[0])
-  }
+  })
 })
 
 // GET /xff answers "xff=" and the X-Forwarded-For header it got (all of them).

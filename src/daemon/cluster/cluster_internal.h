@@ -26,7 +26,6 @@ struct hu_cluster {
 	struct hu_tpl_fetch *fetches;    /* in flight, one per template */
 	struct hu_tpl_fetch *fetch_done; /* answered, freed by fetch_reaper from the loop */
 	struct event *fetch_reaper;
-	SSL_CTX *fetch_tls;
 	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
 };
 
@@ -35,5 +34,8 @@ int hu_cluster_template_fetch_init(struct hu_cluster *c, hu_err *err);
 
 /* End every forwarded call (at shutdown). */
 void hu_cluster_forward_abort_all(struct hu_cluster *c);
+/* forward.c: the TLS client context for https:// nodes, made on first use
+ * (cluster.ca or the system's CAs), shared by forwarding and template fetches */
+SSL_CTX *hu_cluster_client_tls(struct hu_cluster *c, hu_err *err);
 
 #endif

@@ -347,7 +347,7 @@ static void on_connect_event(struct bufferevent *b, short what, void *arg)
 	bufferevent_enable(b, EV_READ | EV_WRITE);
 }
 
-static SSL_CTX *client_tls(struct hu_cluster *c, hu_err *err)
+SSL_CTX *hu_cluster_client_tls(struct hu_cluster *c, hu_err *err)
 {
 	if (c->tls)
 		return c->tls;
@@ -373,7 +373,7 @@ static SSL_CTX *client_tls(struct hu_cluster *c, hu_err *err)
 /* A TLS bufferevent that checks the node's certificate for its host. */
 static struct bufferevent *tls_bev(struct hu_cluster *c, const struct peer *pe, hu_err *err)
 {
-	SSL_CTX *ctx = client_tls(c, err);
+	SSL_CTX *ctx = hu_cluster_client_tls(c, err);
 	SSL *ssl;
 	struct bufferevent *b;
 

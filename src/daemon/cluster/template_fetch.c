@@ -565,26 +565,6 @@ static void on_done(struct evhttp_request *req, void *arg)
 	f->thread_started = true;
 }
 
-static SSL_CTX *fetch_tls(struct hu_cluster *c, hu_err *err)
-{
-	if (c->fetch_tls)
-		return c->fetch_tls;
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-	if (!ctx)
-		return hu_err_set(err, -ENOMEM, "TLS to other nodes"), NULL;
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	const char *ca = c->d->cfg.cluster_ca;
-	if (ca[0] ? SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1 : SSL_CTX_set_default_verify_paths(ctx) != 1) {
-		SSL_CTX_free(ctx);
-		ERR_clear_error();
-		return hu_err_set(err, -EINVAL, "TLS to other nodes: cannot load the CA certificates"), NULL;
-	}
-	c->fetch_tls = ctx;
-	return ctx;
-}
-
 /* The request to the source node, over TLS for an https:// address. */
 static int start_request(struct hu_tpl_fetch *f, hu_err *err)
 {
@@ -605,7 +585,7 @@ static int start_request(struct hu_tpl_fetch *f, hu_err *err)
 	snprintf(host, sizeof(host), "%s", h);
 	evhttp_uri_free(u);
 	if (tls) {
-		SSL_CTX *ctx = fetch_tls(c, err);
+		SSL_CTX *ctx = hu_cluster_client_tls(c, err);
 		SSL *ssl = ctx ? SSL_new(ctx) : NULL;
 		if (!ssl)
 			return ctx ? hu_err_set(err, -ENOMEM, "TLS") : -1;
@@ -792,9 +772,5 @@ void hu_cluster_template_fetch_abort_all(struct hu_cluster *c)
 	if (c->fetch_reaper) {
 		event_free(c->fetch_reaper);
 		c->fetch_reaper = NULL;
-	}
-	if (c->fetch_tls) {
-		SSL_CTX_free(c->fetch_tls);
-		c->fetch_tls = NULL;
 	}
 }
