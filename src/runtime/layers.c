@@ -28,6 +28,7 @@
 #include "runtime/layers.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
+#include "util/fstype.h"
 #include "util/parse.h"
 
 #ifndef STATX_ATTR_MOUNT_ROOT
@@ -69,18 +70,6 @@ int hu_layers_choose(const struct hu_layers_facts *f, enum hu_layers_kind *kind,
 	return 0;
 }
 
-static const char *fs_name(unsigned long type)
-{
-	switch (type) {
-	case EXT4_SUPER_MAGIC: return "ext4";
-	case XFS_SUPER_MAGIC: return "xfs";
-	case TMPFS_MAGIC: return "tmpfs";
-	case BTRFS_SUPER_MAGIC: return "btrfs";
-	case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
-	default: return "an unknown file system";
-	}
-}
-
 static int gather_facts(const struct hu_runtime_config *cfg, struct hu_layers_facts *f, char *fsid, size_t n,
 			hu_err *err)
 {
@@ -95,7 +84,7 @@ static int gather_facts(const struct hu_runtime_config *cfg, struct hu_layers_fa
 		return hu_err_sys(err, "open %s", cfg->data_dir);
 	if (fstatfs(fd, &sfs) < 0)
 		return hu_err_sys(err, "statfs %s", cfg->data_dir);
-	snprintf(f->fs_name, sizeof(f->fs_name), "%s", fs_name((unsigned long)sfs.f_type));
+	snprintf(f->fs_name, sizeof(f->fs_name), "%s", hu_fs_type_name((unsigned long)sfs.f_type));
 	f->on_btrfs = sfs.f_type == (typeof(sfs.f_type))BTRFS_SUPER_MAGIC;
 	if (f->on_btrfs) {
 		if (hu_btrfs_fsid(fd, fsid, n, err) < 0)

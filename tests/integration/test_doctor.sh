@@ -18,7 +18,7 @@ expect_eq "doctor writes nothing to stderr (no sanitizer reports)" "" "$(cat "$e
 # one line per check: "<status> <name>: <finding>"
 for name in "running as root" "user namespaces" "namespaces" "idmapped mounts" "overlayfs" \
 	"overlay in user namespace" "tmpfs size limit" "cgroups" "seccomp" "core dumps" "Landlock" "memory" \
-	"file descriptors" "capped volumes" "writable layers" "IPv6" "kernel"; do
+	"file descriptors" "capped volumes" "writable layers" "run dir" "IPv6" "kernel"; do
 	line=$(grep -E "^(ok|warn|FAIL) +$name: " <<<"$out" | head -n1)
 	expect_match "doctor prints a line for '$name'" "^(ok|warn|FAIL) +$name: .+" "$line"
 done
@@ -46,6 +46,24 @@ lout=$(HUTCH_LAYERS=image timeout -k 5 60 "$HUTCH" doctor 2>/dev/null | grep ' w
 expect_match "HUTCH_LAYERS=image: the image, because it was asked for" "^ok +writable layers: image on btrfs.*HUTCH_LAYERS=image" "$lout"
 lout=$(HUTCH_LAYERS=bogus timeout -k 5 60 "$HUTCH" doctor 2>/dev/null | grep ' writable layers: ')
 expect_match "a bad HUTCH_LAYERS FAILs and says why" "^FAIL +writable layers: .*HUTCH_LAYERS=bogus: expected auto, data-dir or image" "$lout"
+
+# --- run dir ---------------------------------------------------------------------
+# A run dir on tmpfs is ok; on a disk file system a warning that says what to do.
+rdconf="$HUTCH_TEST_TMP/doctor-rundir.conf"
+rdtmp="$HUTCH_TEST_TMP/doctor-rundir-tmpfs"
+mkdir -p "$rdtmp" "$HUTCH_TEST_TMP/doctor-rundir-disk"
+mount -t tmpfs -o size=1m tmpfs "$rdtmp"
+printf 'run_dir = %s/run\n' "$rdtmp" >"$rdconf"
+rd=$(timeout -k 5 60 "$HUTCH" doctor --config "$rdconf" 2>/dev/null | grep ' run dir: ')
+umount "$rdtmp"
+expect_match "a run dir on tmpfs is ok (not made yet: its parent is probed)" \
+	"^ok +run dir: $rdtmp/run is on tmpfs \(made in $rdtmp; not made yet\)$" "$rd"
+if [ "$(stat -f -c %T "$HUTCH_TEST_TMP")" != tmpfs ]; then
+	printf 'run_dir = %s/doctor-rundir-disk\n' "$HUTCH_TEST_TMP" >"$rdconf"
+	rd=$(timeout -k 5 60 "$HUTCH" doctor --config "$rdconf" 2>/dev/null | grep ' run dir: ')
+	expect_match "a run dir on a disk file system is a warning naming the fix" \
+		"^warn +run dir: $HUTCH_TEST_TMP/doctor-rundir-disk is on [a-z0-9 ]+ — .*mount a tmpfs on" "$rd"
+fi
 
 # --- IPv6 ------------------------------------------------------------------------
 # The facts depend on the host; their shape does not. Then the verdicts,

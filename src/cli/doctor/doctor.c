@@ -51,6 +51,7 @@ static const struct {
 	{"sandbox capacity", doctor_check_capacity},
 	{"capped volumes", doctor_check_volumes},
 	{"writable layers", doctor_check_storage},
+	{"run dir", doctor_check_run_dir},
 	{"store", doctor_check_store},
 	{"IPv6", doctor_check_ipv6},
 	{"kernel", doctor_check_kernel},

@@ -96,6 +96,7 @@ doctor_check_fn doctor_check_floor;          /* floor.c */
 doctor_check_fn doctor_check_nofile;         /* limits.c */
 doctor_check_fn doctor_check_volumes;        /* volumes.c */
 doctor_check_fn doctor_check_storage;        /* storage.c */
+doctor_check_fn doctor_check_run_dir;        /* rundir.c */
 doctor_check_fn doctor_check_ipv6;           /* ipv6.c */
 doctor_check_fn doctor_check_kernel;         /* host.c */
 doctor_check_fn doctor_check_store;          /* store.c */
