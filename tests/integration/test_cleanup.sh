@@ -3,11 +3,22 @@
 # extra process, mount, cgroup, network namespace, directory, socket or uid slot.
 . "$(dirname "$0")/lib.sh"
 
-# mounts: only ours (under this test's private dir); processes and network
-# namespaces are host-wide, so they are compared with `settles` below
+# Only what is ours is counted, so that other sandboxes on this host (another
+# test run, a benchmark, another daemon) do not move the figures: mounts under
+# this test's private dir; processes in this run's cgroup parent (a sandbox's
+# process cannot leave it, and a cgroup that still holds one cannot be removed,
+# which count_cgroups sees); network namespaces those processes are in, plus
+# any netns bound to a file (nsfs mounts, host-wide: nothing of hutch makes
+# one, so the count only moves when something else does, and settles below).
 count_mounts() { grep -c " $HUTCH_TEST_TMP/" /proc/self/mountinfo; }
-count_netns() { stat -L -c %i /proc/[0-9]*/ns/net 2>/dev/null | sort -u | wc -l; }
-count_sandbox_procs() { ps -e -o uid= | awk '$1 >= 1073741824' | wc -l; }
+our_pids() { grep -l ":/$HUTCH_CGROUP_PARENT/" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3; }
+count_netns() {
+	{
+		for p in $(our_pids); do stat -L -c %i "/proc/$p/ns/net" 2>/dev/null; done | sort -u
+		grep -c " nsfs " /proc/self/mountinfo
+	} | wc -l
+}
+count_sandbox_procs() { our_pids | wc -l; }
 count_cgroups() {
 	local n=0 d
 	for d in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT" /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT"; do
@@ -17,9 +28,8 @@ count_cgroups() {
 }
 count_run_entries() { find "$HUTCH_RUN_DIR"/{sandboxes,ctl,slots} -mindepth 1 2>/dev/null | wc -l; }
 
-# settles DESC EXPECTED FN: FN's count returns to EXPECTED within 3 s. A leak
-# never does; anything else running sandboxes on this host (another test run,
-# a benchmark) only makes the count move for a moment.
+# settles DESC EXPECTED FN: FN's count returns to EXPECTED within 3 s (a
+# killed sandbox's processes take a moment to be reaped). A leak never does.
 settles() {
 	local desc=$1 want=$2 fn=$3 got i
 	for i in $(seq 1 30); do
