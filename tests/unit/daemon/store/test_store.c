@@ -699,13 +699,14 @@ static void test_kept_statements_hold_nothing(void **state)
 	struct hu_snapshot_row a = {.id = "saaa", .team = "t1", .sandbox_id = "ix", .template_id = "base",
 				    .state = HU_SNAP_READY, .created_at_ms = 1},
 			       got;
-	struct hu_sandbox_row *row = sample_row();
+	struct hu_sandbox_row *row;
 	sqlite3 *h;
 	int busy = -1, log = -1, done = -1;
 	hu_err err;
 
 	if (f->admin)
 		skip(); /* SQLite's statements */
+	row = sample_row();
 	assert_int_equal(hu_store_snapshot_put(f->st, &a, &err), 0);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(hu_store_snapshot_find(f->st, "t1", "saaa", &got, &err), 0);
