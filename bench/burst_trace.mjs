@@ -19,7 +19,8 @@ const { startDaemon } = await harness()
 const bursts = Number(arg('bursts', 5))
 const traced = Number(arg('traced', 5))
 const run = mkdtempSync('/dev/shm/hutch-bench-')
-const out = join(mkdtempSync(join(tmpdir(), 'hutch-trace-')), 'perf.txt')
+const outDir = mkdtempSync(join(tmpdir(), 'hutch-trace-'))
+const out = join(outDir, 'perf.txt')
 const d = await startDaemon(['--pool-size', '2'], null, { HUTCH_RUN_DIR: run })
 const o = { apiKey: d.apiKey, apiUrl: d.url, sandboxUrl: d.url }
 
@@ -61,6 +62,7 @@ try {
 } finally {
   await d.stop()
   rmSync(run, { recursive: true, force: true })
+  rmSync(outDir, { recursive: true, force: true })
 }
 
 // perf trace lines: "  12.345 ( 0.004 ms): hutch-full/123 readv(fd: 18, ...) = 471"
