@@ -134,7 +134,7 @@ const COLD = 'hutch_sandbox_creates_by_source_total{source="cold"}'
 async function burst50(d, o, label, baseline) {
   const lat = []
   const m0 = (await request(d, 'GET', '/metrics')).body
-  const cpu0 = process.cpuUsage(), dcpu0 = procStat(d.pid)
+  const cpu0 = process.cpuUsage(), dcpu0 = runNs(d.pid)
   const t0 = now()
   const made = await Promise.all(Array.from({ length: 50 }, async () => {
     const t = now()
@@ -143,7 +143,7 @@ async function burst50(d, o, label, baseline) {
     return s
   }))
   const span = now() - t0
-  const cpu1 = process.cpuUsage(cpu0), dcpu1 = procStat(d.pid)
+  const cpu1 = process.cpuUsage(cpu0), dcpu1 = runNs(d.pid)
   const m1 = (await request(d, 'GET', '/metrics')).body
   if (baseline) {
     await Promise.all(made.map(async (s) => {
@@ -155,7 +155,7 @@ async function burst50(d, o, label, baseline) {
   if (label) {
     const st = stats(lat)
     process.stderr.write(`${label}: p95 ${st.p95.toFixed(1)} ms, all 50 in ${span.toFixed(1)} ms, client CPU ` +
-      `${((cpu1.user + cpu1.system) / 1000).toFixed(0)} ms, daemon CPU ${((dcpu1[11] + dcpu1[12] - dcpu0[11] - dcpu0[12]) * 10).toFixed(0)} ms; during it: ` +
+      `${((cpu1.user + cpu1.system) / 1000).toFixed(0)} ms, daemon CPU ${((dcpu1 - dcpu0) / 1e6).toFixed(1)} ms; during it: ` +
       `${counter(m1, BUILT) - counter(m0, BUILT)} pool builds finished, ${counter(m1, COLD) - counter(m0, COLD)} cold creates; ` +
       `load ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}\n`)
   }
@@ -224,6 +224,8 @@ const machineBusyMs = () => {
 }
 // /proc/<pid>/stat after the comm; the daemon's reaped children (sandbox inits reap their own) are in cutime/cstime
 const procStat = (pid) => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ').map(Number)
+// the daemon's (one thread's) time on a CPU, ns: /proc/<pid>/schedstat, finer than stat's 10 ms ticks
+const runNs = (pid) => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0])
 async function sustained(name, poolSize) {
   await withDaemon(poolSize, async (d) => {
     for (let r = 0; r < rounds; r++) {

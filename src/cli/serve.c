@@ -191,7 +191,9 @@ static int open_runtime(struct hu_daemon *d, hu_err *err)
  * checked; it listens later, once the sandboxes are adopted. */
 static int http_new(struct hu_daemon *d, hu_err *err)
 {
-	struct hu_http_settings set = {.max_body_bytes = d->cfg.max_body_bytes, .idle_timeout_s = d->cfg.idle_timeout_s};
+	struct hu_http_settings set = {.max_body_bytes = d->cfg.max_body_bytes,
+				       .idle_timeout_s = d->cfg.idle_timeout_s,
+				       .answers_first = true};
 	struct hu_http_hooks hooks = {
 		.dispatch = hu_dispatch,
 		.streams_body = hu_dispatch_streams_body,
@@ -242,13 +244,12 @@ static int start(struct hu_daemon *d, struct event **sigs, hu_err *err)
 	hu_fault_init();
 	if (hu_store_open(hu_config_store_location(&d->cfg), &d->store, err) < 0 || open_runtime(d, err) < 0)
 		return -1;
-	if (!(d->base = event_base_new()))
-		return hu_err_set(err, ENOMEM, "create the event loop");
 	/* three priorities, everything at the middle one by default: background
 	 * work (the warm pools' refill) takes the lowest, so it runs only when
-	 * the loop has no request to serve */
-	if (event_base_priority_init(d->base, HU_LOOP_PRIORITIES) < 0)
-		return hu_err_set(err, ENOMEM, "event loop priorities");
+	 * the loop has no request to serve; the API connections' writes take
+	 * the highest (hu_http_settings.answers_first) */
+	if (!(d->base = hu_http_loop_new(HU_LOOP_PRIORITIES, err)))
+		return -1;
 	/* a node of a shared store registers first: the store then loads
 	 * this node's sandboxes only, and writes them while its lease lives */
 	if (hu_cluster_start(d, err) < 0)

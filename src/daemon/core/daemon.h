@@ -27,7 +27,9 @@ struct hu_ingress;
 struct hu_tls;
 
 /* The loop's priorities (serve.c): events get HU_LOOP_PRIORITIES / 2 by
- * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest. */
+ * default; background work takes HU_LOOP_PRIORITY_IDLE, the lowest; the
+ * API connections' writes take 0, the highest (http/server.h
+ * answers_first: an answer leaves before the next request is worked on). */
 #define HU_LOOP_PRIORITIES 3
 #define HU_LOOP_PRIORITY_IDLE (HU_LOOP_PRIORITIES - 1)
 

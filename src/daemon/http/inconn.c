@@ -20,6 +20,7 @@
  */
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <netinet/in.h>
@@ -298,11 +299,25 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 
 /* Runs once evhttp has set the connection up (it was accepted in the
  * callback that made the bufferevent). */
+/* The socket's write event at the loop's highest priority (server.h
+ * answers_first), once evhttp has given the bufferevent its socket (setting
+ * the socket assigns the events afresh, at the default). Without it a burst
+ * of requests read in one poll is worked through whole before any answer
+ * goes out: a write waits for the next poll, behind every request read. A
+ * TLS bufferevent assigns its events again after the handshake, so its
+ * connections keep the default. */
+static void answers_first(struct hu_inconn *c)
+{
+	if (c->http->set.answers_first && bufferevent_getfd(c->bev) >= 0)
+		event_priority_set(&c->bev->ev_write, 0); /* fails harmlessly while a write is active */
+}
+
 static void on_setup(evutil_socket_t fd, short what, void *arg)
 {
 	struct hu_inconn *c = arg;
 	learn_evcon(c);
 	set_own_closecb(c);
+	answers_first(c);
 }
 
 static void conn_free(struct hu_inconn *c)

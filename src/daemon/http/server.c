@@ -244,6 +244,29 @@ static void on_request(struct evhttp_request *ev, void *arg)
 
 /* ---- server set-up and shutdown -------------------------------------------- */
 
+struct event_base *hu_http_loop_new(int priorities, hu_err *err)
+{
+	struct event_config *cfg = event_config_new();
+	struct event_base *base = NULL;
+
+	/* one callback at priority 1 and below, then a poll (epoll_wait with
+	 * no timeout: a system call per callback) */
+	if (cfg && event_config_set_max_dispatch_interval(cfg, NULL, 1, 1) == 0)
+		base = event_base_new_with_config(cfg);
+	if (cfg)
+		event_config_free(cfg);
+	if (!base) {
+		hu_err_set(err, ENOMEM, "create the event loop");
+		return NULL;
+	}
+	if (event_base_priority_init(base, priorities) < 0) {
+		event_base_free(base);
+		hu_err_set(err, EINVAL, "event loop: %d priorities", priorities);
+		return NULL;
+	}
+	return base;
+}
+
 int hu_http_new(struct event_base *base, const struct hu_http_settings *set, const struct hu_http_hooks *hooks,
 		void *app, struct hu_http **out, hu_err *err)
 {

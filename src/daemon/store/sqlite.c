@@ -127,6 +127,9 @@ enum stmt_id {
 	ST_LOST_ADD,
 	ST_LOST_GET,
 	ST_LOST_PURGE,
+	ST_BEGIN,
+	ST_COMMIT,
+	ST_ROLLBACK,
 	ST_COUNT,
 };
 
@@ -150,12 +153,17 @@ static const char *const stmt_sql[ST_COUNT] = {
 	[ST_LOST_ADD] = "INSERT OR REPLACE INTO lost_sandboxes (id, team, reason, at) VALUES (?1, ?2, ?3, ?4)",
 	[ST_LOST_GET] = "SELECT reason FROM lost_sandboxes WHERE id = ?1 AND team = ?2",
 	[ST_LOST_PURGE] = "DELETE FROM lost_sandboxes WHERE at < ?1",
+	/* a create from the warm pool is one transaction: parsed once, not per create */
+	[ST_BEGIN] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
 };
 
 struct sqlite_store {
 	struct hu_store base;
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT];
+	sqlite3_stmt *kept[HU_SQLITE_KEPT_COUNT]; /* the side files' (hu_sqlite_kept), NULL until first used */
 };
 
 static struct sqlite_store *sq(struct hu_store *st)
@@ -174,6 +182,20 @@ int hu_sqlite_err(sqlite3 *db, hu_err *err, const char *what)
 	 * anything else, including a lock held past busy_timeout, is ours. */
 	int code = sqlite3_errcode(db) == SQLITE_FULL ? ENOSPC : EIO;
 	return hu_err_set(err, -code, "store: %s: %s", what, sqlite3_errmsg(db));
+}
+
+sqlite3_stmt *hu_sqlite_kept(struct hu_store *base, enum hu_sqlite_kept id, const char *sql, hu_err *err)
+{
+	struct sqlite_store *st = sq(base);
+
+	if (!st->kept[id] &&
+	    sqlite3_prepare_v3(st->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st->kept[id], NULL) != SQLITE_OK) {
+		hu_sqlite_err(st->db, err, "prepare");
+		return NULL;
+	}
+	sqlite3_reset(st->kept[id]);
+	sqlite3_clear_bindings(st->kept[id]);
+	return st->kept[id];
 }
 
 static int db_err(struct sqlite_store *st, hu_err *err, const char *what)
@@ -256,6 +278,8 @@ static void sqlite_close(struct hu_store *base)
 
 	for (int i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	for (int i = 0; i < HU_SQLITE_KEPT_COUNT; i++)
+		sqlite3_finalize(st->kept[i]);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -594,14 +618,17 @@ static int sqlite_lost_purge(struct hu_store *base, int64_t before_ms, hu_err *e
 
 static int sqlite_begin(struct hu_store *base, hu_err *err)
 {
-	return exec_sql(sq(base), "BEGIN IMMEDIATE", err);
+	struct sqlite_store *st = sq(base);
+	return step_done(st, stmt(st, ST_BEGIN), "BEGIN IMMEDIATE", err);
 }
 
 static int sqlite_commit(struct hu_store *base, hu_err *err)
 {
 	struct sqlite_store *st = sq(base);
-	if (exec_sql(st, "COMMIT", err) < 0) {
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	hu_err ignored;
+
+	if (step_done(st, stmt(st, ST_COMMIT), "COMMIT", err) < 0) {
+		step_done(st, stmt(st, ST_ROLLBACK), "ROLLBACK", &ignored);
 		return -1;
 	}
 	return 0;

@@ -12,6 +12,16 @@
 
 /* The database handle of a SQLite store. */
 sqlite3 *hu_sqlite_db(struct hu_store *st);
+/* Statements of the side files that run on a request's hot path (every
+ * create asks whether its templateID names a snapshot): prepared once, on
+ * first use, and kept until the store closes. The rest prepare per call. */
+enum hu_sqlite_kept {
+	HU_SQLITE_KEPT_SNAPSHOT_FIND,
+	HU_SQLITE_KEPT_COUNT,
+};
+/* Kept statement id (sql is always the same for an id), reset and unbound;
+ * NULL with err set when it cannot be prepared. */
+sqlite3_stmt *hu_sqlite_kept(struct hu_store *st, enum hu_sqlite_kept id, const char *sql, hu_err *err);
 /* -1 with ENOSPC (a full disk: 507) or EIO and SQLite's message. */
 int hu_sqlite_err(sqlite3 *db, hu_err *err, const char *what);
 

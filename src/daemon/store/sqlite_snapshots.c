@@ -1,5 +1,6 @@
 /* The snapshots table of the SQLite store (backend.h). Prepared per call,
- * like sqlite_volumes.c: snapshots are rare control-plane requests. */
+ * like sqlite_volumes.c: snapshots are rare control-plane requests; but the
+ * find is kept prepared (hu_sqlite_kept): every create runs it. */
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,25 +74,25 @@ int hu_sqlite_snapshot_find(struct hu_store *st, const char *team, const char *k
 			    hu_err *err)
 {
 	sqlite3 *db = hu_sqlite_db(st);
-	sqlite3_stmt *s;
+	sqlite3_stmt *s = hu_sqlite_kept(st, HU_SQLITE_KEPT_SNAPSHOT_FIND,
+					 "SELECT " COLUMNS " FROM snapshots WHERE team = ?1 AND (id = ?2 OR name = ?2)"
+					 " ORDER BY id = ?2 DESC LIMIT 1",
+					 err);
 	int rc;
 
-	if (prepare(db,
-		    "SELECT " COLUMNS " FROM snapshots WHERE team = ?1 AND (id = ?2 OR name = ?2)"
-		    " ORDER BY id = ?2 DESC LIMIT 1",
-		    &s, err) < 0)
+	if (!s)
 		return -1;
 	sqlite3_bind_text(s, 1, team, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(s);
 	if (rc == SQLITE_ROW)
 		row_to_snapshot(s, out);
-	sqlite3_finalize(s);
+	else if (rc != SQLITE_DONE)
+		hu_sqlite_err(db, err, "find snapshot"); /* before the reset, which clears the message */
+	sqlite3_reset(s);
 	if (rc == SQLITE_DONE)
 		return hu_err_set(err, -ENOENT, "snapshot '%.64s' not found", key);
-	if (rc != SQLITE_ROW)
-		return hu_sqlite_err(db, err, "find snapshot");
-	return 0;
+	return rc == SQLITE_ROW ? 0 : -1;
 }
 
 int hu_sqlite_snapshot_each(struct hu_store *st, const char *team,

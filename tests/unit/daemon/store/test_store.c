@@ -689,6 +689,48 @@ static void test_snapshots(void **state)
 	assert_int_equal(hu_store_snapshot_find(f->st, "t2", "snap", &got, &err), 0);
 }
 
+/* The statements a create runs are kept prepared (the snapshot find, the
+ * group's BEGIN and COMMIT): a kept one holds no read snapshot between
+ * calls, so another connection's writes are seen at once and a checkpoint
+ * can truncate the WAL. */
+static void test_kept_statements_hold_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_snapshot_row a = {.id = "saaa", .team = "t1", .sandbox_id = "ix", .template_id = "base",
+				    .state = HU_SNAP_READY, .created_at_ms = 1},
+			       got;
+	struct hu_sandbox_row *row;
+	sqlite3 *h;
+	int busy = -1, log = -1, done = -1;
+	hu_err err;
+
+	if (f->admin)
+		skip(); /* SQLite's statements */
+	row = sample_row();
+	assert_int_equal(hu_store_snapshot_put(f->st, &a, &err), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(hu_store_snapshot_find(f->st, "t1", "saaa", &got, &err), 0);
+		assert_int_equal(hu_store_snapshot_find(f->st, "t1", "nope", &got, &err), -1);
+		assert_int_equal(err.code, ENOENT);
+		snprintf(row->id, sizeof(row->id), "i%d", i);
+		assert_int_equal(hu_store_begin(f->st, &err), 0);
+		assert_int_equal(hu_store_sandbox_put(f->st, row, &err), 0);
+		assert_int_equal(hu_store_commit(f->st, &err), 0);
+	}
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "saaa", &got, &err), 0);
+	assert_int_equal(sqlite3_open_v2(f->db, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "UPDATE snapshots SET name = 'renamed' WHERE id = 'saaa'", NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_wal_checkpoint_v2(h, NULL, SQLITE_CHECKPOINT_TRUNCATE, &log, &done), SQLITE_OK);
+	busy = log - done;
+	sqlite3_close(h);
+	assert_int_equal(busy, 0);
+	assert_int_equal(hu_store_snapshot_find(f->st, "t1", "renamed", &got, &err), 0);
+	assert_string_equal(got.id, "saaa");
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM sandboxes", NULL), 3);
+	free_row(row);
+}
+
 /* ---- nodes ----------------------------------------------------------------- */
 
 static struct hu_node node_named(const char *name)
@@ -1192,6 +1234,7 @@ int main(void)
 		TESTS(test_schema_and_mode),
 		TESTS(test_volumes),
 		TESTS(test_snapshots),
+		TESTS(test_kept_statements_hold_nothing),
 		TESTS(test_reopen_and_newer_schema),
 		TESTS(test_group_with_a_refused_row),
 		TESTS(test_pg_idem_across_nodes),
