@@ -195,6 +195,7 @@ struct spawn_args {
 	 * /proc/<pid>/root, where the cause was EMFILE */
 	int *failed_errno;
 	const char **failed_step;
+	int *ran; /* set by the child's first statement */
 };
 
 /* Runs on its own stack in the parent's memory (CLONE_VM) while the parent
@@ -207,6 +208,7 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	const struct spawn_args *a = arg;
 	sigset_t none;
 
+	*a->ran = 1;
 	/* into the v1 hierarchies before hutch-init's first instruction, by
 	 * itself (no global lock, cgroup.h); the cgroup2 group, where there
 	 * is one, took it in at the clone */
@@ -278,8 +280,21 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, i
 		.stack_size = SPAWN_STACK,
 		.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0,
 	};
+	*args->ran = 0;
 	pid_t pid = hu_clone3_call(&ca, spawn_child, (void *)args);
 	*placed = pid >= 0 && cgfd >= 0;
+	if (pid >= 0 && !*args->ran) {
+		/* It died before its first instruction: the kernel (6.18 here)
+		 * SIGKILLs a child cloned into a group that cgroup.kill emptied
+		 * before (a stopped sandbox's, restarted), and a vfork parent
+		 * then goes on at once. Reaped, and cloned the old way. */
+		waitpid(pid, NULL, 0);
+		close(pidfd);
+		pidfd = -1;
+		*placed = 0;
+		pid = -1;
+		errno = ENOSYS;
+	}
 	if (pid < 0 && (errno == ENOSYS || errno == E2BIG))
 		pid = clone(spawn_child, stack + SPAWN_STACK, (int)flags | SIGCHLD, (void *)args, &pidfd);
 	int saved = errno;
@@ -362,7 +377,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		 asan_env ? asan_env : "", asan_env ? ":" : "");
 	char *argv[] = {"hutch-init", "--setup", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
-	int failed_errno = 0, placed = 0, cg_tasks[HU_CGROUP_V1_MAX];
+	int failed_errno = 0, placed = 0, ran = 0, cg_tasks[HU_CGROUP_V1_MAX];
 	const char *failed_step = "";
 	size_t n_cg_tasks = 0;
 	if (hu_cgroup_open_self_attach(sb->cg, cg_tasks, &n_cg_tasks, err) < 0)
@@ -371,6 +386,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		.listen_fd = listen_fd, .sync_fd = child_end, .init_memfd = sb->rt->init_memfd, .devnull = devnull,
 		.cg_tasks = cg_tasks, .n_cg_tasks = n_cg_tasks,
 		.argv = argv, .envp = envp, .failed_errno = &failed_errno, .failed_step = &failed_step,
+		.ran = &ran,
 	};
 	sb->pid = clone_child(sb, &args, &placed, err);
 	for (size_t i = 0; i < n_cg_tasks; i++)
