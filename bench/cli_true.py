@@ -13,7 +13,8 @@ them alike. Medians and p99 (nearest rank) over every sample, and each round's m
 By default hutch runs in private data and run dirs (one pair per hutch figure; the run dirs in
 /dev/shm, a tmpfs as /run is on a host) (made here, removed at the end, the layers
 image unmounted) and the cgroup parent hutch-clibench. `--variant linger0=HUTCH_LAYERS_LINGER=0`
-adds a hutch figure with extra environment (repeatable; the default adds that one).
+adds a hutch figure with extra environment (repeatable; the default adds that one; `--variant ''`
+adds none).
 """
 import argparse
 import json
@@ -66,6 +67,8 @@ def main():
                           HUTCH_INIT=os.path.join(os.path.dirname(h), 'hutch-init'))
     figures = {'hutch run': ([hutch, 'run', '--', 'true'], dirs('default'))}
     for v in a.variant if a.variant is not None else ['linger0=HUTCH_LAYERS_LINGER=0']:
+        if not v:
+            continue  # `--variant ''`: no extra figure
         name, _, kv = v.partition('=')
         env = dirs(name)
         for pair in kv.split(','):

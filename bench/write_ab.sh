@@ -20,6 +20,9 @@ build=${1:-build} rounds=${2:-8} seq_mib=${3:-512}
 build=$(cd "$build" && pwd)
 tmp=$(mktemp -d "${TMPDIR_BENCH:-/var/tmp}/hutch-write-ab.XXXXXX")
 export HUTCH_DATA_DIR="$tmp/data" HUTCH_RUN_DIR="$tmp/run" HUTCH_INIT="$build/hutch-init"
+# a `hutch run` layer is volatile (no syncs: it goes with the run); the
+# sandbox sides measure the syncs a daemon's sandbox does
+export HUTCH_RUN_VOLATILE=0
 export HUTCH_CGROUP_PARENT="${HUTCH_CGROUP_PARENT:-hutch-bench-write}"
 cleanup() { rm -rf --one-file-system "$tmp"; }
 trap 'cleanup' EXIT

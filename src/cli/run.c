@@ -358,6 +358,12 @@ static void sweep_leftovers(struct hu_runtime *rt)
 		cli_error("cleaning up after earlier runs: %s", err.msg);
 }
 
+static int env_is_zero(const char *name)
+{
+	const char *v = getenv(name);
+	return v && !strcmp(v, "0");
+}
+
 /* How long the layers image stays mounted after this run (layers.h,
  * hu_layers_linger): HUTCH_LAYERS_LINGER seconds, default 10; 0 unmounts
  * at the end of the run, as a daemon does when it stops. */
@@ -419,6 +425,9 @@ int cmd_run(int argc, char **argv)
 		return EXIT_USAGE;
 	random_id(o.spec.id, sizeof(o.spec.id));
 	o.spec.die_with_parent = 1;
+	/* the layer goes at the end of the run: nothing in it needs syncing
+	 * (HUTCH_RUN_VOLATILE=0 keeps the syncs, for measuring them) */
+	o.spec.volatile_layer = !env_is_zero("HUTCH_RUN_VOLATILE");
 	/* signals are handled through a signalfd in pump(); blocked from here so
 	 * an early Ctrl-C still destroys the sandbox */
 	sigemptyset(&mask);

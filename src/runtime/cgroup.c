@@ -727,20 +727,62 @@ int hu_cgroup_take_clone_fd(struct hu_cgroup *cg, hu_err *err)
 	return cg->unified_fd >= 0 ? 0 : open_unified_fd(cg, err);
 }
 
-int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err)
+/* Write pid into cgroup.procs of h. */
+static int attach_one(struct hu_cgroup *cg, enum hu_cg_hier h, pid_t pid, hu_err *err)
 {
 	char val[24];
 
 	snprintf(val, sizeof(val), "%d", (int)pid);
+	if (hu_cg_write(cg, h, "cgroup.procs", val, err) < 0) {
+		hu_err_prefix(err, "attach %d to %s", (int)pid, cg->dir[h]);
+		return -1;
+	}
+	return 0;
+}
+
+int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err)
+{
 	for (int h = 0; h < HU_CG_NHIER; h++) {
 		if (!owns(cg, h) || (h == HU_CG_UNIFIED && placed_by_clone))
 			continue;
-		if (hu_cg_write(cg, h, "cgroup.procs", val, err) < 0) {
-			hu_err_prefix(err, "attach %d to %s", (int)pid, cg->dir[h]);
+		if (attach_one(cg, h, pid, err) < 0)
 			return -1;
-		}
 	}
 	return 0;
+}
+
+int hu_cgroup_attach_unified(struct hu_cgroup *cg, pid_t pid, hu_err *err)
+{
+	return owns(cg, HU_CG_UNIFIED) ? attach_one(cg, HU_CG_UNIFIED, pid, err) : 0;
+}
+
+int hu_cgroup_open_self_attach(const struct hu_cgroup *cg, int fds[HU_CGROUP_V1_MAX], size_t *n, hu_err *err)
+{
+	char path[PATH_MAX];
+	int rc = 0;
+
+	*n = 0;
+	for (int h = 0; h < HU_CG_NHIER && rc == 0; h++) {
+		if (h == HU_CG_UNIFIED || !owns(cg, h))
+			continue;
+		if (*n == HU_CGROUP_V1_MAX) {
+			rc = hu_err_set(err, E2BIG, "more than %d v1 hierarchies", HU_CGROUP_V1_MAX);
+		} else if (hu_cg_join(path, sizeof(path), cg->dir[h], "tasks", err) < 0) {
+			rc = -1;
+		} else {
+			int fd = open(path, O_WRONLY | O_CLOEXEC);
+			if (fd < 0)
+				rc = hu_err_sys(err, "open %s", path);
+			else
+				fds[(*n)++] = fd;
+		}
+	}
+	if (rc < 0) {
+		for (size_t i = 0; i < *n; i++)
+			close(fds[i]);
+		*n = 0;
+	}
+	return rc;
 }
 
 int hu_cgroup_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, hu_err *err)

@@ -104,6 +104,20 @@ int hu_cgroup_take_clone_fd(struct hu_cgroup *cg, hu_err *err);
 /* Move pid into every hierarchy (v1 controllers; v2 unless CLONE_INTO_CGROUP
  * already placed it). */
 int hu_cgroup_attach(struct hu_cgroup *cg, pid_t pid, int placed_by_clone, hu_err *err);
+/* Move pid into the cgroup2 group only (nothing without one). */
+int hu_cgroup_attach_unified(struct hu_cgroup *cg, pid_t pid, hu_err *err);
+
+/* The most v1 hierarchies a group spans (memory, pids, cpu, cpuacct,
+ * freezer, blkio). */
+#define HU_CGROUP_V1_MAX 6
+/* For a child that joins the group's v1 hierarchies itself: the `tasks`
+ * file of each, open for writing (*n of them; the caller closes them). A
+ * single-threaded process that writes "0" into each moves itself, and the
+ * kernel then takes no global lock; a pid written into cgroup.procs takes
+ * cgroup_threadgroup_rwsem for writing, which waits out an RCU grace period
+ * (5-17 ms measured here, docs/benchmarks.md). The fds carry root's open-time
+ * credentials, which is what the kernel checks. On failure none is open. */
+int hu_cgroup_open_self_attach(const struct hu_cgroup *cg, int fds[HU_CGROUP_V1_MAX], size_t *n, hu_err *err);
 
 int hu_cgroup_set_limits(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, hu_err *err);
 /* Freeze / thaw every process of the group; return once the kernel reports

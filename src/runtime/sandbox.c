@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/clone3.h"
 #include "runtime/coredump.h"
 #include "runtime/mountapi.h"
 #include "runtime/net_internal.h"
@@ -184,12 +185,17 @@ int hu_sbx_read_verdict(int sync_fd, hu_err *err)
  * and executes hutch-init. */
 struct spawn_args {
 	int listen_fd, sync_fd, init_memfd, devnull;
+	/* the `tasks` files of the v1 hierarchies (hu_cgroup_open_self_attach) */
+	const int *cg_tasks;
+	size_t n_cg_tasks;
 	char *const *argv;
 	char *const *envp;
 	/* the child's errno when it fails before exec (it shares our memory):
 	 * without it the parent only met a dead child later, as an ENOENT on
 	 * /proc/<pid>/root, where the cause was EMFILE */
 	int *failed_errno;
+	const char **failed_step;
+	int *ran; /* set by the child's first statement */
 };
 
 /* Runs on its own stack in the parent's memory (CLONE_VM) while the parent
@@ -202,6 +208,17 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	const struct spawn_args *a = arg;
 	sigset_t none;
 
+	*a->ran = 1;
+	/* into the v1 hierarchies before hutch-init's first instruction, by
+	 * itself (no global lock, cgroup.h); the cgroup2 group, where there
+	 * is one, took it in at the clone */
+	for (size_t i = 0; i < a->n_cg_tasks; i++) {
+		if (write(a->cg_tasks[i], "0", 1) != 1) {
+			*a->failed_errno = errno;
+			*a->failed_step = "join its cgroups";
+			_exit(126);
+		}
+	}
 	/* hutch-init starts with 0-2 on /dev/null, 3 = the init socket and 4 =
 	 * the sync socket; everything else the caller had open is closed */
 	/* first copies above every target (F_DUPFD takes the lowest free fd
@@ -211,6 +228,7 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	if (nul < 0 || lis < 0 || syn < 0 || mem < 0 || dup2(nul, 0) < 0 || dup2(nul, 1) < 0 || dup2(nul, 2) < 0 ||
 	    dup2(lis, HU_SETUP_LISTEN_FD) < 0 || dup2(syn, HU_SETUP_SYNC_FD) < 0 || dup2(mem, 5) < 0) {
 		*a->failed_errno = errno;
+		*a->failed_step = "place its descriptors";
 		_exit(126);
 	}
 	syscall(SYS_close_range, 6, ~0U, 0);
@@ -233,21 +251,52 @@ __attribute__((no_sanitize("address", "undefined"))) static int spawn_child(void
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	syscall(SYS_execveat, 5, "", a->argv, a->envp, AT_EMPTY_PATH);
 	*a->failed_errno = errno;
+	*a->failed_step = "execute it";
 	_exit(127);
 }
 
 #define SPAWN_STACK (64 * 1024)
 
-static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, hu_err *err)
+/* The child, in its namespaces; with clone3 straight into the cgroup2
+ * group (*placed then says so), which a pid written into cgroup.procs
+ * afterwards would cost an RCU grace period (cgroup.h). clone() where
+ * clone3 is missing (an older kernel, a seccomp filter, an architecture
+ * clone3.c has no entry code for). */
+static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, int *placed, hu_err *err)
 {
 	int pidfd = -1;
+	int cgfd = sb->cg ? hu_cgroup_clone_fd(sb->cg) : -1;
 	/* the child runs on this stack only until it execs (CLONE_VFORK) */
 	char *stack = malloc(SPAWN_STACK);
 	if (!stack)
 		return hu_err_set(err, ENOMEM, "spawn stack");
-	int flags = CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-		    CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD | SIGCHLD;
-	pid_t pid = clone(spawn_child, stack + SPAWN_STACK, flags, (void *)args, &pidfd);
+	const uint64_t flags = CLONE_VM | CLONE_VFORK | CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			       CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD;
+	struct hu_clone_args ca = {
+		.flags = flags | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0),
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+		.stack = (uint64_t)(uintptr_t)stack,
+		.stack_size = SPAWN_STACK,
+		.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0,
+	};
+	*args->ran = 0;
+	pid_t pid = hu_clone3_call(&ca, spawn_child, (void *)args);
+	*placed = pid >= 0 && cgfd >= 0;
+	if (pid >= 0 && !*args->ran) {
+		/* It died before its first instruction: the kernel (6.18 here)
+		 * SIGKILLs a child cloned into a group that cgroup.kill emptied
+		 * before (a stopped sandbox's, restarted), and a vfork parent
+		 * then goes on at once. Reaped, and cloned the old way. */
+		waitpid(pid, NULL, 0);
+		close(pidfd);
+		pidfd = -1;
+		*placed = 0;
+		pid = -1;
+		errno = ENOSYS;
+	}
+	if (pid < 0 && (errno == ENOSYS || errno == E2BIG))
+		pid = clone(spawn_child, stack + SPAWN_STACK, (int)flags | SIGCHLD, (void *)args, &pidfd);
 	int saved = errno;
 	free(stack);
 	if (pid < 0) {
@@ -328,17 +377,25 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		 asan_env ? asan_env : "", asan_env ? ":" : "");
 	char *argv[] = {"hutch-init", "--setup", NULL};
 	char *envp[] = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", asan, NULL};
-	int failed_errno = 0;
+	int failed_errno = 0, placed = 0, ran = 0, cg_tasks[HU_CGROUP_V1_MAX];
+	const char *failed_step = "";
+	size_t n_cg_tasks = 0;
+	if (hu_cgroup_open_self_attach(sb->cg, cg_tasks, &n_cg_tasks, err) < 0)
+		return -1;
 	struct spawn_args args = {
 		.listen_fd = listen_fd, .sync_fd = child_end, .init_memfd = sb->rt->init_memfd, .devnull = devnull,
-		.argv = argv, .envp = envp, .failed_errno = &failed_errno,
+		.cg_tasks = cg_tasks, .n_cg_tasks = n_cg_tasks,
+		.argv = argv, .envp = envp, .failed_errno = &failed_errno, .failed_step = &failed_step,
+		.ran = &ran,
 	};
-	sb->pid = clone_child(sb, &args, err);
+	sb->pid = clone_child(sb, &args, &placed, err);
+	for (size_t i = 0; i < n_cg_tasks; i++)
+		close(cg_tasks[i]);
 	if (sb->pid < 0)
 		return -1;
 	/* CLONE_VFORK: the child has executed or exited by now */
 	if (failed_errno)
-		return hu_err_set(err, failed_errno, "start the sandbox's init");
+		return hu_err_set(err, failed_errno, "start the sandbox's init: %s", failed_step);
 	close(hu_take_fd(&child_end));
 	/* a restarted daemon finds hutch-init again through this file (and
 	 * checks that the pid still names this sandbox's init) */
@@ -349,7 +406,8 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		return -1;
 	/* the child has executed hutch-init (or failed to: then it is gone and
 	 * its end of the sync socket with it, which the verdict reports) */
-	if (hu_cgroup_attach(sb->cg, sb->pid, 0, err) < 0 || write_id_maps(sb->pid, sb->uid_base, err) < 0)
+	if ((!placed && hu_cgroup_attach_unified(sb->cg, sb->pid, err) < 0) ||
+	    write_id_maps(sb->pid, sb->uid_base, err) < 0)
 		return -1;
 	/* the network is in place before the child is told to go on */
 	if (hu_net_attach(sb->rt, sb->id, sb->slot, sb->pid, upper, idmapped_rw ? 0 : sb->uid_base, &spec->net, err) < 0)
@@ -401,7 +459,7 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		goto out;
 	have_mounts = 1;
 	uint32_t setup_flags = (own_usr ? HU_SETUP_OWN_USR : 0) | (idmapped_rw ? HU_SETUP_IDMAPPED_RW : 0) |
-			       (shared_sys ? HU_SETUP_SHARED_SYS : 0);
+			       (shared_sys ? HU_SETUP_SHARED_SYS : 0) | (spec->volatile_layer ? HU_SETUP_VOLATILE : 0);
 	rc = send_go(sb, spec, parent_end, fds, setup_flags, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)

@@ -109,6 +109,9 @@ struct hu_sandbox_spec {
 	uint64_t disk_bytes;     /* size cap of the writable layer (data and metadata) */
 	uint64_t disk_inodes;    /* unused on btrfs: inodes are metadata, charged to disk_bytes */
 	int die_with_parent;     /* the sandbox is killed when its creator dies (hutch run) */
+	/* the layer is thrown away with the sandbox and never restarted over
+	 * (hutch run): its overlay need not sync it (HU_SETUP_VOLATILE) */
+	int volatile_layer;
 	const struct hu_mount_spec *mounts; /* extra mounts (borrowed), attached in order */
 	size_t n_mounts;                    /* at most HU_MOUNTS_MAX */
 	struct hu_net_spec net;  /* zero: loopback only */

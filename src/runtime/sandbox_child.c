@@ -221,10 +221,11 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, uint32_t flags, cons
 	/* userxattr: overlay inside a user namespace keeps its metadata in
 	 * user.* xattrs; the upper layer is the capped layer on disk. Overlay shows
 	 * these (relative) paths verbatim in /proc/self/mountinfo. */
-	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV,
-		     idmapped_rw ? "lowerdir=lower,upperdir=rw/upper,workdir=rw/work,userxattr"
-				 : "lowerdir=lower,upperdir=upper,workdir=work,userxattr",
-		     err) < 0)
+	char opts[96];
+	snprintf(opts, sizeof(opts), "%s,userxattr%s",
+		 idmapped_rw ? "lowerdir=lower,upperdir=rw/upper,workdir=rw/work" : "lowerdir=lower,upperdir=upper,workdir=work",
+		 (flags & HU_SETUP_VOLATILE) ? ",volatile" : "");
+	if (do_mount("overlay", "rootfs", "overlay", MS_NOSUID | MS_NODEV, opts, err) < 0)
 		return -1;
 	if (!own_usr && hu_move_mount(fds[HU_CHILD_FD_USR], "", AT_FDCWD, "rootfs/usr", MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return hu_err_sys(err, "attach /usr");

@@ -25,6 +25,11 @@
  * to attach at /sys; without: a placeholder, and the child mounts a sysfs of
  * its own network namespace */
 #define HU_SETUP_SHARED_SYS 8u
+/* the layer goes with the sandbox (hu_sandbox_spec.volatile_layer): the
+ * overlay is `volatile`, it never syncs the layer, so the unmount at the
+ * sandbox's end commits no btrfs transaction (an fsync inside is a no-op:
+ * nothing there outlives the sandbox) */
+#define HU_SETUP_VOLATILE 16u
 struct hu_setup_go {
 	uint32_t magic;
 	uint32_t bpf_len;

@@ -142,6 +142,33 @@ expect_match "and says so" "unknown command 'no-such-verb'" "$out"
 out=$("$HUTCH" template ls)
 expect_eq "hutch template ls succeeds through hutch-full" "0" "$?"
 expect_match "and lists the base template" "base" "$out"
+# a `hutch run` layer goes with the run: its overlay skips every sync; HUTCH_RUN_VOLATILE=0 keeps them
+out=$("$HUTCH" run -- cat /proc/self/mountinfo)
+expect_match "hutch run's overlay does not sync its throw-away layer" " / .* overlay .*fsync=volatile" "$out"
+out=$(HUTCH_RUN_VOLATILE=0 "$HUTCH" run -- cat /proc/self/mountinfo)
+expect_no_match "HUTCH_RUN_VOLATILE=0 keeps the syncs" "fsync=volatile" "$out"
+# hutch-init joins its cgroups itself, before its exec (clone3 into the cgroup2 group, `tasks` in v1):
+# its pid is in the sandbox's group of every hierarchy
+"$HUTCH" run -- sleep 20 </dev/null >/dev/null 2>&1 &
+runpid=$!
+pidfile=""
+for _ in $(seq 100); do
+	pidfile=$(ls "$HUTCH_RUN_DIR"/sandboxes/run-*/pid 2>/dev/null | head -1)
+	[ -n "$pidfile" ] && [ -s "$pidfile" ] && break
+	sleep 0.1
+done
+initpid=$(cat "$pidfile" 2>/dev/null)
+sbid=$(basename "$(dirname "$pidfile")")
+groups=0 missing=""
+for g in /sys/fs/cgroup/*/"$HUTCH_CGROUP_PARENT/$sbid" /sys/fs/cgroup/"$HUTCH_CGROUP_PARENT/$sbid"; do
+	[ -d "$g" ] || continue
+	groups=$((groups + 1))
+	grep -qx "$initpid" "$g/cgroup.procs" || missing="$missing $g"
+done
+check "the sandbox has groups in several hierarchies" test "$groups" -ge 2
+expect_eq "its init is in every one of them" "" "$missing"
+kill -TERM "$runpid"
+wait "$runpid"
 # hutch-init's bytes (what every runtime copies into its sealed memfd) carry no debug sections;
 # they are in hutch-init.debug, named by a debuglink
 sections=$(readelf -S "$ROOT/$BUILD/hutch-init")

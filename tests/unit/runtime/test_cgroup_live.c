@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "runtime/cgroup.h"
+#include "runtime/clone3.h"
 #include "util/fileutil.h"
 
 #define PARENT "hutch-test"
@@ -230,6 +231,18 @@ static void destroy_group(struct live *l)
 	expect_gone_everywhere(l, l->name);
 }
 
+/* Kill the group's child through the group, then remove the group. */
+static void kill_and_destroy(struct live *l)
+{
+	hu_err err;
+
+	if (hu_cgroup_kill_all(l->cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	expect_killed(l->child);
+	l->child = 0;
+	destroy_group(l);
+}
+
 /* ---- fixtures ------------------------------------------------------------- */
 
 static int setup(void **state)
@@ -347,11 +360,7 @@ static void lifecycle(struct live *l)
 	assert_int_equal(st.pids_current, 1);
 	assert_int_equal(st.oom_kills, 0);
 
-	if (hu_cgroup_kill_all(l->cg, &err) < 0)
-		fail_msg("%s", err.msg);
-	expect_killed(l->child);
-	l->child = 0;
-	destroy_group(l);
+	kill_and_destroy(l);
 }
 
 static void test_lifecycle(void **state)
@@ -516,10 +525,104 @@ static void test_clone_into_cgroup(void **state)
 	read_knob(l->env.v1_pids, l->name, "cgroup.procs", line, sizeof(line));
 	assert_string_equal(line, want);
 
-	if (hu_cgroup_kill_all(l->cg, &err) < 0)
+	kill_and_destroy(l);
+}
+
+/* What a sandbox's init does before its exec (runtime/sandbox.c): clone3
+ * with CLONE_VM | CLONE_VFORK straight into the cgroup2 group, and the
+ * child, sharing our memory, writes "0" into the v1 `tasks` files the
+ * parent opened. The exec'd child is then in every hierarchy. */
+struct self_attach_args {
+	const int *fds;
+	size_t n;
+	int wrote; /* set by the child, in our memory */
+};
+
+__attribute__((no_sanitize("address", "undefined"))) static int self_attach_child(void *arg)
+{
+	struct self_attach_args *a = arg;
+	char *const argv[] = {"sleep", "30", NULL};
+
+	for (size_t i = 0; i < a->n; i++)
+		if (write(a->fds[i], "0", 1) != 1)
+			_exit(126);
+	a->wrote = 1;
+	execv("/bin/sleep", argv);
+	_exit(127);
+}
+
+static void test_clone3_vm_self_attach(void **state)
+{
+	struct live *l = ready(state);
+	struct hu_cgroup_limits lim = { .pids = 8 };
+	int fds[HU_CGROUP_V1_MAX], pidfd = -1;
+	size_t n = 0;
+	char want[32], line[512];
+	hu_err err;
+
+	new_group(l, &lim);
+	if (hu_cgroup_open_self_attach(l->cg, fds, &n, &err) < 0)
 		fail_msg("%s", err.msg);
-	expect_killed(l->child);
-	l->child = 0;
+	assert_true(n >= 3); /* memory, pids, cpu at least */
+	char *stack = malloc(64 * 1024);
+	assert_non_null(stack);
+	struct self_attach_args a = { .fds = fds, .n = n };
+	int cgfd = hu_cgroup_clone_fd(l->cg);
+	struct hu_clone_args ca = {
+		.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (cgfd >= 0 ? CLONE_INTO_CGROUP : 0),
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+		.stack = (uint64_t)(uintptr_t)stack,
+		.stack_size = 64 * 1024,
+		.cgroup = cgfd >= 0 ? (uint64_t)cgfd : 0,
+	};
+	pid_t pid = hu_clone3_call(&ca, self_attach_child, &a);
+	free(stack);
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+	if (pid < 0)
+		fail_msg("clone3: %s", strerror(errno));
+	l->child = pid;
+	assert_true(pidfd >= 0);
+	close(pidfd);
+	assert_int_equal(a.wrote, 1); /* CLONE_VFORK: it has executed by now */
+
+	snprintf(want, sizeof(want), "%d", (int)pid);
+	read_knob(l->env.v1_memory, l->name, "cgroup.procs", line, sizeof(line));
+	assert_string_equal(line, want);
+	read_knob(l->env.v1_pids, l->name, "cgroup.procs", line, sizeof(line));
+	assert_string_equal(line, want);
+	read_knob(l->env.v1_cpu, l->name, "cgroup.procs", line, sizeof(line));
+	assert_string_equal(line, want);
+	if (cgfd >= 0) {
+		read_knob(l->env.v2_root, l->name, "cgroup.procs", line, sizeof(line));
+		assert_string_equal(line, want);
+	}
+
+	kill_and_destroy(l);
+}
+
+/* A group whose v1 directory vanished: an error naming the file, and no
+ * descriptor left open. */
+static void test_self_attach_fails_clean(void **state)
+{
+	struct live *l = ready(state);
+	int fds[HU_CGROUP_V1_MAX];
+	size_t n = 99;
+	char path[512];
+	hu_err err = {0};
+
+	new_group(l, NULL);
+	group_path(l->env.v1_pids, l->name, NULL, path, sizeof(path));
+	assert_int_equal(rmdir(path), 0);
+	int before = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(before);
+	assert_int_equal(hu_cgroup_open_self_attach(l->cg, fds, &n, &err), -1);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(err.msg, "tasks"));
+	int after = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(after);
+	assert_int_equal(after, before); /* the lowest free fd did not move */
 	destroy_group(l);
 }
 
@@ -664,6 +767,8 @@ int main(void)
 		T(test_kill_all_gets_descendants_pure_v1),
 		T(test_memory_limit_kills_the_child),
 		T(test_clone_into_cgroup),
+		T(test_clone3_vm_self_attach),
+		T(test_self_attach_fails_clean),
 		T(test_set_limits_up_and_down),
 		T(test_failed_create_leaves_nothing),
 		T(test_open_existing),
