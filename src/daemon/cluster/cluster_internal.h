@@ -29,6 +29,10 @@ struct hu_cluster {
 	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
 };
 
+/* node.c: the registered node `name` (lease state included) from the
+ * store: 1 found, 0 not registered, -1 the store failed. */
+int hu_cluster_node_find(struct hu_daemon *d, const char *name, struct hu_node *out, hu_err *err);
+
 /* template_fetch.c: its event, made at start */
 int hu_cluster_template_fetch_init(struct hu_cluster *c, hu_err *err);
 

@@ -188,3 +188,28 @@ const char *hu_cluster_node_name(const struct hu_daemon *d)
 {
 	return d->cluster ? d->cluster->self.name : NULL;
 }
+
+struct node_find {
+	const char *name;
+	struct hu_node *out;
+	int found;
+};
+
+static void match_node(const struct hu_node *n, void *arg)
+{
+	struct node_find *f = arg;
+
+	if (strcmp(n->name, f->name))
+		return;
+	*f->out = *n;
+	f->found = 1;
+}
+
+int hu_cluster_node_find(struct hu_daemon *d, const char *name, struct hu_node *out, hu_err *err)
+{
+	struct node_find f = {name, out, 0};
+
+	if (hu_store_node_each(d->store, match_node, &f, err) < 0)
+		return -1;
+	return f.found;
+}
