@@ -5,7 +5,9 @@
 
 #include <event2/event.h>
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/core/daemon.h"
 #include "daemon/store/store.h"
@@ -26,7 +28,8 @@ struct hu_cluster {
 	struct hu_tpl_fetch *fetches;    /* in flight, one per template */
 	struct hu_tpl_fetch *fetch_done; /* answered, freed by fetch_reaper from the loop */
 	struct event *fetch_reaper;
-	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
+	bool published;        /* the templates were recorded in the store ... */
+	uint64_t published_fp; /* ... as they were then (template_fetch.c's fingerprint) */
 };
 
 /* node.c: the registered node `name` (lease state included) from the

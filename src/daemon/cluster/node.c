@@ -20,6 +20,7 @@
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/cluster/template_fetch.h"
+#include "daemon/cluster/template_stale.h"
 #include "daemon/common/log.h"
 #include "daemon/sandboxes/admission.h"
 #include "daemon/sandboxes/templates.h"
@@ -105,6 +106,7 @@ static void renew(evutil_socket_t fd, short what, void *arg)
 			hu_log(HU_LOG_INFO, NULL, 0, "node %s: lease renewed again", c->self.name);
 		c->failing = 0;
 		hu_cluster_templates_publish(c);
+		hu_cluster_templates_sweep(c);
 		return;
 	}
 	if (err.code == ESTALE) {
