@@ -286,7 +286,7 @@ struct hu_tpl_fetch {
 	int fd;
 	EVP_MD_CTX *md;
 	uint64_t bytes, logged;
-	int64_t started_ms;
+	int64_t started_ms, streamed_ms; /* asked; the whole stream in and checked */
 	char net_err[128];
 	/* the unpacking thread */
 	pthread_t thread;
@@ -478,8 +478,9 @@ static void on_unpacked(evutil_socket_t fd, short what, void *arg)
 	}
 	hu_log(HU_LOG_INFO, NULL, 0,
 	       "template %s fetched from node %s and installed: %" PRIu64 " bytes, %" PRIu64 " files in %" PRId64
-	       " ms, %s matches the store",
-	       f->id, f->row.source.name, f->bytes, f->files, hu_mono_ms() - f->started_ms, f->row.checksum);
+	       " ms (stream %" PRId64 " ms, unpack %" PRId64 " ms), %s matches the store",
+	       f->id, f->row.source.name, f->bytes, f->files, hu_mono_ms() - f->started_ms,
+	       f->streamed_ms - f->started_ms, hu_mono_ms() - f->streamed_ms, f->row.checksum);
 	finish(f, NULL);
 }
 
@@ -598,6 +599,7 @@ static void on_done(struct evhttp_request *req, void *arg)
 		return;
 	}
 	/* checked: now it may be unpacked */
+	f->streamed_ms = hu_mono_ms();
 	if (pipe2(f->pipe, O_CLOEXEC) < 0 ||
 	    !(f->done = event_new(f->c->d->base, f->pipe[0], EV_READ, on_unpacked, f)) || event_add(f->done, NULL) < 0 ||
 	    pthread_create(&f->thread, NULL, unpack, f) != 0) {
