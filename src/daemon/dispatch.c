@@ -97,7 +97,8 @@ static int for_another_node(struct hu_req *r, const struct hu_route *rt, bool fo
 		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded);
 	if (rt->fn == hu_api_create_sandbox) /* POST /sandboxes, /v2/sandboxes */
 		return hu_cluster_place(r, forwarded, placement, rt->fn);
-	if (rt->fn == hu_api_delete_volume) /* its mounts and files are on its node */
+	/* DELETE /volumes/{id}: its mounts and files are on its node */
+	if (rt->method == EVHTTP_REQ_DELETE && !strcmp(rt->pattern, "/volumes/{id}"))
 		return hu_cluster_route_volume(r, r->param, r->principal, forwarded);
 	return 0;
 }
