@@ -20,6 +20,7 @@
 
 #include "daemon/api/handlers.h"
 #include "daemon/cluster/forward.h"
+#include "daemon/cluster/volume_route.h"
 #include "daemon/cluster/template_fetch.h"
 #include "daemon/common/json.h"
 #include "daemon/common/stats.h"
@@ -96,6 +97,9 @@ static int for_another_node(struct hu_req *r, const struct hu_route *rt, bool fo
 		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded);
 	if (rt->fn == hu_api_create_sandbox) /* POST /sandboxes, /v2/sandboxes */
 		return hu_cluster_place(r, forwarded, placement, rt->fn);
+	/* DELETE /volumes/{id}: its mounts and files are on its node */
+	if (rt->method == EVHTTP_REQ_DELETE && !strcmp(rt->pattern, "/volumes/{id}"))
+		return hu_cluster_route_volume(r, r->param, r->principal, forwarded);
 	return 0;
 }
 

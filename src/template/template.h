@@ -201,6 +201,10 @@ int hu_tpl_build(struct hu_tpl_build *b, hu_err *err);
  * of b (size_bytes and files set by the caller) beside it and rename the
  * directory into place. On failure the caller removes tmp. */
 int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err);
+/* The same, for a copy that is to replace the template of that id (the
+ * caller sets the old one aside just before hu_tpl_commit): no EEXIST. */
+int hu_tpl_stage_replacing(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n,
+			   hu_err *err);
 int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err);
 /* Remove a built template (its name first, then its files). The caller
  * checks that no sandbox uses it. `base` cannot be deleted. */

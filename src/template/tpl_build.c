@@ -86,18 +86,15 @@ static const char *source_name(enum hu_tpl_source s)
 	return s == HU_TPL_FROM_DIR ? "dir" : s == HU_TPL_FROM_TAR ? "tar" : s == HU_TPL_FROM_NODE ? "node" : "oci";
 }
 
-int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err)
+int hu_tpl_stage_replacing(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n,
+			   hu_err *err)
 {
-	char final[PATH_MAX], path[PATH_MAX + 32];
-	struct stat st;
+	char path[PATH_MAX + 32];
 
 	if (!hu_sandbox_id_valid(id) || !strcmp(id, "base"))
 		return hu_err_set(err, -EINVAL, "template name '%.64s': 1 to 63 of [a-z0-9-], not 'base'", id);
 	if (hu_mkdir_p(templates_dir, 0700, err) < 0)
 		return -1;
-	snprintf(final, sizeof(final), "%s/%s", templates_dir, id);
-	if (lstat(final, &st) == 0)
-		return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", id);
 	if ((size_t)snprintf(tmp, n, "%s/.build-%s-%s", templates_dir, id, tag) >= n)
 		return hu_err_set(err, ENAMETOOLONG, "build directory of %s", id);
 	if (hu_rm_rf(tmp, err) < 0)
@@ -109,6 +106,17 @@ int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, cha
 		return -1;
 	}
 	return 0;
+}
+
+int hu_tpl_stage(const char *templates_dir, const char *id, const char *tag, char *tmp, size_t n, hu_err *err)
+{
+	char final[PATH_MAX];
+	struct stat st;
+
+	snprintf(final, sizeof(final), "%s/%s", templates_dir, id);
+	if (hu_sandbox_id_valid(id) && lstat(final, &st) == 0)
+		return hu_err_set(err, -EEXIST, "template '%s' exists (delete it first)", id);
+	return hu_tpl_stage_replacing(templates_dir, id, tag, tmp, n, err);
 }
 
 int hu_tpl_commit(struct hu_tpl_build *b, const char *tmp, hu_err *err)

@@ -9,6 +9,7 @@
 #include "daemon/api/handlers.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/cluster/template_fetch.h"
+#include "daemon/cluster/volume_route.h"
 #include "daemon_fakes.h"
 
 struct hu_registry {
@@ -153,6 +154,15 @@ int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *tea
 {
 	(void)r;
 	(void)id;
+	(void)team;
+	(void)forwarded;
+	return 0;
+}
+
+int hu_cluster_route_volume(struct hu_req *r, const char *key, const char *team, bool forwarded)
+{
+	(void)r;
+	(void)key;
 	(void)team;
 	(void)forwarded;
 	return 0;

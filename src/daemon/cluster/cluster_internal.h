@@ -5,7 +5,9 @@
 
 #include <event2/event.h>
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/core/daemon.h"
 #include "daemon/store/store.h"
@@ -26,8 +28,13 @@ struct hu_cluster {
 	struct hu_tpl_fetch *fetches;    /* in flight, one per template */
 	struct hu_tpl_fetch *fetch_done; /* answered, freed by fetch_reaper from the loop */
 	struct event *fetch_reaper;
-	char published[sizeof(((struct hu_node *)0)->templates)]; /* the list last recorded in the store */
+	bool published;        /* the templates were recorded in the store ... */
+	uint64_t published_fp; /* ... as they were then (template_fetch.c's fingerprint) */
 };
+
+/* node.c: the registered node `name` (lease state included) from the
+ * store: 1 found, 0 not registered, -1 the store failed. */
+int hu_cluster_node_find(struct hu_daemon *d, const char *name, struct hu_node *out, hu_err *err);
 
 /* template_fetch.c: its event, made at start */
 int hu_cluster_template_fetch_init(struct hu_cluster *c, hu_err *err);

@@ -20,6 +20,7 @@
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/cluster/template_fetch.h"
+#include "daemon/cluster/template_stale.h"
 #include "daemon/common/log.h"
 #include "daemon/sandboxes/admission.h"
 #include "daemon/sandboxes/templates.h"
@@ -105,6 +106,7 @@ static void renew(evutil_socket_t fd, short what, void *arg)
 			hu_log(HU_LOG_INFO, NULL, 0, "node %s: lease renewed again", c->self.name);
 		c->failing = 0;
 		hu_cluster_templates_publish(c);
+		hu_cluster_templates_sweep(c);
 		return;
 	}
 	if (err.code == ESTALE) {
@@ -187,4 +189,29 @@ void hu_cluster_stop(struct hu_daemon *d)
 const char *hu_cluster_node_name(const struct hu_daemon *d)
 {
 	return d->cluster ? d->cluster->self.name : NULL;
+}
+
+struct node_find {
+	const char *name;
+	struct hu_node *out;
+	int found;
+};
+
+static void match_node(const struct hu_node *n, void *arg)
+{
+	struct node_find *f = arg;
+
+	if (strcmp(n->name, f->name))
+		return;
+	*f->out = *n;
+	f->found = 1;
+}
+
+int hu_cluster_node_find(struct hu_daemon *d, const char *name, struct hu_node *out, hu_err *err)
+{
+	struct node_find f = {name, out, 0};
+
+	if (hu_store_node_each(d->store, match_node, &f, err) < 0)
+		return -1;
+	return f.found;
 }

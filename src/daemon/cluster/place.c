@@ -49,31 +49,15 @@ static int volume_node(struct hu_daemon *d, const char *team, const json_t *body
 	return 0;
 }
 
-struct node_state {
-	const char *name;
-	int found, alive, draining;
-};
-
-static void find_node(const struct hu_node *n, void *arg)
-{
-	struct node_state *s = arg;
-
-	if (strcmp(n->name, s->name))
-		return;
-	s->found = 1;
-	s->alive = n->alive;
-	s->draining = n->draining;
-}
-
 /* Placement found no place on the volume's node: say why, by the node's
  * state. */
 static void volume_node_unavailable(struct hu_req *r, const char *volume, const char *node)
 {
-	struct hu_daemon *d = hu_req_daemon(r);
-	struct node_state s = {node, 0, 0, 0};
+	struct hu_node n;
 	hu_err err;
+	int found = hu_cluster_node_find(hu_req_daemon(r), node, &n, &err);
 
-	if (hu_store_node_each(d->store, find_node, &s, &err) < 0) {
+	if (found < 0) {
 		hu_err_prefix(&err, "placement");
 		hu_reply_err(r, &err);
 		return;
@@ -81,8 +65,8 @@ static void volume_node_unavailable(struct hu_req *r, const char *volume, const 
 	hu_reply_header(r, "Retry-After", "1");
 	hu_reply_error(r, 503, "volume '%s' lives on node %s, which %s: a sandbox that mounts it runs only there",
 		       volume, node,
-		       !s.found ? "is no longer registered" : !s.alive ? "is down (its lease has expired)"
-		       : s.draining ? "is draining (it takes no new sandboxes)" : "takes no placements now");
+		       !found ? "is no longer registered" : !n.alive ? "is down (its lease has expired)"
+		       : n.draining ? "is draining (it takes no new sandboxes)" : "takes no placements now");
 }
 
 int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handler create)
@@ -137,6 +121,12 @@ int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handl
 	}
 	if (!strcmp(chosen.name, c->self.name))
 		return hu_cluster_template_fetch(r, template_id, create, placement);
+	if (!chosen.alive) { /* the key's sandbox (or its create) is on a node that is down */
+		hu_reply_header(r, "Retry-After", "5");
+		hu_reply_error(r, 503, "the sandbox of Idempotency-Key '%s' is on node %s, which is unavailable (its lease"
+			       " has expired)", ask.idem_key, chosen.name);
+		return 1;
+	}
 	hu_cluster_forward(r, &chosen, placement);
 	placement[0] = '\0';
 	return 1;

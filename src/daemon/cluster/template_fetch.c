@@ -27,7 +27,9 @@
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward.h"
 #include "daemon/cluster/forward_auth.h"
+#include "daemon/cluster/template_stale.h"
 #include "daemon/common/log.h"
+#include "daemon/sandboxes/pool.h"
 #include "daemon/http/connect.h"
 #include "daemon/sandboxes/templates.h"
 #include "template/template.h"
@@ -72,20 +74,42 @@ static int publish_one(const struct hu_tpl_meta *m, void *arg)
 	return 0;
 }
 
+/* FNV-1a over each template's id, checksum and build time. */
+static void fingerprint_add(uint64_t *h, const void *buf, size_t n)
+{
+	const unsigned char *b = buf;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * 1099511628211ull;
+}
+
+static int fingerprint_one(const struct hu_tpl_meta *m, void *arg)
+{
+	fingerprint_add(arg, m->id, strlen(m->id) + 1);
+	fingerprint_add(arg, m->checksum, strlen(m->checksum) + 1);
+	fingerprint_add(arg, &m->created_ms, sizeof(m->created_ms));
+	return 0;
+}
+
 void hu_cluster_templates_publish(struct hu_cluster *c)
 {
 	struct publish_ctx p = {c, 0};
+	uint64_t fp = 14695981039346656037ull;
 	char dir[PATH_MAX];
 	hu_err err;
 
-	/* the list changes when a template is built, fetched or removed */
-	if (!strcmp(c->published, c->self.templates))
-		return;
+	/* what is published changes when a template is built, fetched,
+	 * removed, or rebuilt under its id (the list of names alone does not
+	 * say the last) */
 	hu_templates_dir(c->d, dir, sizeof(dir));
+	if (hu_tpl_list(dir, fingerprint_one, &fp, &err) < 0 || (c->published && fp == c->published_fp))
+		return;
 	if (hu_tpl_list(dir, publish_one, &p, &err) < 0)
 		p.failed = 1;
-	if (!p.failed)
-		snprintf(c->published, sizeof(c->published), "%s", c->self.templates);
+	if (!p.failed) {
+		c->published = true;
+		c->published_fp = fp;
+	}
 }
 
 /* ---- sending --------------------------------------------------------------------- */
@@ -262,7 +286,7 @@ struct hu_tpl_fetch {
 	int fd;
 	EVP_MD_CTX *md;
 	uint64_t bytes, logged;
-	int64_t started_ms;
+	int64_t started_ms, streamed_ms; /* asked; the whole stream in and checked */
 	char net_err[128];
 	/* the unpacking thread */
 	pthread_t thread;
@@ -273,6 +297,8 @@ struct hu_tpl_fetch {
 	hu_err err;
 	int rc;
 	uint64_t files;
+	bool replace;              /* a stale copy is here: set it aside (template_stale.h) */
+	char old_checksum[HU_TPL_CHECKSUM_MAX];
 };
 
 static void fetch_free(struct hu_tpl_fetch *f)
@@ -370,7 +396,7 @@ static void *unpack(void *arg)
 	struct hu_tpl_fetch *f = arg;
 	struct hu_daemon *d = f->c->d;
 	struct hu_tpl_build b = {.source = HU_TPL_FROM_NODE, .init_fd = -1};
-	char dir[PATH_MAX], tag[32], root_path[PATH_MAX + 16];
+	char dir[PATH_MAX], tag[32], root_path[PATH_MAX + 16], aside[PATH_MAX] = "";
 	struct hu_tpl_writer w = {.caps = {HU_TPL_DEFAULT_MAX_BYTES, HU_TPL_DEFAULT_MAX_FILES}, .root = -1};
 	hu_err ignore;
 
@@ -385,7 +411,7 @@ static void *unpack(void *arg)
 		goto out;
 	}
 	snprintf(b.meta.checksum, sizeof(b.meta.checksum), "%s", f->row.checksum);
-	if (hu_tpl_stage(dir, f->id, tag, f->tmp, sizeof(f->tmp), &f->err) < 0) {
+	if ((f->replace ? hu_tpl_stage_replacing : hu_tpl_stage)(dir, f->id, tag, f->tmp, sizeof(f->tmp), &f->err) < 0) {
 		f->tmp[0] = '\0';
 		goto out;
 	}
@@ -399,8 +425,16 @@ static void *unpack(void *arg)
 	b.meta.size_bytes = w.bytes;
 	b.meta.files = w.files;
 	f->files = w.files;
-	if (hu_tpl_commit(&b, f->tmp, &f->err) < 0)
+	/* the old copy's name is free for a moment: a create that looks for
+	 * the template then finds this fetch and waits for it */
+	if (f->replace && hu_cluster_template_set_aside(dir, f->id, aside, sizeof(aside), &f->err) < 0)
 		goto out;
+	if (hu_tpl_commit(&b, f->tmp, &f->err) < 0) {
+		snprintf(root_path, sizeof(root_path), "%s/%s", dir, f->id);
+		if (aside[0] && rename(aside, root_path) < 0)
+			hu_err_prefix(&f->err, "the old copy stays at %s", aside);
+		goto out;
+	}
 	f->tmp[0] = '\0'; /* renamed into place */
 	f->rc = 0;
 out:
@@ -434,10 +468,19 @@ static void on_unpacked(evutil_socket_t fd, short what, void *arg)
 	/* this daemon's sudo shim, as every template gets at start */
 	if (hu_template_refresh(d->rt, f->id, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "%s", err.msg);
+	if (f->replace) {
+		/* warm sandboxes of the old copy are not handed out any more */
+		hu_pool_drop_template(d, f->id);
+		hu_log(HU_LOG_INFO, NULL, 0,
+		       "template %s: the copy here (%s) was older than the build the store records; the sandboxes that"
+		       " run on it keep it until they end",
+		       f->id, f->old_checksum);
+	}
 	hu_log(HU_LOG_INFO, NULL, 0,
 	       "template %s fetched from node %s and installed: %" PRIu64 " bytes, %" PRIu64 " files in %" PRId64
-	       " ms, %s matches the store",
-	       f->id, f->row.source.name, f->bytes, f->files, hu_mono_ms() - f->started_ms, f->row.checksum);
+	       " ms (stream %" PRId64 " ms, unpack %" PRId64 " ms), %s matches the store",
+	       f->id, f->row.source.name, f->bytes, f->files, hu_mono_ms() - f->started_ms,
+	       f->streamed_ms - f->started_ms, hu_mono_ms() - f->streamed_ms, f->row.checksum);
 	finish(f, NULL);
 }
 
@@ -556,6 +599,7 @@ static void on_done(struct evhttp_request *req, void *arg)
 		return;
 	}
 	/* checked: now it may be unpacked */
+	f->streamed_ms = hu_mono_ms();
 	if (pipe2(f->pipe, O_CLOEXEC) < 0 ||
 	    !(f->done = event_new(f->c->d->base, f->pipe[0], EV_READ, on_unpacked, f)) || event_add(f->done, NULL) < 0 ||
 	    pthread_create(&f->thread, NULL, unpack, f) != 0) {
@@ -630,7 +674,7 @@ static int start_request(struct hu_tpl_fetch *f, hu_err *err)
 }
 
 static struct hu_tpl_fetch *fetch_start(struct hu_cluster *c, const char *id, struct hu_template_row *row,
-					hu_err *err)
+					const char *stale_checksum, hu_err *err)
 {
 	struct hu_tpl_fetch *f = calloc(1, sizeof(*f));
 	char dir[PATH_MAX];
@@ -642,6 +686,8 @@ static struct hu_tpl_fetch *fetch_start(struct hu_cluster *c, const char *id, st
 	snprintf(f->id, sizeof(f->id), "%s", id);
 	f->row = *row;
 	row->meta = NULL; /* f has it */
+	f->replace = stale_checksum != NULL;
+	snprintf(f->old_checksum, sizeof(f->old_checksum), "%s", stale_checksum ? stale_checksum : "");
 	f->started_ms = hu_mono_ms();
 	f->next = c->fetches;
 	c->fetches = f;
@@ -663,8 +709,9 @@ static struct hu_tpl_fetch *fetch_start(struct hu_cluster *c, const char *id, st
 	}
 	if (start_request(f, err) < 0)
 		goto fail;
-	hu_log(HU_LOG_INFO, NULL, 0, "template %s: not on this node; fetching it from node %s (%s)", id,
-	       f->row.source.name, f->row.source.address);
+	hu_log(HU_LOG_INFO, NULL, 0, "template %s: %s; fetching it from node %s (%s)", id,
+	       f->replace ? "the copy here is older than the store's build" : "not on this node", f->row.source.name,
+	       f->row.source.address);
 	return f;
 fail:
 	hu_err_prefix(err, "fetch template %s from node %s", id, f->row.source.name);
@@ -680,18 +727,28 @@ int hu_cluster_template_fetch(struct hu_req *r, const char *template_id, hu_hand
 	struct hu_tpl_meta m;
 	struct hu_tpl_fetch *f;
 	struct waiter *w;
+	char stale[HU_TPL_CHECKSUM_MAX] = ""; /* the checksum of a stale copy here */
 	hu_err err;
 
 	if (!c || !c->secret || !d->store || !hu_sandbox_id_valid(template_id))
 		return 0;
-	if (hu_template_lookup(d, NULL, template_id, &m, &err) == 0) {
-		hu_tpl_meta_free(&m);
-		return 0; /* here already */
-	}
 	for (f = c->fetches; f && strcmp(f->id, template_id); f = f->next)
 		;
+	if (!f && hu_template_lookup(d, NULL, template_id, &m, &err) == 0) {
+		int old = hu_cluster_template_stale(d, &m, &row);
+		snprintf(stale, sizeof(stale), "%s", m.checksum);
+		hu_tpl_meta_free(&m);
+		if (!old)
+			return 0; /* here already, and current */
+		if (!row.source.name[0]) {
+			hu_log(HU_LOG_WARN, NULL, 0, "template %s: the store records a newer build, which no live node"
+			       " has to send: the copy here serves", template_id);
+			free(row.meta);
+			return 0;
+		}
+	}
 	if (!f) {
-		if (hu_store_template_find(d->store, template_id, &row, &err) < 0) {
+		if (!stale[0] && hu_store_template_find(d->store, template_id, &row, &err) < 0) {
 			free(row.meta);
 			if (err.code == ENOENT || err.code == ENOSYS)
 				return 0; /* not a template of the cluster: the create says so */
@@ -713,7 +770,7 @@ int hu_cluster_template_fetch(struct hu_req *r, const char *template_id, hu_hand
 				   template_id, row.node);
 			goto answer;
 		}
-		if (!(f = fetch_start(c, template_id, &row, &err))) {
+		if (!(f = fetch_start(c, template_id, &row, stale[0] ? stale : NULL, &err))) {
 			free(row.meta);
 			goto answer;
 		}

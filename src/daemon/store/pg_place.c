@@ -53,12 +53,17 @@ static const char place_sql[] =
 	" AND EXISTS (SELECT 1 FROM nodes me WHERE me.name = $6 AND me.generation = $7::bigint"
 	" AND me.lease_until > now())"
 	" ORDER BY NOT has_tpl, (mem + $2::bigint)::float8 / greatest(budget, 1), sandboxes, name LIMIT 1)"
-	" INSERT INTO placements (id, node, memory, cpu, pids, until)"
-	" SELECT $5, name, $2::bigint, $3::bigint, $4::bigint, now() + interval '" RESERVATION_S " seconds' FROM chosen"
+	" INSERT INTO placements (id, node, memory, cpu, pids, until, team, idem_key)"
+	" SELECT $5, name, $2::bigint, $3::bigint, $4::bigint, now() + interval '" RESERVATION_S " seconds', $9, $10"
+	" FROM chosen"
 	" RETURNING node, (SELECT address FROM chosen)";
 
-/* The owner of the team's sandbox made with this Idempotency-Key: 1 when
- * there is one (chosen filled), 0 when none, -1 on an error. */
+/* The node of the team's sandbox made with this Idempotency-Key, or of the
+ * live reservation of a create that carries it (placed, its row not yet
+ * written: the placements before this one committed theirs, under the
+ * lock). The create goes there, where the sandbox, or the queue of its
+ * create, answers it as a retry on one node is answered. 1 when there is
+ * one (chosen filled), 0 when none, -1 on an error. */
 static int by_key(struct pg_store *st, const struct hu_place_ask *ask, struct hu_node *chosen, hu_err *err)
 {
 	const char *p[] = {ask->team, ask->idem_key};
@@ -66,14 +71,18 @@ static int by_key(struct pg_store *st, const struct hu_place_ask *ask, struct hu
 	int found;
 
 	if (hu_pg_exec(st, "placement: the Idempotency-Key's sandbox",
-		       "SELECT n.name, n.address FROM sandboxes s JOIN nodes n ON n.name = s.owner"
-		       " WHERE s.team = $1 AND s.idem_key = $2",
+		       "SELECT n.name, n.address, n.lease_until > now() FROM sandboxes s JOIN nodes n ON n.name = s.owner"
+		       " WHERE s.team = $1 AND s.idem_key = $2"
+		       " UNION ALL SELECT n.name, n.address, n.lease_until > now() FROM placements p"
+		       " JOIN nodes n ON n.name = p.node"
+		       " WHERE p.team = $1 AND p.idem_key = $2 AND p.until > now() LIMIT 1",
 		       2, p, &res, err) < 0)
 		return -1;
 	found = PQntuples(res) == 1;
 	if (found) {
 		snprintf(chosen->name, sizeof(chosen->name), "%s", PQgetvalue(res, 0, 0));
 		snprintf(chosen->address, sizeof(chosen->address), "%s", PQgetvalue(res, 0, 1));
+		chosen->alive = !strcmp(PQgetvalue(res, 0, 2), "t");
 	}
 	PQclear(res);
 	return found;
@@ -118,12 +127,13 @@ static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, str
 			char *placement, hu_err *err)
 {
 	char mem[24], cpu[24], pids[24];
+	const char *key = ask->idem_key && *ask->idem_key ? ask->idem_key : NULL;
 	const char *p[] = {ask->template_id ? ask->template_id : "", mem, cpu, pids, placement, st->node, st->generation,
-			   ask->node ? ask->node : ""};
+			   ask->node ? ask->node : "", key ? ask->team : NULL, key};
 	PGresult *res;
 	int rc;
 
-	if (ask->idem_key && *ask->idem_key && (rc = by_key(st, ask, chosen, err)) != 0) {
+	if (key && (rc = by_key(st, ask, chosen, err)) != 0) {
 		placement[0] = '\0';
 		return rc < 0 ? -1 : 0;
 	}
@@ -132,8 +142,9 @@ static int place_locked(struct pg_store *st, const struct hu_place_ask *ask, str
 	snprintf(pids, sizeof(pids), "%" PRIu64, ask->pids);
 	if (hu_random_hex(placement, 16, err) < 0)
 		return -1;
-	if (hu_pg_exec(st, "place a create", place_sql, 8, p, &res, err) < 0)
+	if (hu_pg_exec(st, "place a create", place_sql, 10, p, &res, err) < 0)
 		return -1;
+	chosen->alive = 1; /* both queries below pick among live nodes */
 	if (PQntuples(res) != 1) {
 		PQclear(res);
 		placement[0] = '\0';
@@ -170,7 +181,6 @@ int hu_pg_place(struct hu_store *base, const struct hu_place_ask *ask, struct hu
 		placement[0] = '\0';
 		return -1;
 	}
-	chosen->alive = 1;
 	return 0;
 }
 

@@ -124,6 +124,13 @@ static const char *const migrations[] = {
 	"  node text NOT NULL,"
 	"  created_at bigint NOT NULL);"
 	"ALTER TABLE volumes ADD COLUMN node text;",
+	/* 6 -> 7: a reservation carries its create's Idempotency-Key, so that
+	 * a create with the same key placed while the first is on its way to
+	 * its node goes to that node too (one sandbox, not a unique-index
+	 * refusal on another node) */
+	"ALTER TABLE placements ADD COLUMN team text;"
+	"ALTER TABLE placements ADD COLUMN idem_key text;"
+	"CREATE INDEX placements_idem ON placements(team, idem_key);",
 };
 
 int hu_pg_schema_version(void)

@@ -132,8 +132,10 @@ int hu_store_sandbox_others(struct hu_store *st, const char *team, void (*fn)(st
 int hu_store_sandbox_by_signature(struct hu_store *st, const char *prefix, const char *suffix, const uint8_t *digest,
 				  size_t digest_len, char *id, size_t n, hu_err *err);
 /* Placement, in one transaction (serialised between nodes): the node a
- * create goes to. The owner of the team's sandbox of ask->idem_key when
- * there is one (placement "" then: nothing is reserved). Otherwise the least
+ * create goes to. The owner of the team's sandbox of ask->idem_key, or the
+ * node of a live reservation made for a create with that key, when there
+ * is one (placement "" then: nothing is reserved; chosen->alive says
+ * whether its lease is live, every other choice is). Otherwise the least
  * loaded node (committed memory over its budget) whose lease is live, that
  * is not draining, is ask->node when that is set (a volume's node), has
  * ask->template_id (or, when none of those has room, can fetch it: the
@@ -142,7 +144,8 @@ int hu_store_sandbox_by_signature(struct hu_store *st, const char *prefix, const
  * commits counts its sandbox rows (a paused one whose memory was released
  * commits nothing) and the reservations of creates placed there and still
  * on their way. A reservation is made for ask (its id in placement, cap
- * HU_PLACEMENT_ID_MAX) and lasts until hu_store_placement_done or 30 s.
+ * HU_PLACEMENT_ID_MAX), carries its key, and lasts until
+ * hu_store_placement_done or 30 s.
  * When no node has room: the least loaded live, not draining node with the
  * template, placement "" (nothing reserved: its admission says why it
  * cannot). ENOENT: no such node (the placing node itself fenced out or past

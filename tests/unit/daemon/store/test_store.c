@@ -388,7 +388,7 @@ static void test_schema_and_mode(void **state)
 	struct stat st;
 
 	if (f->admin) {
-		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 6);
+		assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 7);
 		assert_string_equal(hu_store_backend_name(f->st), "postgresql");
 		return;
 	}
@@ -520,7 +520,7 @@ static void test_pg_concurrent_migrations(void **state)
 		assert_int_equal(waitpid(kids[i], &ws, 0), kids[i]);
 		assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
 	}
-	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 6);
+	assert_int_equal(sql_int(f, "SELECT version FROM hutch_schema", NULL), 7);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM hutch_schema", NULL), 1);
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM pg_tables WHERE tablename = 'sandboxes'", NULL), 1);
 }
@@ -1122,6 +1122,31 @@ static void test_pg_placement(void **state)
 	assert_string_equal(chosen.name, "n1");
 	assert_string_equal(placement, "");
 	assert_int_equal(sql_int(f, "SELECT count(*) FROM placements", NULL), 0);
+	assert_true(chosen.alive);
+	/* a key whose first create is on its way (reserved, no row yet): its
+	 * reservation carries the key, and the next create with it goes to
+	 * that node, reserving nothing; another team's key is another key */
+	ask.idem_key = "k-2";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_int_equal(strlen(placement), 32);
+	snprintf(first, sizeof(first), "%s", chosen.name);
+	pg_exec(f, "UPDATE nodes SET memory = 99999999999999 WHERE name <> 'n1'"); /* another node is now least loaded */
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+		assert_string_equal(chosen.name, first);
+		assert_string_equal(placement, "");
+	}
+	assert_int_equal(sql_int(f, "SELECT count(*) FROM placements WHERE idem_key = 'k-2'", NULL), 1);
+	ask.team = "other-team";
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_int_equal(strlen(placement), 32);
+	ask.team = "default";
+	/* the key's node down: chosen, marked not alive (the caller answers 503) */
+	pg_exec(f, "UPDATE nodes SET lease_until = now() - interval '1 s' WHERE name <> 'n1'");
+	pg_exec(f, "UPDATE placements SET node = 'n2' WHERE idem_key = 'k-2'");
+	assert_int_equal(hu_store_place(f->st, &ask, &chosen, placement, &err), 0);
+	assert_string_equal(chosen.name, "n2");
+	assert_false(chosen.alive);
 	free_row(a);
 }
 
