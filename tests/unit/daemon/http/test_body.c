@@ -215,22 +215,35 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int open_client(struct world *w)
+/* A listener of the server's, and connections to it. */
+static int listen_on(struct world *w, struct sockaddr_in *sa)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
+	socklen_t len = sizeof(*sa);
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	hu_err err;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 16), 0);
-	getsockname(lfd, (struct sockaddr *)&sa, &len);
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(listen(lfd, 64), 0);
+	getsockname(lfd, (struct sockaddr *)sa, &len);
 	assert_int_equal(hu_http_listen_fd(w->http, lfd, &err), 0);
+	return lfd;
+}
+
+static int connect_to(const struct sockaddr_in *sa)
+{
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
+}
+
+static int open_client(struct world *w)
+{
+	struct sockaddr_in sa;
+
+	listen_on(w, &sa);
+	return connect_to(&sa);
 }
 
 static void send_all(struct world *w, int fd, const char *s, size_t n)
@@ -299,29 +312,6 @@ static void test_sized_and_chunked_whole(void **state)
 	assert_non_null(strstr(buf, "\"length\":5"));
 	assert_non_null(strstr(buf, "\"length\":0"));
 	close(fd);
-}
-
-/* A listener of the server's, and connections to it. */
-static int listen_on(struct world *w, struct sockaddr_in *sa)
-{
-	socklen_t len = sizeof(*sa);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-	hu_err err;
-
-	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	assert_int_equal(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
-	assert_int_equal(listen(lfd, 64), 0);
-	getsockname(lfd, (struct sockaddr *)sa, &len);
-	assert_int_equal(hu_http_listen_fd(w->http, lfd, &err), 0);
-	return lfd;
-}
-
-static int connect_to(const struct sockaddr_in *sa)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
-	fcntl(fd, F_SETFL, O_NONBLOCK);
-	return fd;
 }
 
 /* Each request finds its own connection's state (inconn.c keeps them by
