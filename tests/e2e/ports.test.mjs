@@ -75,6 +75,21 @@ class H(http.server.BaseHTTPRequestHandler):
                 h.update(b)
                 self.wfile.write(b)
                 left -= len(b)
+        elif p.startswith('/until-close') or p.startswith('/short'):
+            # a body delimited by the server's close, or one the close cuts
+            # short of its Content-Length
+            n = int(p.split('=')[1])
+            block = hashlib.sha256(b'seed').digest() * 2048
+            self.send_response(200)
+            if p.startswith('/short'):
+                self.send_header('Content-Length', str(n))
+                n //= 2
+            self.end_headers()
+            while n > 0:
+                b = block[:min(n, len(block))]
+                self.wfile.write(b)
+                n -= len(b)
+            self.close_connection = True
         elif p.startswith('/ws'):
             key = self.headers['Sec-WebSocket-Key']
             acc = base64.b64encode(hashlib.sha1((key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').encode()).digest()).decode()
@@ -293,6 +308,55 @@ test('a 32 MiB upload and a 64 MiB download arrive intact', async () => {
   const want = createHash('sha256')
   for (let left = n; left > 0; left -= block.length) want.update(left >= block.length ? block : block.subarray(0, left))
   assert.equal(h.digest('hex'), want.digest('hex'))
+})
+
+// GET path on port 8000, the body hashed as it arrives; a client that reads
+// nothing for `lateMs` first. Resolves when the response is over, whole
+// or cut (`complete` says which).
+function hashedGet(path, lateMs = 0) {
+  return new Promise((res, rej) => {
+    const h = createHash('sha256')
+    let got = 0
+    const req = http.request({ host: '127.0.0.1', port: daemonPort, path, headers: portHeaders(sbx, 8000), agent: false }, (resp) => {
+      if (lateMs) {
+        resp.pause()
+        setTimeout(() => resp.resume(), lateMs)
+      }
+      resp.on('data', (c) => { h.update(c); got += c.length })
+      resp.on('error', () => {}) // a cut body: `complete` is false
+      resp.on('close', () => { clearTimeout(t); res({ status: resp.statusCode, complete: resp.complete, got, sha256: h.digest('hex') }) })
+    })
+    const t = setTimeout(() => req.destroy(new Error(`request ${path} timed out`)), 60_000)
+    req.on('error', (e) => { clearTimeout(t); rej(e) })
+    req.end()
+  })
+}
+
+test('a body that ends with the server closing arrives whole, also to a client that reads late; one the close cuts short is cut', async () => {
+  const block = Buffer.concat(Array(2048).fill(createHash('sha256').update('seed').digest()))
+  const sha = (n) => {
+    const h = createHash('sha256')
+    for (let left = n; left > 0; left -= block.length) h.update(left >= block.length ? block : block.subarray(0, left))
+    return h.digest('hex')
+  }
+  const n = 16 << 20
+  // late: the daemon stops reading the server (the client is behind) while
+  // the server writes its last bytes and closes
+  for (const lateMs of [0, 1000]) {
+    const r = await hashedGet(`/until-close?n=${n}`, lateMs)
+    assert.equal(r.status, 200)
+    assert.ok(r.complete, `late ${lateMs} ms: the body was cut after ${r.got} bytes`)
+    assert.equal(r.got, n)
+    assert.equal(r.sha256, sha(n))
+  }
+  for (const lateMs of [0, 1000]) {
+    const r = await hashedGet(`/short?n=${n}`, lateMs)
+    assert.equal(r.status, 200)
+    assert.equal(r.complete, false, 'a body shorter than its Content-Length must not look complete')
+    assert.ok(r.got <= n / 2, `got ${r.got} bytes of a ${n / 2}-byte cut body`)
+  }
+  const ok = await request({ headers: portHeaders(sbx, 8000), path: '/hello' })
+  assert.equal(ok.status, 200)
 })
 
 test('a slow reader holds the daemon to bounded memory (backpressure)', async () => {

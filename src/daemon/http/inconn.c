@@ -49,7 +49,7 @@ struct hu_inconn {
 	struct bufferevent *bev;
 	struct evhttp_connection *evcon; /* known once evhttp set the connection up */
 	struct event *setup;
-	struct hu_inconn *prev, *next;
+	int fd; /* its slot in http->conn_by_fd, or -1 before it has one */
 	enum inconn_state st;
 	/* the head being scanned: offsets from the front of the input */
 	size_t scanned;    /* bytes examined */
@@ -253,6 +253,48 @@ static void learn_evcon(struct hu_inconn *c)
 
 static void on_conn_close(struct evhttp_connection *evcon, void *arg);
 
+/* Put c in its socket's slot, so that each request finds its connection in
+ * O(1). Fails only when the table cannot grow (then the connection's
+ * requests are answered 500, "no state"). */
+static void table_put(struct hu_inconn *c)
+{
+	struct hu_http *h = c->http;
+	evutil_socket_t fd = bufferevent_getfd(c->bev);
+
+	if (c->fd >= 0 || fd < 0)
+		return;
+	if ((size_t)fd >= h->conn_slots) {
+		size_t n = h->conn_slots ? h->conn_slots : 64;
+		while (n <= (size_t)fd)
+			n *= 2;
+		struct hu_inconn **t = realloc(h->conn_by_fd, n * sizeof(*t));
+		if (!t)
+			return;
+		memset(t + h->conn_slots, 0, (n - h->conn_slots) * sizeof(*t));
+		h->conn_by_fd = t;
+		h->conn_slots = n;
+	}
+	h->conn_by_fd[fd] = c;
+	c->fd = fd;
+}
+
+/* The state of the connection whose bufferevent is bev, or NULL. A slot
+ * holds a connection until its close callback frees it, which is before
+ * its socket closes and its number can be used again. */
+static struct hu_inconn *table_get(struct hu_http *h, struct bufferevent *bev)
+{
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	struct hu_inconn *c = fd >= 0 && (size_t)fd < h->conn_slots ? h->conn_by_fd[fd] : NULL;
+	return c && c->bev == bev ? c : NULL;
+}
+
+void hu_inconn_table_free(struct hu_http *h)
+{
+	free(h->conn_by_fd);
+	h->conn_by_fd = NULL;
+	h->conn_slots = 0;
+}
+
 static void set_own_closecb(struct hu_inconn *c)
 {
 	if (c->evcon)
@@ -291,6 +333,7 @@ static void on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, v
 	c->scanned = c->scanned > del ? c->scanned - del : 0;
 	c->line_start = c->line_start > del ? c->line_start - del : 0;
 	if (info->n_added && c->st == IC_HEAD) {
+		table_put(c);
 		learn_evcon(c);
 		set_own_closecb(c);
 		scan(c, in);
@@ -315,6 +358,7 @@ static void answers_first(struct hu_inconn *c)
 static void on_setup(evutil_socket_t fd, short what, void *arg)
 {
 	struct hu_inconn *c = arg;
+	table_put(c);
 	learn_evcon(c);
 	set_own_closecb(c);
 	answers_first(c);
@@ -323,12 +367,8 @@ static void on_setup(evutil_socket_t fd, short what, void *arg)
 static void conn_free(struct hu_inconn *c)
 {
 	struct hu_http *h = c->http;
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		h->conns = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	if (c->fd >= 0 && (size_t)c->fd < h->conn_slots && h->conn_by_fd[c->fd] == c)
+		h->conn_by_fd[c->fd] = NULL;
 	if (c->setup)
 		event_free(c->setup);
 	free(c);
@@ -366,6 +406,7 @@ struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg)
 	}
 	c->http = h;
 	c->bev = bev;
+	c->fd = -1;
 	reset_head(c);
 	c->setup = event_new(base, -1, 0, on_setup, c);
 	if (!c->setup || !evbuffer_add_cb(bufferevent_get_input(bev), on_input, c)) {
@@ -377,10 +418,6 @@ struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg)
 	}
 	/* bounded read-ahead: a body reader that pauses stops the socket */
 	bufferevent_setwatermark(bev, EV_READ, 0, HU_HTTP_INPUT_MAX);
-	c->next = h->conns;
-	if (c->next)
-		c->next->prev = c;
-	h->conns = c;
 	/* active events run before the loop polls again, so before any byte of
 	 * this connection is read */
 	event_active(c->setup, EV_TIMEOUT, 0);
@@ -401,16 +438,11 @@ void hu_inconn_no_delay(struct hu_inconn *c)
 struct hu_inconn *hu_inconn_of(struct hu_http *h, struct evhttp_request *ev)
 {
 	struct evhttp_connection *evcon = ev ? evhttp_request_get_connection(ev) : NULL;
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	struct hu_inconn *c = evcon ? table_get(h, evhttp_connection_get_bufferevent(evcon)) : NULL;
 
-	if (!bev)
-		return NULL;
-	for (struct hu_inconn *c = h->conns; c; c = c->next)
-		if (c->bev == bev) {
-			c->evcon = evcon;
-			return c;
-		}
-	return NULL;
+	if (c)
+		c->evcon = evcon;
+	return c;
 }
 
 /* The reply to the connection's request is out: the next head starts at
@@ -459,13 +491,13 @@ int hu_inconn_request(struct hu_inconn *c, struct req_priv *p, int *status, char
 void hu_inconn_set_closecb(struct hu_http *h, struct evhttp_connection *evcon,
 			   void (*cb)(struct evhttp_connection *, void *), void *arg)
 {
-	struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
-	for (struct hu_inconn *c = h->conns; c; c = c->next)
-		if (c->bev == bev) {
-			c->close_cb = cb;
-			c->close_arg = arg;
-			return;
-		}
+	struct hu_inconn *c = table_get(h, evhttp_connection_get_bufferevent(evcon));
+
+	if (c) {
+		c->close_cb = cb;
+		c->close_arg = arg;
+		return;
+	}
 	evhttp_connection_set_closecb(evcon, cb, arg);
 }
 

@@ -403,5 +403,6 @@ void hu_http_free(struct hu_http *h)
 		else
 			req_free(p);
 	}
+	hu_inconn_table_free(h);
 	free(h);
 }

@@ -73,15 +73,20 @@ struct hu_http {
 	int tls;                    /* connections are TLS (tls.c) */
 	struct bufferevent *(*make_bev)(struct event_base *base, void *arg); /* TLS, or NULL: plain */
 	void *make_bev_arg;
-	struct hu_inconn *conns;    /* every open connection (inconn.c) */
+	/* every open connection's state by its socket (inconn.c): a request
+	 * finds its connection without a scan */
+	struct hu_inconn **conn_by_fd;
+	size_t conn_slots;
 	struct event_base *base;
 };
 
 /* ---- connections (inconn.c) ------------------------------------------------ */
 /* evhttp asks for each accepted connection's bufferevent here. */
 struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg);
-/* The connection state of a request's connection, or NULL. */
+/* The connection state of a request's connection, or NULL. O(1). */
 struct hu_inconn *hu_inconn_of(struct hu_http *h, struct evhttp_request *ev);
+/* Frees the table of connections; every connection is closed already. */
+void hu_inconn_table_free(struct hu_http *h);
 /* Replies and stream frames are small writes; with Nagle on, each one after
  * the first waits for the client's delayed ACK (40 ms on Linux). Sets
  * TCP_NODELAY on c's socket, once. */

@@ -36,10 +36,31 @@ static bool list_has(const char *list, const char *token)
 
 static bool is_dropped(const char *name, const char *connection)
 {
+	size_t n = strlen(name);
+
+	/* run for every header of every request: names of another length
+	 * are not compared */
 	for (size_t i = 0; i < sizeof(hop_by_hop) / sizeof(hop_by_hop[0]); i++)
-		if (!strcasecmp(name, hop_by_hop[i]))
+		if (strlen(hop_by_hop[i]) == n && !strcasecmp(name, hop_by_hop[i]))
 			return true;
 	return connection && list_has(connection, name);
+}
+
+/* "name: value\r\n" into out, without a printf per header. 0, or -1. */
+static int add_field(struct evbuffer *out, const char *name, const char *value)
+{
+	size_t kn = strlen(name), vn = strlen(value);
+	struct evbuffer_iovec v;
+
+	if (evbuffer_reserve_space(out, (ev_ssize_t)(kn + vn + 4), &v, 1) != 1)
+		return -1;
+	char *at = v.iov_base;
+	memcpy(at, name, kn);
+	memcpy(at + kn, ": ", 2);
+	memcpy(at + kn + 2, value, vn);
+	memcpy(at + kn + 2 + vn, "\r\n", 2);
+	v.iov_len = kn + vn + 4;
+	return evbuffer_commit_space(out, &v, 1);
 }
 
 static bool clean(const char *s)
@@ -76,7 +97,7 @@ int hu_head_build(const struct hu_head_in *in, struct evbuffer *out, bool *upgra
 			continue;
 		if (!clean(kv->key) || !clean(kv->value))
 			return hu_err_set(err, EINVAL, "header %.64s cannot be forwarded", kv->key);
-		rc |= evbuffer_add_printf(out, "%s: %s\r\n", kv->key, kv->value) < 0;
+		rc |= add_field(out, kv->key, kv->value) < 0;
 	}
 	/* without an upgrade no Connection header: HTTP/1.1's default, keep-alive,
 	 * lets the ingress reuse the connection (idle.h) */

@@ -413,12 +413,14 @@ static bool hop_by_hop(const char *name, const char *connection)
 {
 	static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer",
 					    "Transfer-Encoding", "Upgrade", "Content-Length"};
+	size_t n = strlen(name);
+	/* run for every header of every response: names of another length
+	 * are not compared */
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcasecmp(name, names[i]))
+		if (strlen(names[i]) == n && !strcasecmp(name, names[i]))
 			return true;
 	if (!connection)
 		return false;
-	size_t n = strlen(name);
 	for (const char *c = connection; (c = strcasestr(c, name)); c += n)
 		if ((c == connection || c[-1] == ',' || c[-1] == ' ') && (c[n] == '\0' || c[n] == ',' || c[n] == ' '))
 			return true;
@@ -486,21 +488,18 @@ static void start_response(struct proxied *p, struct evbuffer *heads)
 static void on_head(struct bufferevent *b, void *arg)
 {
 	struct proxied *p = arg;
-	struct evbuffer *heads = evbuffer_new();
+	/* the request's head is not sent again once the server answered
+	 * (dial_again): its buffer holds the response's heads instead of a
+	 * new one each request */
+	struct evbuffer *heads = p->head;
 	int status = 0;
 	hu_err err;
 
-	if (!heads) {
-		fail_request(p, 500, "out of memory");
-		return;
-	}
+	evbuffer_drain(heads, evbuffer_get_length(heads));
 	p->heard = true;
 	int rc = hu_response_head_conn(bufferevent_get_input(b), heads, &status, &p->server_keeps, &err);
-	if (rc == 0) {
-		/* interim heads are not passed on; hu_response_head consumed them */
-		evbuffer_free(heads);
-		return;
-	}
+	if (rc == 0)
+		return; /* interim heads are not passed on; hu_response_head consumed them */
 	if (rc < 0)
 		fail_request(p, 502, err.msg);
 	else if (status == 101 && p->two_way)
@@ -509,7 +508,6 @@ static void on_head(struct bufferevent *b, void *arg)
 		fail_request(p, 502, "the server switched protocols without being asked to");
 	else
 		start_response(p, heads);
-	evbuffer_free(heads);
 }
 
 static int dial(struct proxied *p, struct hu_sbx *s, hu_err *err);
@@ -625,22 +623,50 @@ static void on_dialled(int fd, const hu_err *err, void *arg)
 	send_request(p, s, bev);
 }
 
+/* Write what the socket takes of the head at once, when nothing is queued
+ * before it: a request without a body then never waits for a write event,
+ * which would cost two epoll_ctl calls (arm, disarm) a request. A failure
+ * writes nothing here; the bufferevent meets it again and reports it. */
+static size_t write_head_now(struct proxied *p, struct bufferevent *bev)
+{
+	struct evbuffer_iovec v[8];
+	struct iovec iov[8];
+	int nv = evbuffer_peek(p->head, -1, NULL, v, 8);
+
+	if (evbuffer_get_length(bufferevent_get_output(bev)) || nv < 1 || nv > 8)
+		return 0;
+	for (int i = 0; i < nv; i++)
+		iov[i] = (struct iovec){v[i].iov_base, v[i].iov_len};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)nv};
+	ssize_t n = sendmsg(bufferevent_getfd(bev), &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	return n > 0 ? (size_t)n : 0;
+}
+
 /* The request goes out on bev (a new connection, or a kept one). */
 static void send_request(struct proxied *p, struct hu_sbx *s, struct bufferevent *bev)
 {
 	struct evbuffer *out = bufferevent_get_output(bev);
 	size_t n = evbuffer_get_length(p->head);
+	size_t sent = write_head_now(p, bev);
+	int rc = 0;
 
 	p->server = bev;
 	/* a request that may have to go again keeps its head */
-	if (p->no_body ? evbuffer_add(out, evbuffer_pullup(p->head, -1), n) < 0 : evbuffer_add_buffer(out, p->head) < 0) {
+	if (p->no_body && sent < n)
+		rc = evbuffer_add(out, (const char *)evbuffer_pullup(p->head, -1) + sent, n - sent);
+	else if (!p->no_body) {
+		evbuffer_drain(p->head, sent);
+		rc = evbuffer_add_buffer(out, p->head);
+	}
+	if (rc < 0) {
 		fail_request(p, 500, "out of memory");
 		return;
 	}
 	bufferevent_setwatermark(bev, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
 	bufferevent_setwatermark(bev, EV_WRITE, HU_RELAY_LOW, 0);
 	bufferevent_setcb(bev, on_head, on_server_drained, on_head_event, p);
-	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	/* enabling writes arms the write event even with nothing to write */
+	bufferevent_enable(bev, p->no_body && sent == n ? EV_READ : EV_READ | EV_WRITE);
 	if (!p->streaming) {
 		hu_sbx_stream_begin(s);
 		p->streaming = true;

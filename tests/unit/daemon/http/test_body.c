@@ -215,22 +215,35 @@ static int teardown(void **state)
 	return 0;
 }
 
-static int open_client(struct world *w)
+/* A listener of the server's, and connections to it. */
+static int listen_on(struct world *w, struct sockaddr_in *sa)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	socklen_t len = sizeof(sa);
+	socklen_t len = sizeof(*sa);
 	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	hu_err err;
 
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(lfd, 16), 0);
-	getsockname(lfd, (struct sockaddr *)&sa, &len);
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	assert_int_equal(bind(lfd, (struct sockaddr *)sa, sizeof(*sa)), 0);
+	assert_int_equal(listen(lfd, 64), 0);
+	getsockname(lfd, (struct sockaddr *)sa, &len);
 	assert_int_equal(hu_http_listen_fd(w->http, lfd, &err), 0);
+	return lfd;
+}
+
+static int connect_to(const struct sockaddr_in *sa)
+{
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(connect(fd, (const struct sockaddr *)sa, sizeof(*sa)), 0);
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	return fd;
+}
+
+static int open_client(struct world *w)
+{
+	struct sockaddr_in sa;
+
+	listen_on(w, &sa);
+	return connect_to(&sa);
 }
 
 static void send_all(struct world *w, int fd, const char *s, size_t n)
@@ -299,6 +312,56 @@ static void test_sized_and_chunked_whole(void **state)
 	assert_non_null(strstr(buf, "\"length\":5"));
 	assert_non_null(strstr(buf, "\"length\":0"));
 	close(fd);
+}
+
+/* Each request finds its own connection's state (inconn.c keeps them by
+ * socket): many connections whose heads arrive interleaved, each with a
+ * body of its own length, then half of them closed and new ones opened on
+ * the socket numbers the closed ones had. A request given another
+ * connection's state would read the wrong framing (a wrong length, a hang)
+ * or be refused (500, no state). */
+static void test_many_connections_each_its_own(void **state)
+{
+	enum { CONNS = 40 };
+	struct world *w = *state;
+	struct sockaddr_in sa;
+	int fds[CONNS];
+	char buf[4096], body[CONNS + 2], want[32];
+	const char *half = "POST /x HTTP/1.1\r\nHost: x\r\n";
+	bool closed;
+
+	listen_on(w, &sa);
+	memset(body, 'b', sizeof(body));
+	for (int i = 0; i < CONNS; i++)
+		fds[i] = connect_to(&sa);
+	for (int round = 0; round < 3; round++) {
+		/* every head's first half, then every second half and body */
+		for (int i = 0; i < CONNS; i++)
+			send_all(w, fds[i], half, strlen(half));
+		for (int i = 0; i < CONNS; i++) {
+			char rest[96];
+			int n = snprintf(rest, sizeof(rest), "Content-Length: %d\r\n\r\n", i + 1);
+			send_all(w, fds[i], rest, (size_t)n);
+			send_all(w, fds[i], body, (size_t)i + 1);
+		}
+		for (int i = 0; i < CONNS; i++) {
+			collect(w, fds[i], buf, sizeof(buf), 1, &closed);
+			assert_false(closed);
+			snprintf(want, sizeof(want), "\"length\":%d,", i + 1);
+			if (!strstr(buf, "200 OK") || !strstr(buf, want))
+				fail_msg("connection %d (round %d) got: %.300s", i, round, buf);
+		}
+		/* the even ones go; their socket numbers are taken again */
+		for (int i = 0; i < CONNS; i += 2) {
+			close(fds[i]);
+			for (int k = 0; k < 20; k++)
+				event_base_loop(w->base, EVLOOP_NONBLOCK);
+		}
+		for (int i = 0; i < CONNS; i += 2)
+			fds[i] = connect_to(&sa);
+	}
+	for (int i = 0; i < CONNS; i++)
+		close(fds[i]);
 }
 
 static void test_streamed_with_pauses(void **state)
@@ -437,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_framing_refusals),
 		cmocka_unit_test(test_framing_eof),
 		cmocka_unit_test_setup_teardown(test_sized_and_chunked_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_connections_each_its_own, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_streamed_with_pauses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_expect_continue, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
