@@ -148,7 +148,7 @@ check-e2e-py: all
 
 # The core end-to-end files again with the store in PostgreSQL (a server of
 # the run's own, tests/pg.sh).
-E2E_PG_FILES := ./control.test.mjs ./lifecycle.test.mjs ./store_pg.test.mjs ./cluster.test.mjs ./cluster_templates.test.mjs
+E2E_PG_FILES := ./control.test.mjs ./lifecycle.test.mjs ./store_pg.test.mjs ./cluster.test.mjs ./cluster_templates.test.mjs ./cluster_download.test.mjs
 check-e2e-pg: all
 	E2E_STORE=postgresql E2E_FILES="$(E2E_PG_FILES)" tests/e2e/run.sh $(BUILD)
 
