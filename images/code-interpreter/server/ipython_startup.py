@@ -116,6 +116,39 @@ def _skip_empty_flushes():
 
 _skip_empty_flushes()
 
+
+def _lighter_cells():
+    """What ipykernel does for every cell that the server does not use, measured under cProfile (docs/benchmarks.md):
+    - it publishes the cell's code back on IOPub (execute_input), for other frontends of the same kernel; this
+      kernel has one, the server, which sent that code and ignores the echo: a message to sign and serialize and a
+      handoff to the IOPub thread a cell;
+    - it asks inspect.signature, twice a cell, whether do_execute and run_cell_async take a cell_id: the answer
+      belongs to the function, so it is asked once per function."""
+    try:
+        from ipykernel import ipkernel, kernelbase
+    except ImportError:
+        return
+    kernel = getattr(IPython.get_ipython(), "kernel", None)
+    if kernel is not None and hasattr(kernel, "_publish_execute_input"):
+        kernel._publish_execute_input = lambda code, parent, execution_count: None
+    accepts = getattr(kernelbase, "_accepts_cell_id", None)
+    if accepts is None:
+        return
+    known = {}
+
+    def accepts_cell_id(meth):
+        func = getattr(meth, "__func__", meth)
+        if func not in known:
+            known[func] = accepts(meth)
+        return known[func]
+
+    kernelbase._accepts_cell_id = accepts_cell_id
+    if getattr(ipkernel, "_accepts_cell_id", None) is accepts:
+        ipkernel._accepts_cell_id = accepts_cell_id
+
+
+_lighter_cells()
+
 # kernel_launcher.py marked these missing for the kernel's start only: a cell may import them
 for _name in ("jedi", "debugpy"):
     if _name in sys.modules and sys.modules[_name] is None:

@@ -396,6 +396,10 @@ def write_specs(directory):
                      # no SQLite history (In, Out and _i<n> stay, in memory): its thread wrote every cell to
                      # ~/.ipython and held the lock the next cell's input waits for while it did
                      "--HistoryManager.enabled=False",
+                     # ipykernel sleeps 0.5 ms before every execute_reply (its comment: "on rare occasions, the
+                     # flush doesn't seem to make it to the clients"); the server ends a cell at its idle status
+                     # on IOPub, which comes after all of the cell's output, so the reply's timing carries nothing
+                     "--IPythonKernel._execute_sleep=0",
                      f"--IPKernelApp.exec_lines=__import__('runpy').run_path({os.path.join(HERE, 'ipython_startup.py')!r}) and None"],
             "display_name": "Python 3", "language": "python",
             "env": {"PYDEVD_DISABLE_FILE_VALIDATION": "1"},  # else the debugger warns on every start
