@@ -50,6 +50,10 @@ struct hu_inconn {
 	struct evhttp_connection *evcon; /* known once evhttp set the connection up */
 	struct event *setup;
 	int fd; /* its slot in http->conn_by_fd, or -1 before it has one */
+	/* every state made and not yet freed, never searched: what evhttp_free
+	 * does not close (a connection accepted just before the daemon stops,
+	 * whose set-up never ran, has no close callback) is freed from here */
+	struct hu_inconn *prev, *next;
 	enum inconn_state st;
 	/* the head being scanned: offsets from the front of the input */
 	size_t scanned;    /* bytes examined */
@@ -288,8 +292,12 @@ static struct hu_inconn *table_get(struct hu_http *h, struct bufferevent *bev)
 	return c && c->bev == bev ? c : NULL;
 }
 
+static void conn_free(struct hu_inconn *c);
+
 void hu_inconn_table_free(struct hu_http *h)
 {
+	while (h->conns)
+		conn_free(h->conns);
 	free(h->conn_by_fd);
 	h->conn_by_fd = NULL;
 	h->conn_slots = 0;
@@ -369,6 +377,12 @@ static void conn_free(struct hu_inconn *c)
 	struct hu_http *h = c->http;
 	if (c->fd >= 0 && (size_t)c->fd < h->conn_slots && h->conn_by_fd[c->fd] == c)
 		h->conn_by_fd[c->fd] = NULL;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
 	if (c->setup)
 		event_free(c->setup);
 	free(c);
@@ -418,6 +432,10 @@ struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg)
 	}
 	/* bounded read-ahead: a body reader that pauses stops the socket */
 	bufferevent_setwatermark(bev, EV_READ, 0, HU_HTTP_INPUT_MAX);
+	c->next = h->conns;
+	if (c->next)
+		c->next->prev = c;
+	h->conns = c;
 	/* active events run before the loop polls again, so before any byte of
 	 * this connection is read */
 	event_active(c->setup, EV_TIMEOUT, 0);

@@ -77,6 +77,7 @@ struct hu_http {
 	 * finds its connection without a scan */
 	struct hu_inconn **conn_by_fd;
 	size_t conn_slots;
+	struct hu_inconn *conns; /* every connection's state, for freeing only (inconn.c) */
 	struct event_base *base;
 };
 
@@ -85,7 +86,8 @@ struct hu_http {
 struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg);
 /* The connection state of a request's connection, or NULL. O(1). */
 struct hu_inconn *hu_inconn_of(struct hu_http *h, struct evhttp_request *ev);
-/* Frees the table of connections; every connection is closed already. */
+/* Frees the table of connections, and the state of any connection evhttp_free
+ * did not close (one whose set-up never ran). */
 void hu_inconn_table_free(struct hu_http *h);
 /* Replies and stream frames are small writes; with Nagle on, each one after
  * the first waits for the client's delayed ACK (40 ms on Linux). Sets
