@@ -65,3 +65,9 @@ void doctor_ctx_fini(struct doctor_ctx *cx)
 	if (cx->tmp[0] && hu_rm_rf(cx->tmp, &err) < 0)
 		cli_error("doctor: cannot remove scratch directory: %s", err.msg);
 }
+
+void doctor_nearest_existing(char *path)
+{
+	while (access(path, F_OK) < 0 && strrchr(path, '/') > path)
+		*strrchr(path, '/') = '\0';
+}

@@ -65,6 +65,10 @@ void doctor_verdict(struct doctor_result *r, enum doctor_status st, const char *
 void doctor_print_text(const struct doctor_result *res, size_t n, const int count[3]);
 void doctor_print_json(const struct doctor_result *res, size_t n, const int count[3]);
 
+/* context.c: cut path back to its nearest ancestor that exists (what a
+ * directory not made yet would be made in); "/x" stays "/x" at worst. */
+void doctor_nearest_existing(char *path);
+
 /* host_text.c: whether a whitespace-separated list (cgroup.controllers,
  * actions_avail) contains `word`. */
 bool doctor_has_word(const char *list, const char *word);

@@ -35,8 +35,7 @@ void doctor_check_run_dir(const struct doctor_ctx *cx, struct doctor_result *r)
 	/* a run dir not made yet is made on the nearest directory that exists */
 	char probe[PATH_MAX];
 	snprintf(probe, sizeof(probe), "%s", dir);
-	while (access(probe, F_OK) < 0 && strrchr(probe, '/') > probe)
-		*strrchr(probe, '/') = '\0';
+	doctor_nearest_existing(probe);
 	if (statfs(probe, &sfs) < 0) {
 		hu_err_sys(&err, "statfs %s", probe);
 		doctor_found(r, "%s", err.msg);

@@ -29,8 +29,7 @@ void doctor_check_storage(const struct doctor_ctx *cx, struct doctor_result *r)
 	if (hu_config_from_args(&cfg, cx->config_path ? 3 : 1, args, &err) == 0)
 		snprintf(rc.data_dir, sizeof(rc.data_dir), "%s", cfg.data_dir);
 	snprintf(data_dir, sizeof(data_dir), "%s", rc.data_dir);
-	while (access(rc.data_dir, F_OK) < 0 && strrchr(rc.data_dir, '/') > rc.data_dir)
-		*strrchr(rc.data_dir, '/') = '\0';
+	doctor_nearest_existing(rc.data_dir);
 	if (hu_storage_probe(&rc, &info, &err) < 0) {
 		doctor_found(r, "%s", err.msg);
 		doctor_verdict(r, DOCTOR_FAIL, "sandboxes cannot start");
