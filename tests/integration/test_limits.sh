@@ -130,12 +130,21 @@ if [ -z "$io_root" ] || [ ! -e "/sys/dev/block/$disk" ]; then
 else
 	out=$(hrun --io-weight 300 --io-bps 8M --io-iops 400 -- sleep 2 & sleep 0.3; io_files; wait)
 	echo "$out" | sed 's/^/# /'
-	expect_match "the sandbox's group has the weight asked for" "weight: (default )?300" "$out"
+	# The kernel makes a weight file only where something can weigh groups
+	# (bfq, iocost; cfq is gone): without one there is nothing to set, as
+	# hutch doctor's "block I/O limits" line warns, and no weight to check.
+	weighted=1
+	case $out in none*) weighted=0 ;; esac
+	if [ "$weighted" = 1 ]; then
+		expect_match "the sandbox's group has the weight asked for" "weight: (default )?300" "$out"
+	else
+		echo "ok - # SKIP no I/O weight knob on this kernel (no bfq or io.cost); the weight checks are skipped"
+	fi
 	expect_match "its read and write bandwidth cap is on the disk behind /usr ($disk)" \
 		"(io.max: $disk rbps=8388608 wbps=8388608 riops=400 wiops=400|read_bps_device: $disk 8388608)" "$out"
 	[ "$io_root" = /sys/fs/cgroup/blkio ] && expect_match "and its write iops cap" "write_iops_device: $disk 400" "$out"
 	out=$(hrun -- sleep 2 & sleep 0.3; io_files; wait)
-	expect_match "by default a sandbox's weight is 100" "weight: (default )?100" "$out"
+	[ "$weighted" = 0 ] || expect_match "by default a sandbox's weight is 100" "weight: (default )?100" "$out"
 	expect_no_match "by default no cap is set" "$disk (rbps=[0-9]|[0-9])" "$out"
 	out=$(HUTCH_IO_BPS=4M hrun --io-bps 64M -- sleep 2 & sleep 0.3; io_files; wait)
 	expect_match "a sandbox cannot loosen the operator's cap (HUTCH_IO_BPS 4M, asked 64M)" \
