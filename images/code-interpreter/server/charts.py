@@ -19,9 +19,10 @@ chart carries "truncated": true (the PNG has everything).
 """
 import math
 import re
+import sys
 
 import numpy
-from matplotlib import category, dates
+from matplotlib import category, dates, ticker
 from matplotlib.collections import PathCollection
 from matplotlib.container import BarContainer
 from matplotlib.lines import Line2D
@@ -87,7 +88,9 @@ class _Axis:
 
     def __init__(self, axis):
         self.axis = axis
-        self.dates = _is_date(axis)
+        # pandas plots a time series over period ordinals (its PeriodConverter), not matplotlib's day numbers
+        self.period = getattr(axis, "freq", None) if type(_converter(axis)).__name__ == "PeriodConverter" else None
+        self.dates = self.period is not None or _is_date(axis)
         self.names = None if self.dates else _categories(axis)
         self._ticks = None
         self.plain = not self.dates and self.names is None
@@ -100,15 +103,14 @@ class _Axis:
         return self.axis.get_scale()
 
     def value(self, v):
-        if self.dates:
-            f = _num(v)
-            return None if f is None else dates.num2date(f).isoformat()
-        if self.names is not None:
-            f = _num(v)
-            if f is not None and f == round(f) and int(f) in self.names:
-                return self.names[int(f)]
+        f = _num(v)
+        if f is None or self.plain:
             return f
-        return _num(v)
+        if self.period is not None:
+            return sys.modules["pandas"].Period(ordinal=round(f), freq=self.period).to_timestamp().isoformat()
+        if self.dates:
+            return dates.num2date(f).isoformat()
+        return self.names.get(int(f), f) if f == round(f) else f
 
     def ticks(self):
         """The major ticks' positions and the labels matplotlib draws (or would draw) at them."""
@@ -119,15 +121,18 @@ class _Axis:
         return self._ticks
 
     def label_at(self, pos):
-        """The name of what sits at pos on this axis: its category, its tick's label, or the number."""
+        """The name of what sits at pos on this axis (a bar's or a box's centre): its category, the label of the
+        nearest tick where the ticks are placed by hand (set_xticks with labels, boxplot, pandas' bar
+        plots: a group of bars sits around its tick), else the date or the number."""
         if self.names is not None and round(pos) in self.names:
             return self.names[round(pos)]
         if self.dates:
             return self.value(pos)
-        locs, labels = self.ticks()
-        for loc, label in zip(locs, labels):
-            if loc is not None and math.isclose(loc, pos, rel_tol=1e-9, abs_tol=1e-9):
-                return label
+        if isinstance(self.axis.get_major_locator(), ticker.FixedLocator):
+            locs, labels = self.ticks()
+            near = [(abs(loc - pos), label) for loc, label in zip(locs, labels) if loc is not None]
+            if near:
+                return min(near)[1]
         return f"{pos:g}"
 
 

@@ -320,6 +320,17 @@ class Charts(unittest.TestCase):
         self.assertEqual(got, [("a", 1, 2, 3, 4, 5, []), ("b", 10, 11, 12, 13, 13, [40]),
                                ("c", 2, 3, 4, 5, 6, [])])
 
+    def test_pandas_plots(self):
+        # pandas places a bar group around its tick, and plots a time series over period ordinals
+        c = chart("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]}, index=['x', 'y']).plot.bar()\n"
+                  "plt.show()")
+        self.assertEqual([(e["label"], e["group"], e["value"]) for e in c["elements"]],
+                         [("x", "a", 1), ("y", "a", 2), ("x", "b", 3), ("y", "b", 4)])
+        c = chart("import pandas as pd\n"
+                  "pd.Series([1.0, 2.0], index=pd.date_range('2024-01-01', periods=2, freq='M')).plot(); plt.show()")
+        self.assertEqual(c["x_scale"], "datetime")
+        self.assertEqual(c["elements"][0]["points"], [["2024-01-01T00:00:00", 1.0], ["2024-02-01T00:00:00", 2.0]])
+
     def test_superchart(self):
         c = chart("fig, (a, b) = plt.subplots(1, 2)\nfig.suptitle('Both')\n"
                   "a.plot(np.arange(10)); a.set_title('Left')\n"
