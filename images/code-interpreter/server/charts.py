@@ -25,7 +25,6 @@ import numpy
 from matplotlib import category, dates, ticker
 from matplotlib.collections import PathCollection
 from matplotlib.container import BarContainer
-from matplotlib.lines import Line2D
 from matplotlib.patches import PathPatch, Rectangle, Wedge
 
 MAX_POINTS = 100_000
