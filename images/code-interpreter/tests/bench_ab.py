@@ -3,7 +3,7 @@ with its own warm Python context, timed cell by cell in alternation, so that the
 both alike. For each cell: the round trip of POST /execute until end_of_execution, median and p99, and the
 size of the answer.
 
-    git archive main images/code-interpreter/server | tar -x -C /tmp/a
+    mkdir -p /tmp/a && git archive main images/code-interpreter/server | tar -x -C /tmp/a
     /usr/bin/python3 images/code-interpreter/tests/bench_ab.py /tmp/a/images/code-interpreter/server [B] [N]
 """
 import http.client
