@@ -36,10 +36,9 @@ done
 conf_need_build
 conf_venv
 
-# Every file that drives a sandbox, in sync/ and async/ alike, less those of features hutch's interpreter
-# does not have (docs/e2b-compat.md): charts/ (chart data extracted from matplotlib figures),
-# env_vars/test_java.py (no Java kernel); test_sandbox_url.py and test_execute_timeout.py are offline tests of
-# the SDK's URL and transport settings.
+# Every file that drives a sandbox, in sync/ and async/ alike (and charts/, async only), less those of features
+# hutch's interpreter does not have (docs/e2b-compat.md): env_vars/test_java.py (no Java kernel);
+# test_sandbox_url.py and test_execute_timeout.py are offline tests of the SDK's URL and transport settings.
 common="
 bash basic callbacks contexts custom_repr_object cwd data default_kernels display_data execution_count interrupt
 kernels killed reconnect statefulness streaming systemd
@@ -48,6 +47,9 @@ applicable=
 for f in $common; do applicable="$applicable sync/test_$f.py async/test_async_$f.py"; done
 for f in bash js python r; do applicable="$applicable sync/env_vars/test_$f.py async/env_vars/test_$f.py"; done
 applicable="$applicable images/test_images.py"
+for f in bar box_and_whiskers json line log_chart pie scale scatter superchart unknown; do
+	applicable="$applicable charts/test_$f.py"
+done
 # Tests inside applicable files that are not run, by name (pytest -k); reasons in docs/e2b-compat.md.
 excluded=(
 	# no Java kernel (-k matches substrings: not test_cwd_javascript)

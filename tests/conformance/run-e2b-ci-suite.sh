@@ -36,14 +36,16 @@ done
 conf_need_build
 
 # Every file that drives a sandbox, less those of features hutch's interpreter does not have
-# (docs/e2b-compat.md): charts/ (chart data extracted from matplotlib figures), env_vars/java.test.ts (no Java
-# kernel), runtimes/ (Bun and Deno as the client), sandboxUrl.test.ts (offline: the SDK's URL logic).
+# (docs/e2b-compat.md): env_vars/java.test.ts (no Java kernel), runtimes/ (Bun and Deno as the client),
+# sandboxUrl.test.ts (offline: the SDK's URL logic).
 applicable="
 bash.test.ts basic.test.ts callbacks.test.ts contexts.test.ts cwd.test.ts data.test.ts defaultKernels.test.ts
 displayData.test.ts executionCount.test.ts interrupt.test.ts kernels.test.ts killedSandbox.test.ts
 reconnect.test.ts statefulness.test.ts streaming.test.ts systemd.test.ts
 env_vars/bash.test.ts env_vars/js.test.ts env_vars/python.test.ts env_vars/r.test.ts
 images/bar.test.ts
+charts/bar.test.ts charts/boxAndWhisker.test.ts charts/line.test.ts charts/log.test.ts charts/pie.test.ts
+charts/scales.test.ts charts/scatter.test.ts charts/superchart.test.ts charts/unknown.test.ts
 "
 # Tests inside applicable files that are not run (vitest's full test name; reasons in docs/e2b-compat.md).
 excluded_tests=(

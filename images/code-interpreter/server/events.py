@@ -20,6 +20,7 @@ MIME_FIELDS = {
     "application/json": "json",
     "application/javascript": "javascript",
     "application/vnd.hutch.data+json": "data",
+    "application/vnd.hutch.chart+json": "chart",
 }
 
 

@@ -1,10 +1,11 @@
 """Runs in every Python kernel before the first cell, in a namespace of its own (runpy.run_path from
 ipykernel's exec_lines), so that nothing of it shows in the user's.
 
-It adds two things the server relies on, kept out of the user's namespace in a module named _hutch:
+It adds what the server relies on, kept out of the user's namespace in a module named _hutch:
 - env_push/env_pop, which set a cell's env_vars for that cell only and then put back what was there;
 - a formatter that gives a pandas DataFrame a data representation (its columns as lists), which the server
-  sends as the result's "data".
+  sends as the result's "data";
+- a formatter that gives a matplotlib Figure a chart representation (charts.py), the result's "chart".
 """
 import os
 import sys
@@ -31,21 +32,58 @@ def _env_pop():
             os.environ[k] = v
 
 
-class _DataFormatter(BaseFormatter):
-    format_type = Unicode("application/vnd.hutch.data+json")
-    print_method = ObjectName("_repr_hutch_data_")
+class _ClassFormatter(BaseFormatter):
+    """A representation of the instances of one class, of a module that is looked up, never imported: a plain
+    `1 + 1` costs nothing, and a kernel that never imports pandas or matplotlib never loads them. A value this
+    does not foresee gets no representation (its others, a figure's PNG, still go)."""
     _return_type = (dict,)
+    module = cls = None
 
     def __call__(self, obj):
-        # only a DataFrame, and pandas is looked up, not imported: a plain `1 + 1` costs nothing
-        pandas = sys.modules.get("pandas")
-        if pandas is None or not isinstance(obj, pandas.DataFrame):
+        module = sys.modules.get(self.module)
+        if module is None or not isinstance(obj, getattr(module, self.cls)):
             return None
         try:
-            cols = obj.to_dict(orient="list")
-            return {str(k): [v.isoformat() if hasattr(v, "isoformat") else v for v in vals] for k, vals in cols.items()}
+            return self.represent(obj)
         except Exception:
             return None
+
+
+class _DataFormatter(_ClassFormatter):
+    """A DataFrame's columns as lists."""
+    format_type = Unicode("application/vnd.hutch.data+json")
+    print_method = ObjectName("_repr_hutch_data_")
+    module, cls = "pandas", "DataFrame"
+
+    def represent(self, obj):
+        cols = obj.to_dict(orient="list")
+        return {str(k): [v.isoformat() if hasattr(v, "isoformat") else v for v in vals] for k, vals in cols.items()}
+
+
+class _ChartFormatter(_ClassFormatter):
+    """A matplotlib Figure's data (charts.py)."""
+    format_type = Unicode("application/vnd.hutch.chart+json")
+    print_method = ObjectName("_repr_hutch_chart_")
+    module, cls = "matplotlib.figure", "Figure"
+
+    def represent(self, obj):
+        return _charts().describe(obj)
+
+
+_charts_module = []
+
+
+def _charts():
+    """charts.py, next to this file (not on the kernel's path), loaded when the first figure is shown."""
+    if not _charts_module:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_hutch_charts", os.path.join(os.path.dirname(__file__),
+                                                                                    "charts.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _charts_module.append(module)
+    return _charts_module[0]
 
 
 class _PillowHook:
@@ -160,5 +198,6 @@ sys.modules["_hutch"] = _hutch
 
 _ip = IPython.get_ipython()
 if _ip is not None:
-    _ip.display_formatter.formatters[_DataFormatter.format_type.default_value] = _DataFormatter(
-        parent=_ip.display_formatter)
+    for _formatter in (_DataFormatter, _ChartFormatter):
+        _ip.display_formatter.formatters[_formatter.format_type.default_value] = _formatter(
+            parent=_ip.display_formatter)

@@ -233,6 +233,130 @@ class Python(unittest.TestCase):
         self.assertFalse(res[0]["is_main_result"])
 
 
+
+def chart(code):
+    """The chart of the one figure the code shows (each test draws in a context of its own)."""
+    evs = run("import matplotlib.pyplot as plt\nimport numpy as np\n" + code, context_id=new_context()["id"])
+    figs = [e for e in of(evs, "result") if e.get("png")]
+    assert len(figs) == 1 and not of(evs, "error"), evs
+    return figs[0].get("chart")
+
+
+class Charts(unittest.TestCase):
+    """A figure's "chart": the fields the code-interpreter SDKs' charts/ tests read, one test a chart type."""
+
+    def assert_axes(self, c, x_scale, y_scale, x_tick=float):
+        self.assertEqual((c["x_scale"], c["y_scale"]), (x_scale, y_scale))
+        self.assertTrue(c["x_ticks"] and all(isinstance(t, x_tick) for t in c["x_ticks"]), c["x_ticks"])
+        self.assertTrue(c["y_ticks"] and all(isinstance(t, float) for t in c["y_ticks"]), c["y_ticks"])
+        for labels in (c["x_tick_labels"], c["y_tick_labels"]):
+            self.assertTrue(labels and all(isinstance(t, str) for t in labels))
+
+    def test_line_with_dates_and_units(self):
+        c = chart("import datetime\nday = datetime.date(2024, 3, 1)\nt = np.linspace(0, 3, 50)\n"
+                  "plt.plot([day + datetime.timedelta(days=i) for i in range(50)], t ** 2, label='square')\n"
+                  "plt.plot([day + datetime.timedelta(days=i) for i in range(50)], -t)\n"
+                  "plt.xlabel('Day [d]'); plt.ylabel('Distance (m)'); plt.title('Two lines'); plt.show()")
+        self.assertEqual((c["type"], c["title"]), ("line", "Two lines"))
+        self.assertEqual((c["x_label"], c["y_label"], c["x_unit"], c["y_unit"]), ("Day [d]", "Distance (m)", "d", "m"))
+        self.assert_axes(c, "datetime", "linear", x_tick=str)
+        self.assertEqual([e["label"] for e in c["elements"]], ["square", "Line 1"])
+        pts = c["elements"][0]["points"]
+        self.assertEqual(len(pts), 50)
+        self.assertEqual(pts[0], ["2024-03-01T00:00:00+00:00", 0.0])
+        self.assertTrue(all(isinstance(x, str) and isinstance(y, float) for x, y in pts))
+
+    def test_log_and_categorical_scales(self):
+        c = chart("x = np.linspace(1, 20, 30)\nplt.plot(x, np.exp(x), label='e^x')\nplt.yscale('log')\n"
+                  "plt.ylabel('Growth (log scale)'); plt.grid(True); plt.axhline(10); plt.show()")
+        self.assertEqual((c["type"], c["title"], c["x_label"], c["x_unit"]), ("line", None, None, None))
+        self.assertEqual(c["y_unit"], "log scale")
+        self.assert_axes(c, "linear", "log")
+        self.assertEqual([(e["label"], len(e["points"])) for e in c["elements"]], [("e^x", 30)])  # not the axhline
+        c = chart("plt.plot([1, 2, 3], ['low', 'mid', 'high']); plt.show()")
+        self.assertEqual((c["x_scale"], c["y_scale"]), ("linear", "categorical"))
+        self.assertEqual(c["y_tick_labels"], ["low", "mid", "high"])
+        self.assertEqual(c["elements"][0]["points"], [[1.0, "low"], [2.0, "mid"], [3.0, "high"]])
+
+    def test_scatter(self):
+        c = chart("plt.scatter(np.random.rand(4), np.random.rand(4), label='first')\n"
+                  "plt.scatter(np.random.rand(7), np.random.rand(7), label='second')\n"
+                  "plt.xlabel('P'); plt.ylabel('Q'); plt.show()")
+        self.assertEqual((c["type"], c["title"], c["x_label"], c["y_label"]), ("scatter", None, "P", "Q"))
+        self.assert_axes(c, "linear", "linear")
+        self.assertEqual([(e["label"], len(e["points"])) for e in c["elements"]], [("first", 4), ("second", 7)])
+        self.assertTrue(all(isinstance(v, float) for e in c["elements"] for p in e["points"] for v in p))
+
+    def test_bar(self):
+        c = chart("plt.bar(['north', 'south', 'east'], [3, 1, 2], label='sales')\n"
+                  "plt.xlabel('Region'); plt.ylabel('Units'); plt.title('Sales'); plt.show()")
+        self.assertEqual((c["type"], c["title"], c["x_label"], c["y_label"]), ("bar", "Sales", "Region", "Units"))
+        self.assertEqual((c["x_unit"], c["y_unit"]), (None, None))
+        self.assertEqual([(e["label"], e["group"], e["value"]) for e in c["elements"]],
+                         [("north", "sales", 3), ("south", "sales", 1), ("east", "sales", 2)])
+        # bars along y name their category axis x
+        c = chart("plt.barh(['a', 'b'], [5, 6]); plt.xlabel('Count'); plt.ylabel('Letter'); plt.show()")
+        self.assertEqual((c["x_label"], c["y_label"]), ("Letter", "Count"))
+        self.assertEqual([(e["label"], e["group"], e["value"]) for e in c["elements"]],
+                         [("a", "Group 0", 5), ("b", "Group 0", 6)])
+
+    def test_pie(self):
+        c = chart("fig, ax = plt.subplots()\nax.pie([75, 20, 5], labels=['yes', 'no', 'maybe'], startangle=45, "
+                  "autopct='%1.0f%%')\nax.set_title('Votes'); plt.show()")
+        self.assertEqual((c["type"], c["title"]), ("pie", "Votes"))
+        self.assertEqual([(e["label"], e["angle"], e["radius"]) for e in c["elements"]],
+                         [("yes", 270, 1), ("no", 72, 1), ("maybe", 18, 1)])
+
+    def test_box_and_whisker(self):
+        c = chart("fig, ax = plt.subplots()\n"
+                  "ax.boxplot([[1, 2, 3, 4, 5], [10, 11, 12, 13, 40], [2, 4, 6]], labels=['a', 'b', 'c'], "
+                  "patch_artist=True)\nax.set_title('Spread'); ax.set_xlabel('Set'); ax.set_ylabel('Value (kg)')\n"
+                  "plt.show()")
+        self.assertEqual((c["type"], c["title"], c["x_label"], c["y_label"]), ("box_and_whisker", "Spread", "Set",
+                                                                               "Value (kg)"))
+        self.assertEqual((c["x_unit"], c["y_unit"]), (None, "kg"))
+        got = [(e["label"], e["min"], e["first_quartile"], e["median"], e["third_quartile"], e["max"], e["outliers"])
+               for e in c["elements"]]
+        self.assertEqual(got, [("a", 1, 2, 3, 4, 5, []), ("b", 10, 11, 12, 13, 13, [40]),
+                               ("c", 2, 3, 4, 5, 6, [])])
+
+    def test_pandas_plots(self):
+        # pandas places a bar group around its tick, and plots a time series over period ordinals
+        c = chart("import pandas as pd\npd.DataFrame({'a': [1, 2], 'b': [3, 4]}, index=['x', 'y']).plot.bar()\n"
+                  "plt.show()")
+        self.assertEqual([(e["label"], e["group"], e["value"]) for e in c["elements"]],
+                         [("x", "a", 1), ("y", "a", 2), ("x", "b", 3), ("y", "b", 4)])
+        c = chart("import pandas as pd\n"
+                  "pd.Series([1.0, 2.0], index=pd.date_range('2024-01-01', periods=2, freq='M')).plot(); plt.show()")
+        self.assertEqual(c["x_scale"], "datetime")
+        self.assertEqual(c["elements"][0]["points"], [["2024-01-01T00:00:00", 1.0], ["2024-02-01T00:00:00", 2.0]])
+
+    def test_superchart(self):
+        c = chart("fig, (a, b) = plt.subplots(1, 2)\nfig.suptitle('Both')\n"
+                  "a.plot(np.arange(10)); a.set_title('Left')\n"
+                  "b.scatter([1, 2, 3], [3, 2, 1]); b.set_title('Right'); b.set_xlabel('X'); plt.show()")
+        self.assertEqual((c["type"], c["title"]), ("superchart", "Both"))
+        got = [(e["type"], e["title"], e["x_label"], len(e["elements"][0]["points"])) for e in c["elements"]]
+        self.assertEqual(got, [("line", "Left", None, 10), ("scatter", "Right", "X", 3)])
+
+    def test_unknown_and_blank(self):
+        c = chart("fig, ax = plt.subplots()\nax.add_patch(plt.Circle((0, 0), 1))\nax.set_title('Ring'); plt.show()")
+        self.assertEqual(c, {"type": "unknown", "title": "Ring", "elements": []})
+        self.assertIsNone(chart("plt.figure(); plt.title('empty'); plt.show()"))
+
+    def test_nan_and_many_points(self):
+        # JSON has no NaN: a gap in a line is a null; past MAX_POINTS a figure's points are cut and said to be
+        c = chart("plt.plot([1.0, float('nan'), 3.0]); plt.plot(np.zeros(150000)); plt.show()")
+        self.assertEqual(c["elements"][0]["points"], [[0.0, 1.0], [1.0, None], [2.0, 3.0]])
+        self.assertEqual(len(c["elements"][1]["points"]), 100000 - 3)
+        self.assertIs(c["truncated"], True)
+
+    def test_no_figure_no_matplotlib(self):
+        ctx = new_context()
+        evs = run("1 + 1", context_id=ctx["id"])
+        self.assertNotIn("chart", of(evs, "result")[0])
+        self.assertEqual(text(run("import sys; 'matplotlib' in sys.modules", context_id=ctx["id"])), "False")
+
 class Contexts(unittest.TestCase):
     def test_create_list_remove(self):
         ctx = new_context("python", "/tmp")

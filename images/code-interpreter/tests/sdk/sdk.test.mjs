@@ -66,13 +66,15 @@ test('streaming callbacks', async () => {
   assert.equal(results.length, 2)
 })
 
-test('display data: a matplotlib PNG', async () => {
-  const r = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()')
+test('display data: a matplotlib PNG and its chart', async () => {
+  const r = await sbx.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], label="up")\nplt.show()')
   const image = r.results[0]
   assert.ok(image.png)
   assert.ok(image.text)
   assert.deepEqual(image.extra, {})
   assert.ok(image.formats().includes('png'))
+  assert.equal(image.chart.type, 'line') // formats() of the JS SDK does not list chart; Python's does
+  assert.deepEqual(image.chart.elements, [{ label: 'up', points: [[0, 1], [1, 2], [2, 3]] }])
 })
 
 test('pandas: HTML and data', async () => {

@@ -12,6 +12,7 @@ import unittest
 
 from e2b import ConnectionConfig, TimeoutException
 from e2b_code_interpreter import Sandbox
+from e2b_code_interpreter.charts import BarChart
 from packaging.version import Version
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "server", "server.py")
@@ -64,10 +65,13 @@ class SDK(unittest.TestCase):
         self.assertEqual(r.error.name, "NameError")
         self.assertEqual(r.error.value, "name 'xyz' is not defined")
 
-    def test_png_and_dataframe(self):
-        r = SBX.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 2, 3])\nplt.show()")
+    def test_png_chart_and_dataframe(self):
+        r = SBX.run_code("import matplotlib.pyplot as plt\nplt.bar(['a', 'b'], [3, 4], label='n')\nplt.show()")
         self.assertIsNotNone(r.results[0].png)
-        self.assertIn("png", r.results[0].formats())
+        self.assertEqual(r.results[0].formats(), ["text", "png", "chart"])
+        chart = r.results[0].chart
+        self.assertIsInstance(chart, BarChart)
+        self.assertEqual([(b.label, b.group, b.value) for b in chart.elements], [("a", "n", 3), ("b", "n", 4)])
         r = SBX.run_code("import pandas as pd\npd.DataFrame({'a': [1, 2, 3]})")
         self.assertIn("<table", r.results[0].html)
         self.assertEqual(r.results[0].data, {"a": [1, 2, 3]})
