@@ -50,9 +50,6 @@ charts/scales.test.ts charts/scatter.test.ts charts/superchart.test.ts charts/un
 # Tests inside applicable files that are not run (vitest's full test name; reasons in docs/e2b-compat.md).
 excluded_tests=(
 	'cwd java$' # no Java kernel ($: not 'cwd javascript')
-	# a kill mid-stream: the ingress answers each proxied request with Connection: close, and Node's fetch
-	# (undici) then reads the end of a cut stream as the end of the response
-	'runCode throws a descriptive error when the sandbox is killed during execution'
 )
 files=${ONLY:-$applicable}
 
