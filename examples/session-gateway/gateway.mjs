@@ -131,7 +131,7 @@ setInterval(async () => {
   try { await reclaim() } catch (e) { log('reclaim failed:', e.message) } finally { reclaiming = false }
 }, reclaimEveryMs)
 
-createServer(async (req, res) => {
+const server = createServer(async (req, res) => {
   const m = req.url.match(/^\/sessions\/([^/]+)\/([^/]+)\/exec$/)
   const reply = (status, body) => {
     res.writeHead(status, { 'Content-Type': 'application/json' })
@@ -152,4 +152,7 @@ createServer(async (req, res) => {
     log('exec failed:', e.message)
     reply(502, { error: e.message })
   }
-}).listen(port, '127.0.0.1', () => log(`listening on 127.0.0.1:${port}, idle ${idleMs} ms, reclaim every ${reclaimEveryMs} ms`))
+})
+// --port 0 takes a free port: the line says which (tests start replicas that way, so no two can race for one)
+server.listen(port, '127.0.0.1', () =>
+  log(`listening on 127.0.0.1:${server.address().port}, idle ${idleMs} ms, reclaim every ${reclaimEveryMs} ms`))

@@ -544,7 +544,11 @@ function startReplica(port, node, idleMs) {
     })
     let out = ''
     const t = setTimeout(() => rej(new Error('gateway did not start: ' + out)), 15000)
-    p.stdout.on('data', (c) => { out += c; if (out.includes('listening')) { clearTimeout(t); res({ p, port, out: () => out }) } })
+    p.stdout.on('data', (c) => {
+      out += c
+      const m = out.match(/listening on 127\.0\.0\.1:(\d+)/)
+      if (m) { clearTimeout(t); res({ p, port: Number(m[1]), out: () => out }) }
+    })
     p.stderr.on('data', (c) => { out += c })
     p.on('exit', (code) => rej(new Error(`gateway exited ${code}: ${out}`)))
   })
@@ -552,7 +556,6 @@ function startReplica(port, node, idleMs) {
 
 test('examples/session-gateway: three replicas on three nodes: one sandbox per session, pause, auto-resume, reclaim through any node', { skip: gatewaySkip }, async () => {
   const IDLE_MS = 2500
-  const base = 30000 + (process.pid % 20000)
   const replicas = []
   const session = 'chat-' + Date.now()
   const rows = () => sql(`SELECT count(*) FROM sandboxes WHERE metadata->>'lea.session_id' = '${session}'`)
@@ -564,7 +567,7 @@ test('examples/session-gateway: three replicas on three nodes: one sandbox per s
   }
   const stateOf = (id) => sql(`SELECT state FROM sandboxes WHERE id = '${id}'`)
   try {
-    for (let i = 0; i < 3; i++) replicas.push(await startReplica(base + i, nodes[i], IDLE_MS))
+    for (let i = 0; i < 3; i++) replicas.push(await startReplica(0, nodes[i], IDLE_MS))
     // the first messages arrive at every replica, so at every node, at once
     const first = await Promise.all([0, 1, 2, 0, 1, 2].map((i) => exec(i, 'mkdir -p wd && echo v1 > wd/state && echo ok')))
     const id = first[0].sandboxId

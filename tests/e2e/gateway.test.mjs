@@ -22,7 +22,11 @@ function startReplica(port) {
       '--reclaim-interval-ms', '3600000'], { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] })
     let out = ''
     const t = setTimeout(() => rej(new Error('gateway did not start: ' + out)), 15000)
-    p.stdout.on('data', (c) => { out += c; if (out.includes('listening')) { clearTimeout(t); res({ p, port, out: () => out }) } })
+    p.stdout.on('data', (c) => {
+      out += c
+      const m = out.match(/listening on 127\.0\.0\.1:(\d+)/)
+      if (m) { clearTimeout(t); res({ p, port: Number(m[1]), out: () => out }) }
+    })
     p.stderr.on('data', (c) => { out += c })
     p.on('exit', (code) => rej(new Error(`gateway exited ${code}: ${out}`)))
   })
@@ -30,8 +34,7 @@ function startReplica(port) {
 
 before(async () => {
   d = await startDaemon()
-  const base = 20000 + (process.pid % 20000)
-  for (let i = 0; i < 3; i++) replicas.push(await startReplica(base + i))
+  for (let i = 0; i < 3; i++) replicas.push(await startReplica(0))
 })
 after(async () => {
   for (const r of replicas) r.p.kill('SIGKILL')
