@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "runtime/sandbox.h" /* HU_ID_MAX */
+#include "util/clock.h"
 
 struct idle {
 	struct hu_idle_conns *ic;
@@ -13,6 +14,7 @@ struct idle {
 	char sbx_id[HU_ID_MAX];
 	uint32_t pauses;
 	uint16_t port;
+	int64_t since; /* hu_mono_ms() when it was kept */
 	struct bufferevent *bev;
 };
 
@@ -119,6 +121,7 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
 	memcpy(e->sbx_id, sbx_id, strlen(sbx_id) + 1);
 	e->pauses = pauses;
 	e->port = port;
+	e->since = hu_mono_ms();
 	e->bev = bev;
 	e->next = ic->head;
 	if (ic->head)
@@ -135,16 +138,18 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
 	bufferevent_enable(bev, EV_READ);
 }
 
-struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port)
+struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
+				       unsigned max_idle_ms)
 {
 	struct idle *e = ic ? ic->head : NULL;
+	int64_t oldest = hu_mono_ms() - (int64_t)max_idle_ms;
 
 	while (e) {
 		struct idle *next = e->next;
 		if (!strcmp(e->sbx_id, sbx_id)) {
 			if (e->pauses != pauses)
 				drop(e); /* kept from before a pause */
-			else if (e->port == port)
+			else if (e->port == port && e->since >= oldest)
 				return release(e);
 		}
 		e = next;
