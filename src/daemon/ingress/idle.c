@@ -2,8 +2,11 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "runtime/sandbox.h" /* HU_ID_MAX */
 #include "util/clock.h"
@@ -138,6 +141,16 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
 	bufferevent_enable(bev, EV_READ);
 }
 
+/* Nothing has come from the server since the loop last looked: its close
+ * (or a byte) may have arrived in the same wake-up as the request that
+ * would go on the connection, before on_idle_event could drop it. */
+static bool still_quiet(struct bufferevent *bev)
+{
+	char c;
+	ssize_t n = recv(bufferevent_getfd(bev), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
 				       unsigned max_idle_ms)
 {
@@ -149,6 +162,8 @@ struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx
 		if (!strcmp(e->sbx_id, sbx_id)) {
 			if (e->pauses != pauses)
 				drop(e); /* kept from before a pause */
+			else if (e->port == port && e->since >= oldest && !still_quiet(e->bev))
+				drop(e); /* closed (or spoke) as the request arrived */
 			else if (e->port == port && e->since >= oldest)
 				return release(e);
 		}

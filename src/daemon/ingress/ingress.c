@@ -709,16 +709,24 @@ static int dial(struct proxied *p, struct hu_sbx *s, hu_err *err)
  * POST costs a socket made in the sandbox's namespace, a connect, and the
  * server's accept (a new thread in a thread-per-connection server such as
  * the code interpreter's): most of what the ingress added to a
- * runCode('x += 1'), whose every cell is a small POST. So a request with a
- * small sized body goes on a kept connection too, only one idle for under
- * HU_REUSE_BODY_IDLE_MS, far below the idle timeouts servers use (seconds:
- * 2 s gunicorn, 5 s Node, uvicorn and Apache; none in Python's http.server
- * and Go), and only one whose server did not say it closes (keep_server).
- * If it closes all the same, the client gets a 502 and the request is not
- * sent again: what a client meets on its own kept connection to a server
- * (an error, not a retry). A body of unknown or large size, which may take
- * long to arrive, goes on a new connection; an upgrade takes its
- * connection for good. */
+ * runCode('x += 1'), whose every cell is a small POST.
+ *
+ * So a request with a small sized body goes on a kept connection too: only
+ * one idle for under HU_REUSE_BODY_IDLE_MS, far below the idle timeouts
+ * servers use (2 s gunicorn, 5 s Node, uvicorn and Apache, none in Python's
+ * http.server and Go), whose server did not say it closes (keep_server) and
+ * whose close has not arrived unseen (idle.c looks before handing it out).
+ * What is left is a close sent as the request travels: the client then gets
+ * a 502 and the request is not sent again, as a client gets an error, not a
+ * retry, on its own kept connection to a server. A body of unknown or large
+ * size, which may take long to arrive, goes on a new connection; an upgrade
+ * takes its connection for good.
+ *
+ * Pinning the server connection to the client's instead (a direct
+ * connection's semantics) would need the HTTP layer to report each client
+ * connection's end, and would hold a server connection, a thread in such
+ * servers, for every idle client connection for the client's whole idle
+ * timeout (60 s). */
 #define HU_REUSE_BODY_MAX (64u << 10)
 #define HU_REUSE_BODY_IDLE_MS 1000
 

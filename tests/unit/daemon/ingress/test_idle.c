@@ -127,6 +127,29 @@ static void test_an_older_one_stays_for_others(void **state)
 	event_base_free(base);
 }
 
+/* The server's close arrived in the same wake-up as the next request: the
+ * loop has not run since, and the connection is not handed out. */
+static void test_a_close_not_yet_seen_is_not_taken(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct hu_idle_conns *ic = hu_idle_conns_new();
+	int far_a, far_b;
+
+	hu_idle_conns_put(ic, "sbx1", 0, 8000, conn(base, &far_a));
+	hu_idle_conns_put(ic, "sbx1", 0, 8000, conn(base, &far_b));
+	close(far_b); /* the newer one */
+	struct bufferevent *got = hu_idle_conns_take(ic, "sbx1", 0, 8000, HU_IDLE_CONN_MS);
+	assert_non_null(got);
+	assert_int_equal(write(far_a, "x", 1), 1); /* got is the older one: its far end is open */
+	char c;
+	assert_int_equal(read(bufferevent_getfd(got), &c, 1), 1);
+	assert_int_equal(hu_idle_conns_count(ic, NULL), 0);
+	bufferevent_free(got);
+	hu_idle_conns_free(ic);
+	close(far_a);
+	event_base_free(base);
+}
+
 static void test_free_closes_what_is_kept(void **state)
 {
 	struct event_base *base = event_base_new();
@@ -150,6 +173,7 @@ int main(void)
 		cmocka_unit_test(test_caps_drop_the_oldest),
 		cmocka_unit_test(test_a_server_that_speaks_or_closes_loses_it),
 		cmocka_unit_test(test_an_older_one_stays_for_others),
+		cmocka_unit_test(test_a_close_not_yet_seen_is_not_taken),
 		cmocka_unit_test(test_free_closes_what_is_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
