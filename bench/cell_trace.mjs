@@ -88,7 +88,7 @@ try {
   await sbx.kill()
   const all = split(readFileSync(out, 'utf8'))
   console.log(JSON.stringify({ ...all, traced_median: med(traced), untraced_median: med(untraced),
-    load_average: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '), strace: out }))
+    load_average: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '), strace: arg('out', null) }))
 } finally {
   await d.stop()
   if (!arg('out', null)) rmSync(work, { recursive: true, force: true })
