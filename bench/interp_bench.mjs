@@ -2,7 +2,7 @@
 // code-interpreter-v1 itself (docs/benchmarks.md "The code interpreter"). As root, with the Debian tree cached:
 //   node bench/interp_bench.mjs [--rounds 3] [--n 15] [--cells 100] [--alive 30] [--build build]
 //                               [--cache /var/cache/hutch-interpreter] [--only warm,cold,cell,memory]
-//                               [--baseline DIR] [--pids N]
+//                               [--baseline DIR] [--peer-build DIR] [--pids N]
 // Two daemons in the same run, each on its own data dir (each copies the cached tree into its template first):
 // one with a warm pool of the template (pool.size.code-interpreter-v1 = 2: the server and its Python kernel
 // started ahead), one without. Figures, all in ms (median, p95, p99 over all samples, plus per-round medians):
@@ -18,6 +18,8 @@
 // same run: a third daemon provisions its template (interpreter.recipe = DIR), and the cell and memory figures are
 // taken of it too, alternating with this tree's in every round (suffix _base; cell_host_base: DIR's server on
 // the host's loopback).
+// --peer-build DIR: another build of hutch (main's, say) as the peer in the same run: a daemon of it with the same
+// recipe and pool, whose cell figure is taken alternating with this build's in every round (suffix _peer).
 // --pids N sets the daemons' default_pids (100 running sandboxes do not fit kernel.pid_max 32768 at the default
 // 512, docs/operations.md); with --alive above 40 the memory budget is raised to admit them (memory_overcommit).
 // --alive N sandboxes are then kept idle with one Python context each (their default context, one cell run):
@@ -41,17 +43,18 @@ const alive = Number(arg('alive', 30)), cache = arg('cache', '/var/cache/hutch-i
 const only = (arg('only', 'warm,cold,cell,memory')).split(',')
 const baseline = arg('baseline', null) ? resolve(arg('baseline')) : null
 const pids = arg('pids', null)
+const peerBin = arg('peer-build', null) ? resolve(arg('peer-build'), 'hutch') : null
 const NAME = 'code-interpreter-v1'
 const { startDaemon, useDaemon, api } = await harness()
 const rec = recorder()
 
-async function daemonWithTemplate(pool, recipe = null) {
+async function daemonWithTemplate(pool, recipe = null, bin = undefined) {
   const work = mkdtempSync(join(tmpdir(), 'hutch-interp-bench-'))
   writeFileSync(join(work, 'hutch.conf'), `pool.size.${NAME} = ${pool}\nmax_sandboxes = ${alive + 10}\n` +
     (recipe ? `interpreter.recipe = ${recipe}\n` : '') + (pids ? `default_pids = ${pids}\n` : '') +
     (alive > 40 ? 'admission.memory_overcommit = 8\n' : ''))
   const d = await startDaemon(['--config', join(work, 'hutch.conf'), '--interpreter-cache-dir', cache],
-    null, { HUTCH_INTERPRETER_PROVISION: '1' })
+    null, { HUTCH_INTERPRETER_PROVISION: '1' }, bin)
   d.work = work
   for (let t = 0; ; t++) {
     const tpl = ((await api(d, 'GET', '/templates')).json || []).find((x) => x.templateID === NAME)
@@ -131,6 +134,7 @@ const cold = only.includes('cold') ? await daemonWithTemplate(0) : null
 const host = only.includes('cell') ? await hostServer() : null
 const base = baseline && (only.includes('cell') || only.includes('memory')) ? await daemonWithTemplate(2, baseline) : null
 const hostBase = baseline && only.includes('cell') ? await hostServer(baseline) : null
+const peer = peerBin && only.includes('cell') ? await daemonWithTemplate(2, null, peerBin) : null
 try {
   for (let r = 0; r < rounds; r++) {
     if (warm && only.includes('warm')) {
@@ -150,15 +154,15 @@ try {
       }
     }
     if (warm && only.includes('cell')) {
-      // this tree's and the baseline's, in an order that alternates from round to round
-      const sides = [[warm, '', host], [base, '_base', hostBase]].filter((x) => x[0])
+      // this tree's, the baseline's and the peer build's, in an order that alternates from round to round
+      const sides = [[warm, '', host], [base, '_base', hostBase], [peer, '_peer', null]].filter((x) => x[0])
       for (const [d, suffix, h] of r % 2 ? sides.reverse() : sides) {
         while (!(await poolReady(d))) await sleep(50)
         use(d)
         const sbx = await Sandbox.create()
         await cellRound(sbx, 'cell' + suffix, r)
         await sbx.kill()
-        await cellRound(h.sbx, 'cell_host' + suffix, r)
+        if (h) await cellRound(h.sbx, 'cell_host' + suffix, r)
       }
     }
   }
@@ -198,7 +202,7 @@ try {
 } finally {
   host?.stop()
   hostBase?.stop()
-  for (const d of [warm, cold, base]) {
+  for (const d of [warm, cold, base, peer]) {
     if (!d) continue
     await d.stop()
     rmSync(d.work, { recursive: true, force: true })

@@ -135,7 +135,8 @@ async function startForwarder(base, ownerArgs, env) {
 // restart); the key is not printed again then. { apiKey } alone: new dirs,
 // a store that has keys already (another node of a cluster).
 // `extraEnv` adds variables (HUTCH_FAULT for the fault-injection tests).
-export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
+// `bin`: another build's hutch (a benchmark's A/B peer, bench/interp_bench.mjs).
+export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}, bin = hutchBin) {
   const base = reuse?.base ?? mkdtempSync(join(tmpdir(), 'hutch-e2e-'))
   const port = await freePort()
   const env = {
@@ -155,7 +156,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
   // cgroups, directories and budgets that a pool would change under them
   const poolArgs = extraArgs.includes('--pool-size') ? [] : ['--pool-size', process.env.E2E_POOL_SIZE || '0']
   const ownerArgs = [...storeArgs(base, extraArgs), ...viaNodeArgs(base)]
-  const proc = spawn(hutchBin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs,
+  const proc = spawn(bin, ['serve', '--listen', '127.0.0.1', '--port', String(port), ...poolArgs,
     ...ownerArgs, ...extraArgs], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -203,7 +204,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}) {
     // a new daemon on the same data and run dirs (after this one died)
     async restart(args = extraArgs, env = {}) {
       await exited
-      return startDaemon(args, { base, apiKey, fwd }, env)
+      return startDaemon(args, { base, apiKey, fwd }, env, bin)
     },
     exited,
   }

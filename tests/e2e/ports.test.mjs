@@ -40,6 +40,8 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send_body(200, b'late')
         elif p.startswith('/peer'):
             self.send_body(200, json.dumps({'port': self.client_address[1]}).encode())
+        elif p.startswith('/seen'):
+            self.send_body(200, json.dumps(SEEN).encode())
         elif p.startswith('/drop-second'):
             # the second request on a connection is not answered: the
             # connection closes, as when a server's keep-alive runs out
@@ -126,7 +128,24 @@ class H(http.server.BaseHTTPRequestHandler):
             h.update(b); left -= len(b)
         if self.path.startswith('/late'):
             time.sleep(float(self.path.split('=')[1]))
-        self.send_body(200, json.dumps({'length': n - left, 'sha256': h.hexdigest()}).encode())
+        out = {'length': n - left, 'sha256': h.hexdigest()}
+        if self.path.startswith('/once'):
+            # /once*/ID: every request is counted by its id and told its
+            # connection's port; /once-close/ID
+            # answers and then closes (without saying so, as when a
+            # server's keep-alive runs out), /once-drop/ID closes without an
+            # answer unless it is its connection's first request
+            SEEN.append(self.path.rsplit('/', 1)[1])
+            self.posts = getattr(self, 'posts', 0) + 1
+            if self.path.startswith('/once-drop') and self.posts > 1:
+                self.close_connection = True
+                return
+            if self.path.startswith('/once-close'):
+                self.close_connection = True
+            out['port'] = self.client_address[1]
+        self.send_body(200, json.dumps(out).encode())
+
+SEEN = []
 
 class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
@@ -243,9 +262,41 @@ test('requests reuse the connection to the server, and one the server drops goes
   const b = await request({ path: '/drop-second', headers: portHeaders(sbx, 8000) })
   assert.equal(b.status, 200, b.body.toString())
   assert.notEqual(json(b).port, json(a).port, 'the dropped connection was replaced')
-  // a POST (a body) never goes on a kept connection
-  const c = await request({ method: 'POST', path: '/up', headers: portHeaders(sbx, 8000), body: 'x' })
-  assert.equal(c.status, 200)
+})
+
+// A small sized body goes on a kept connection too, one idle for under a
+// second (ingress.c: reuse_window), and is never sent twice: a server that
+// closes instead of answering it gets a 502 through, not the request again.
+test('small POSTs reuse the connection to the server, and none is sent twice or lost', async () => {
+  const post = (path) => request({ method: 'POST', path, headers: portHeaders(sbx, 8000), body: 'cell' })
+  const ports = []
+  for (let i = 0; i < 3; i++) {
+    const r = await post(`/once/a${i}`)
+    assert.equal(r.status, 200, r.body.toString())
+    ports.push(json(r).port)
+  }
+  assert.equal(new Set(ports).size, 1, `consecutive POSTs on one connection to the server: ${ports}`)
+  // the server closes after its answer: the next POST goes on a new connection
+  const closing = await post('/once-close/b0')
+  assert.equal(closing.status, 200)
+  await sleep(200)
+  const next = await post('/once/b1')
+  assert.equal(next.status, 200, next.body.toString())
+  assert.notEqual(json(next).port, json(closing).port, 'the closed connection was not used')
+  // the server reads the next POST on the kept connection and closes without answering
+  const dropped = await post('/once-drop/c0')
+  assert.equal(dropped.status, 502, dropped.body.toString())
+  assert.match(json(dropped).message, /not sent twice/)
+  const later = await post('/once/c1')
+  assert.equal(later.status, 200)
+  // a connection idle for over a second is not used for a body
+  await sleep(1300)
+  const idle = await post('/once/d0')
+  assert.equal(idle.status, 200)
+  assert.notEqual(json(idle).port, json(later).port, 'a new connection after a second idle')
+  const seen = json(await request({ path: '/seen', headers: portHeaders(sbx, 8000) }))
+  assert.deepEqual(seen.filter((x) => /^[a-d]\d$/.test(x)), ['a0', 'a1', 'a2', 'b0', 'b1', 'c0', 'c1', 'd0'],
+    'each request reached the server once')
 })
 
 test('a request by Host <port>-<id>.<domain> reaches the server', async () => {

@@ -2,10 +2,14 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "runtime/sandbox.h" /* HU_ID_MAX */
+#include "util/clock.h"
 
 struct idle {
 	struct hu_idle_conns *ic;
@@ -13,6 +17,7 @@ struct idle {
 	char sbx_id[HU_ID_MAX];
 	uint32_t pauses;
 	uint16_t port;
+	int64_t since; /* hu_mono_ms() when it was kept */
 	struct bufferevent *bev;
 };
 
@@ -119,6 +124,7 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
 	memcpy(e->sbx_id, sbx_id, strlen(sbx_id) + 1);
 	e->pauses = pauses;
 	e->port = port;
+	e->since = hu_mono_ms();
 	e->bev = bev;
 	e->next = ic->head;
 	if (ic->head)
@@ -135,16 +141,30 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
 	bufferevent_enable(bev, EV_READ);
 }
 
-struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port)
+/* Nothing has come from the server since the loop last looked: its close
+ * (or a byte) may have arrived in the same wake-up as the request that
+ * would go on the connection, before on_idle_event could drop it. */
+static bool still_quiet(struct bufferevent *bev)
+{
+	char c;
+	ssize_t n = recv(bufferevent_getfd(bev), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
+				       unsigned max_idle_ms)
 {
 	struct idle *e = ic ? ic->head : NULL;
+	int64_t oldest = hu_mono_ms() - (int64_t)max_idle_ms;
 
 	while (e) {
 		struct idle *next = e->next;
 		if (!strcmp(e->sbx_id, sbx_id)) {
 			if (e->pauses != pauses)
 				drop(e); /* kept from before a pause */
-			else if (e->port == port)
+			else if (e->port == port && e->since >= oldest && !still_quiet(e->bev))
+				drop(e); /* closed (or spoke) as the request arrived */
+			else if (e->port == port && e->since >= oldest)
 				return release(e);
 		}
 		e = next;

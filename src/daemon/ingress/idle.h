@@ -33,10 +33,13 @@ void hu_idle_conns_free(struct hu_idle_conns *ic);
  * may close it at once, over a cap or out of memory). */
 void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
 		       struct bufferevent *bev);
-/* A kept connection to that port of that sandbox, or NULL; the caller owns
- * it, with no callbacks, no timeouts and reads enabled. Those kept before a
- * later pause are closed on the way. */
-struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port);
+/* A kept connection to that port of that sandbox that has been idle for at
+ * most max_idle_ms (the newest first), or NULL; the caller owns it, with no
+ * callbacks, no timeouts and reads enabled. Older ones stay for requests
+ * that accept them; those kept before a later pause, and those whose server
+ * closed or spoke since the loop last looked, are closed on the way. */
+struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
+				       unsigned max_idle_ms);
 /* Connections kept now, for one sandbox (NULL: all). */
 unsigned hu_idle_conns_count(const struct hu_idle_conns *ic, const char *sbx_id);
 

@@ -539,6 +539,9 @@ static void on_head_event(struct bufferevent *b, short what, void *arg)
 		return;
 	if (p->reused && !p->heard && p->no_body)
 		dial_again(p);
+	else if (p->reused && !p->heard)
+		fail_request(p, 502, "the server closed its kept connection as the request was sent (a request with a body "
+				     "is not sent twice)");
 	else
 		fail_request(p, 502, "the server closed the connection without a response");
 }
@@ -695,6 +698,47 @@ static int dial(struct proxied *p, struct hu_sbx *s, hu_err *err)
 	return 0;
 }
 
+/* How long a kept connection (idle.h) may have been idle to carry this
+ * request; 0: a new connection.
+ *
+ * A kept connection has one hazard: the server closes it (its own idle
+ * timeout) just as the request goes out, and the request meets that close
+ * instead of an answer. A request with nothing after its head is then sent
+ * again on a new connection (dial_again), as nginx does; one with a body
+ * never is, since its server may have acted on it. Yet a new connection per
+ * POST costs a socket made in the sandbox's namespace, a connect, and the
+ * server's accept (a new thread in a thread-per-connection server such as
+ * the code interpreter's): most of what the ingress added to a
+ * runCode('x += 1'), whose every cell is a small POST.
+ *
+ * So a request with a small sized body goes on a kept connection too: only
+ * one idle for under HU_REUSE_BODY_IDLE_MS, far below the idle timeouts
+ * servers use (2 s gunicorn, 5 s Node, uvicorn and Apache, none in Python's
+ * http.server and Go), whose server did not say it closes (keep_server) and
+ * whose close has not arrived unseen (idle.c looks before handing it out).
+ * What is left is a close sent as the request travels: the client then gets
+ * a 502 and the request is not sent again, as a client gets an error, not a
+ * retry, on its own kept connection to a server. A body of unknown or large
+ * size, which may take long to arrive, goes on a new connection; an upgrade
+ * takes its connection for good.
+ *
+ * Pinning the server connection to the client's instead (a direct
+ * connection's semantics) would need the HTTP layer to report each client
+ * connection's end, and would hold a server connection, a thread in such
+ * servers, for every idle client connection for the client's whole idle
+ * timeout (60 s). */
+#define HU_REUSE_BODY_MAX (64u << 10)
+#define HU_REUSE_BODY_IDLE_MS 1000
+
+static unsigned reuse_window(const struct proxied *p, int64_t body_length)
+{
+	if (p->two_way)
+		return 0;
+	if (p->no_body)
+		return HU_IDLE_CONN_MS;
+	return body_length > 0 && body_length <= HU_REUSE_BODY_MAX ? HU_REUSE_BODY_IDLE_MS : 0;
+}
+
 /* maskRequestHost with every "${PORT}" replaced by the port, or NULL. */
 static const char *masked_host(const struct hu_sbx *s, uint16_t port, char *buf, size_t cap)
 {
@@ -767,11 +811,8 @@ void hu_ingress_handle(struct hu_req *r, struct hu_sbx *s, uint16_t port)
 		proxied_free(p);
 		return;
 	}
-	/* A kept connection only for a request that can go again (nothing
-	 * after its head) should the server close it under us; an upgrade
-	 * takes its connection for good. */
-	bool may_reuse = p->no_body && !p->two_way;
-	struct bufferevent *kept = may_reuse ? hu_idle_conns_take(ig->idle, s->id, s->pauses, port) : NULL;
+	unsigned max_idle_ms = reuse_window(p, body_length);
+	struct bufferevent *kept = max_idle_ms ? hu_idle_conns_take(ig->idle, s->id, s->pauses, port, max_idle_ms) : NULL;
 	if (kept) {
 		p->r = r;
 		p->reused = true;

@@ -1,7 +1,8 @@
 /*
  * Port ingress: a request for a port inside a sandbox (other than envd's)
  * is sent to that port, on a kept keep-alive connection to it (idle.h) when
- * the request has no body, else on a new one.
+ * the request has no body or a small sized one (ingress.c: reuse_window),
+ * else on a new one.
  *
  * The request head is rebuilt from what evhttp parsed (method, target,
  * headers without the hop-by-hop ones, X-Forwarded-For/-Proto/-Host set,
