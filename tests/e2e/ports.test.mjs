@@ -380,6 +380,9 @@ test('a slow reader holds the daemon to bounded memory (backpressure)', async ()
   assert.ok(during - before < 64 * 1024, `RSS grew by ${during - before} KiB while the client read nothing`)
 })
 
+// The head lines that route a raw request to port 8000 of s.
+const rawPortHeaders = (s) => `Host: 127.0.0.1\r\nE2b-Sandbox-Id: ${s.sandboxId}\r\nE2b-Sandbox-Port: 8000\r\n`
+
 // A sized body's rest moves by splice (http/splice.c) once its head has
 // gone out: the bytes, the connection's keep-alive after it, a reader that
 // stalls and one that leaves halfway must all come out as on the buffered
@@ -391,7 +394,7 @@ test('a spliced download: a slow reader gets it whole, and the connection serves
   for (let left = n; left > 0; left -= block.length) want.update(left >= block.length ? block : block.subarray(0, left))
   const sock = net.connect(daemonPort, '127.0.0.1')
   await new Promise((r) => sock.on('connect', r))
-  const host = `Host: ${sbx.getHost(8000)}\r\n`
+  const host = rawPortHeaders(sbx)
   sock.write(`GET /download?n=${n} HTTP/1.1\r\n${host}\r\n`)
   let buf = Buffer.alloc(0)
   let waiter = null
@@ -445,7 +448,7 @@ test('clients that leave in the middle of a spliced body leave the daemon servin
       const sock = net.connect(daemonPort, '127.0.0.1')
       sock.on('error', () => {})
       await new Promise((r) => sock.on('connect', r))
-      sock.write(`GET /download?n=${256 << 20} HTTP/1.1\r\nHost: ${sbx.getHost(8000)}\r\n\r\n`)
+      sock.write(`GET /download?n=${256 << 20} HTTP/1.1\r\n${rawPortHeaders(sbx)}\r\n`)
       let got = 0
       await new Promise((r) => sock.on('data', (c) => { got += c.length; if (got > (2 + i) << 20) r() }))
       if (stalled) { // the daemon is waiting on the client's full socket
@@ -886,15 +889,28 @@ test('over the per-sandbox connection limit is 429, a slot frees when a connecti
 
 // Last, as it leaves its connection open: the daemon stops (after()) with a
 // spliced body in flight, its client not reading, and must exit cleanly
-// (no leak, no crash under ASan).
+// (no leak, no crash under ASan). The sandbox is its own (the restart test
+// before it leaves `sbx` to another daemon) and is killed first: a splice
+// waiting on a client that takes nothing does not watch the server, so the
+// body is still in flight when the daemon stops.
 test('the daemon stops with a spliced body in flight', async () => {
-  const sock = net.connect(daemonPort, '127.0.0.1')
-  sock.on('error', () => {})
-  await new Promise((r) => sock.on('connect', r))
-  sock.write(`GET /download?n=${256 << 20} HTTP/1.1\r\nHost: ${sbx.getHost(8000)}\r\n\r\n`)
-  let got = 0
-  await new Promise((r) => sock.on('data', (c) => { got += c.length; if (got > 1 << 20) r() }))
-  sock.pause()
-  await sleep(300)
-  sock.unref() // the daemon's stop closes it
+  const s = await Sandbox.create({ timeoutMs: 120_000 })
+  try {
+    await startServer(s, 8000)
+    const sock = net.connect(daemonPort, '127.0.0.1')
+    sock.on('error', () => {})
+    await new Promise((r) => sock.on('connect', r))
+    sock.write(`GET /download?n=${256 << 20} HTTP/1.1\r\n${rawPortHeaders(s)}\r\n`)
+    let got = 0, head = ''
+    await new Promise((res, rej) => {
+      sock.on('data', (c) => { if (!got) head = c.subarray(0, 300).toString(); got += c.length; if (got > 1 << 20) res() })
+      sock.on('close', () => rej(new Error(`the connection closed after ${got} bytes: ${head}`)))
+      setTimeout(() => rej(new Error(`${got} bytes in 20 s: ${head}`)), 20_000)
+    })
+    sock.pause()
+    await sleep(300)
+    sock.unref() // the daemon's stop closes it
+  } finally {
+    await s.kill().catch(() => {})
+  }
 })

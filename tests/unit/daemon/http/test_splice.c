@@ -145,6 +145,17 @@ static void on_fail(void *arg, bool from_source, const char *why)
 	event_base_loopbreak(o->base);
 }
 
+/* Start a splice reporting to o, on a base of its own. */
+static void start(struct outcome *o, int src, int dst, uint64_t len, struct evbuffer *queued,
+		  const struct timeval *write_tv)
+{
+	struct hu_splice_cbs cbs = {on_done, on_fail, o};
+	hu_err err;
+	o->base = event_base_new();
+	o->sp = hu_splice_start(o->base, src, dst, len, queued, write_tv, &cbs, &err);
+	assert_non_null(o->sp);
+}
+
 /* One move of `len` bytes with `sent` written by the server; returns when
  * the splice reported. */
 static void run(struct outcome *o, uint64_t len, uint64_t sent, bool server_closes, bool client_reads,
@@ -163,11 +174,7 @@ static void run(struct outcome *o, uint64_t len, uint64_t sent, bool server_clos
 	pthread_create(&tf, NULL, feed, &fe);
 	pthread_create(&td, NULL, drain, dr);
 
-	struct hu_splice_cbs cbs = {on_done, on_fail, o};
-	hu_err err;
-	o->base = event_base_new();
-	o->sp = hu_splice_start(o->base, src, dst, len, queued, write_tv, &cbs, &err);
-	assert_non_null(o->sp);
+	start(o, src, dst, len, queued, write_tv);
 	event_base_dispatch(o->base);
 	assert_null(o->sp);
 
@@ -261,11 +268,7 @@ static void test_a_client_that_leaves_fails_from_the_destination(void **state)
 	pthread_create(&tf, NULL, feed, &fe);
 
 	struct outcome o = {0};
-	struct hu_splice_cbs cbs = {on_done, on_fail, &o};
-	hu_err err;
-	o.base = event_base_new();
-	o.sp = hu_splice_start(o.base, src, dst, 8u << 20, NULL, NULL, &cbs, &err);
-	assert_non_null(o.sp);
+	start(&o, src, dst, 8u << 20, NULL, NULL);
 	event_base_dispatch(o.base);
 	assert_int_equal(o.failed, 1);
 	assert_false(o.from_source);
@@ -283,11 +286,7 @@ static void test_free_in_flight_releases_everything(void **state)
 	tcp_pair(&src, &src_peer);
 	tcp_pair(&dst, &dst_peer);
 	struct outcome o = {0};
-	struct hu_splice_cbs cbs = {on_done, on_fail, &o};
-	hu_err err;
-	o.base = event_base_new();
-	o.sp = hu_splice_start(o.base, src, dst, 1u << 20, NULL, NULL, &cbs, &err);
-	assert_non_null(o.sp);
+	start(&o, src, dst, 1u << 20, NULL, NULL);
 	event_base_loop(o.base, EVLOOP_NONBLOCK);
 	hu_splice_free(o.sp); /* the owner stops it (a shutdown): no callback */
 	event_base_loop(o.base, EVLOOP_NONBLOCK);
