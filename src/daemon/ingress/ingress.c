@@ -449,6 +449,7 @@ static void on_resp_resume(void *arg)
 static void on_client_gone(void *arg)
 {
 	struct proxied *p = arg;
+	stop_splice(p); /* counted, and off the client's socket before evhttp closes it */
 	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: the client left after %llu bytes", (unsigned)p->port,
 	       (unsigned long long)p->down_bytes);
 	hu_stream_finish(p->stream);
