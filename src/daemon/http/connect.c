@@ -386,6 +386,33 @@ int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len)
 	return push(s);
 }
 
+int hu_stream_bypass(struct hu_stream *s, struct evbuffer **queued, struct timeval *write_tv)
+{
+	/* a TLS bufferevent's socket carries records, not the body */
+	if (s->gone || hu_req_priv(s->r)->http->tls)
+		return -1;
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(s->evcon);
+	int fd = bufferevent_getfd(bev);
+	if (fd < 0)
+		return -1;
+	/* evhttp keeps reading it: a client that leaves is still noticed */
+	bufferevent_disable(bev, EV_WRITE);
+	*queued = bufferevent_get_output(bev);
+	*write_tv = hu_req_idle_timeout(s->r);
+	return fd;
+}
+
+void hu_stream_bypass_end(struct hu_stream *s)
+{
+	bufferevent_enable(evhttp_connection_get_bufferevent(s->evcon), EV_WRITE);
+}
+
+void hu_stream_bypassed(struct hu_stream *s, uint64_t len)
+{
+	if (s->r->target_id[0])
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, len);
+}
+
 /* The body is complete: the connection outlives the stream (keep-alive), so
  * it must not call back into a freed stream, and it is idle again. */
 static void close_reply(struct hu_stream *s)

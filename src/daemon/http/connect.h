@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 #include "daemon/http/request.h"
 
@@ -82,6 +83,19 @@ int hu_stream_send_bytes(struct hu_stream *s, const void *data, size_t len);
 /* As hu_stream_send_bytes, for the first `len` bytes of `src` (at least
  * that many), moved out of it rather than copied where it can. */
 int hu_stream_send_buffer(struct hu_stream *s, struct evbuffer *src, size_t len);
+/* For a body written to the client around evhttp (splice.h): the client's
+ * socket, with the connection's bufferevent no longer writing to it. What
+ * evhttp queued before (the head, body bytes sent so far) is in *queued and
+ * must go out first; *write_tv is the stream's write timeout. -1 when the
+ * connection cannot be written around evhttp (TLS, the client gone). The
+ * stream ends as usual: hu_stream_finish once every byte went out (nothing
+ * may be left in *queued then), else hu_stream_abort. */
+int hu_stream_bypass(struct hu_stream *s, struct evbuffer **queued, struct timeval *write_tv);
+/* Give the writes back to evhttp after hu_stream_bypass, nothing written
+ * around it (the caller could not go on that way). */
+void hu_stream_bypass_end(struct hu_stream *s);
+/* Count `len` body bytes written around the stream (hu_stream_bypass). */
+void hu_stream_bypassed(struct hu_stream *s, uint64_t len);
 /* End a raw stream: the body is complete. Frees the stream. */
 void hu_stream_finish(struct hu_stream *s);
 /* End a raw stream by cutting the connection, so that the client sees a

@@ -24,6 +24,7 @@
 #include "daemon/ingress/idle.h"
 #include "daemon/http/relay.h"
 #include "daemon/http/response.h"
+#include "daemon/http/splice.h"
 #include "runtime/sandbox.h"
 
 /* One proxied request, from the dial to the end of its response (or of
@@ -55,6 +56,7 @@ struct proxied {
 	struct hu_stream *stream; /* the response being passed on */
 	struct hu_framing resp;   /* its body's framing */
 	bool resp_paused;
+	struct hu_splice *splice; /* the body's rest, moved around the daemon's buffers */
 	uint64_t up_bytes, down_bytes;
 	bool streaming;          /* counted in its sandbox's open streams */
 };
@@ -114,6 +116,7 @@ static void proxied_free(struct proxied *p)
 	if (p->next)
 		p->next->prev = p->prev;
 	hu_dial_cancel(p->dial);
+	hu_splice_free(p->splice);
 	hu_relay_free(p->relay);
 	if (p->server)
 		bufferevent_free(p->server);
@@ -159,8 +162,11 @@ static void fail_request(struct proxied *p, int status, const char *msg)
 
 /* After the response started, a failure can only cut the client's
  * connection (a truncated body, never one that looks complete). */
+static void stop_splice(struct proxied *p);
+
 static void cut(struct proxied *p, const char *why)
 {
+	stop_splice(p); /* its events go before the sockets they watch */
 	hu_log(HU_LOG_INFO, p->sbx_id, p->req_id, "port %u: response cut after %llu bytes: %s", (unsigned)p->port,
 	       (unsigned long long)p->down_bytes, why);
 	if (p->r)
@@ -257,6 +263,73 @@ static void response_done(struct proxied *p)
 	proxied_free(p);
 }
 
+/* ---- the body's rest by splice (http/splice.h) ---------------------------------------- */
+
+/* A sized body with at least this much to go, once nothing of it is
+ * buffered, moves by splice: no copy through the daemon and 1 MiB steps.
+ * Below it, the pipe's set-up is not worth it. */
+#define SPLICE_MIN (256u << 10)
+
+/* Stop the splice (if any) and count what it moved. */
+static void stop_splice(struct proxied *p)
+{
+	if (!p->splice)
+		return;
+	uint64_t moved = hu_splice_moved(p->splice);
+	p->down_bytes += moved;
+	if (p->stream)
+		hu_stream_bypassed(p->stream, moved);
+	hu_splice_free(p->splice);
+	p->splice = NULL;
+}
+
+static void on_splice_done(void *arg)
+{
+	struct proxied *p = arg;
+	size_t used, off, len;
+	hu_err err;
+
+	/* the framing counts the body as passed on: done */
+	hu_framing_step(&p->resp, NULL, (size_t)p->resp.left, &used, &off, &len, &err);
+	stop_splice(p);
+	response_done(p);
+}
+
+static void on_splice_fail(void *arg, bool from_source, const char *why)
+{
+	cut(arg, why);
+}
+
+/* Once the head (and any body bytes read with it) went to the stream and
+ * the server's input is empty, a large sized body's rest is spliced from
+ * the server's socket to the client's; anything else stays on the
+ * buffered path. Returns 0 (p lives on either way). */
+static int try_splice(struct proxied *p)
+{
+	struct evbuffer *queued;
+	struct timeval write_tv;
+	hu_err err;
+
+	if (p->resp.mode != HU_FRAMING_LENGTH || p->resp.left < SPLICE_MIN || p->resp_paused)
+		return 0;
+	int to = hu_stream_bypass(p->stream, &queued, &write_tv);
+	if (to < 0)
+		return 0;
+	struct hu_splice_cbs cbs = {on_splice_done, on_splice_fail, p};
+	p->splice = hu_splice_start(p->ig->d->base, bufferevent_getfd(p->server), to, p->resp.left, queued, &write_tv,
+				    &cbs, &err);
+	if (!p->splice) {
+		/* no pipe (descriptors ran out): the buffered path goes on */
+		hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: no splice: %s", (unsigned)p->port, err.msg);
+		hu_stream_bypass_end(p->stream);
+		return 0;
+	}
+	bufferevent_disable(p->server, EV_READ);
+	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: the body's last %llu bytes go by splice", (unsigned)p->port,
+	       (unsigned long long)p->resp.left);
+	return 0;
+}
+
 /* Pass on what the server sent of the response body. -1: p is over (and
  * freed), else 0. */
 static int pump_response(struct proxied *p)
@@ -264,7 +337,7 @@ static int pump_response(struct proxied *p)
 	struct evbuffer *in = bufferevent_get_input(p->server);
 	hu_err err;
 
-	while (p->stream && !p->resp_paused) {
+	while (p->stream && !p->resp_paused && !p->splice) {
 		struct evbuffer_iovec v;
 		const uint8_t *bytes = NULL; /* sized and close-delimited bodies are not looked at */
 		size_t used, off, len, avail = evbuffer_get_length(in);
@@ -273,7 +346,7 @@ static int pump_response(struct proxied *p)
 			return -1;
 		}
 		if (avail == 0)
-			return 0;
+			return try_splice(p);
 		if (p->resp.mode == HU_FRAMING_CHUNKED) {
 			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
 				return 0;
@@ -313,7 +386,7 @@ static void on_server_event(struct bufferevent *b, short what, void *arg);
 
 static void read_more(struct proxied *p)
 {
-	for (int i = 0; i < BODY_READS_PER_WAKE && p->stream && !p->resp_paused; i++) {
+	for (int i = 0; i < BODY_READS_PER_WAKE && p->stream && !p->resp_paused && !p->splice; i++) {
 		struct evbuffer *in = bufferevent_get_input(p->server);
 		struct evbuffer_iovec v[2];
 		struct iovec iov[2];
@@ -376,6 +449,7 @@ static void on_resp_resume(void *arg)
 static void on_client_gone(void *arg)
 {
 	struct proxied *p = arg;
+	stop_splice(p); /* counted, and off the client's socket before evhttp closes it */
 	hu_log(HU_LOG_DEBUG, p->sbx_id, p->req_id, "port %u: the client left after %llu bytes", (unsigned)p->port,
 	       (unsigned long long)p->down_bytes);
 	hu_stream_finish(p->stream);
@@ -835,6 +909,7 @@ void hu_ingress_free(struct hu_daemon *d)
 		struct proxied *p = d->ingress->list;
 		if (p->r) /* its request is dropped with the server */
 			hu_req_body_detach(p->r);
+		stop_splice(p);
 		if (p->stream)
 			hu_stream_abort(p->stream, "the server is stopping");
 		p->stream = NULL;
