@@ -15,6 +15,22 @@
 #define SIG_B64_LEN 43 /* unpadded base64 of 32 bytes */
 #define EXP_MAX_DIGITS 18
 
+/* The 6-bit value of a base64 character of either alphabet; -1 for none. */
+static int b64_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
 int hu_signed_parse(const char *signature, const char *expiration, struct hu_signed_req *out, hu_err *err)
 {
 	uint8_t buf[64];
@@ -25,6 +41,12 @@ int hu_signed_parse(const char *signature, const char *expiration, struct hu_sig
 		return hu_err_set(err, EINVAL, "signature: expected v1_ followed by %d base64 characters", SIG_B64_LEN);
 	if (hu_base64_decode(signature + 3, SIG_B64_LEN, buf, &n, err) < 0 || n != HU_SIG_DIGEST_LEN)
 		return hu_err_set(err, EINVAL, "signature: not base64 of a sha256 digest");
+	/* 43 characters carry 258 bits: the last one's two low bits are not
+	 * the digest's and must be 0, so that one digest has one spelling per
+	 * alphabet (a signature with one character changed is never the same
+	 * signature) */
+	if (b64_value(signature[3 + SIG_B64_LEN - 1]) & 3)
+		return hu_err_set(err, EINVAL, "signature: not the canonical base64 of a sha256 digest");
 	memcpy(out->digest, buf, HU_SIG_DIGEST_LEN);
 	if (!expiration)
 		return 0;

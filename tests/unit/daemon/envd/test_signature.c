@@ -41,6 +41,9 @@ static void test_parse_rejects(void **state)
 		NULL, "", "v1_", "v2_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6E", "v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6",
 		"v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6E=", "v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6!",
 		"V1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6E",
+		/* the same digest with bits set past its end: E (000100) -> F, G, H */
+		"v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6F", "v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6G",
+		"v1_gUtH/s9YCJWgCizjfUxuWfhFE4QSydOWEIIvfLwDr6H",
 	};
 	static const char *const bad_exp[] = {"", "-5", "+5", "1e9", "12 ", "0x10", "9999999999999999999"};
 	struct hu_signed_req sig;
