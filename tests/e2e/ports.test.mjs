@@ -816,6 +816,7 @@ test('TLS on the listener: the unmodified SDK over https, ports by Host with SNI
     const script = `
       import { Sandbox } from 'e2b'
       import https from 'node:https'
+      import { createHash } from 'node:crypto'
       const SERVER = ${JSON.stringify(SERVER)}
       const get = (opts) => new Promise((res, rej) => {
         const req = https.request({ host: '127.0.0.1', port: ${p4}, path: '/hello', agent: false, ...opts }, (r) => {
@@ -835,7 +836,34 @@ test('TLS on the listener: the unmodified SDK over https, ports by Host with SNI
         }
         const host = sbx.getHost(8000)
         const byHost = await get({ servername: host, headers: { Host: host } })
-        console.log(JSON.stringify({ host, byHeader, byHost }))
+        // large bodies through a port arrive whole over TLS too, on a kept-alive connection and with Connection: close
+        const keep = new https.Agent({ keepAlive: true, maxSockets: 1 })
+        const download = (n, opts) => new Promise((res, rej) => {
+          const h = createHash('sha256')
+          let len = 0
+          const req = https.request({ host: '127.0.0.1', port: ${p4}, path: '/download?n=' + n, timeout: 10_000, ...opts,
+            headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000', ...opts.headers } }, (r) => {
+            r.on('data', (c) => { len += c.length; h.update(c) })
+            r.on('end', () => res({ n, len, sha: h.digest('hex') }))
+            r.on('error', rej)
+          })
+          req.on('timeout', () => { req.destroy(); res({ n, len, sha: 'timed out after ' + len + ' bytes' }) })
+          req.on('error', rej); req.end()
+        })
+        const want = (n) => {
+          const block = Buffer.concat(Array(2048).fill(createHash('sha256').update('seed').digest()))
+          const h = createHash('sha256')
+          for (let left = n; left > 0; left -= block.length) h.update(block.subarray(0, Math.min(left, block.length)))
+          return h.digest('hex')
+        }
+        const downloads = []
+        for (const [n, opts] of [[4 << 20, { agent: keep }], [4 << 20, { agent: keep }], [4 << 20, { agent: false, headers: { Connection: 'close' } }],
+          [64 << 10, { agent: false, headers: { Connection: 'close' } }], [64 << 10, { agent: keep }]]) {
+          const got = await download(n, opts)
+          downloads.push({ ...got, ok: got.len === n && got.sha === want(n) })
+        }
+        keep.destroy()
+        console.log(JSON.stringify({ host, byHeader, byHost, downloads }))
       } finally { await sbx.kill() }
     `
     const out = await new Promise((res, rej) => {
@@ -855,6 +883,8 @@ test('TLS on the listener: the unmodified SDK over https, ports by Host with SNI
     assert.equal(JSON.parse(r.byHeader.body).headers['x-forwarded-proto'], 'https')
     assert.equal(r.byHost.status, 200)
     assert.equal(JSON.parse(r.byHost.body).headers.host, r.host)
+    assert.equal(r.downloads.length, 5)
+    for (const dl of r.downloads) assert.ok(dl.ok, `a download over TLS arrived short or changed: ${JSON.stringify(dl)}`)
     // plain HTTP to a TLS listener gets nowhere
     await assert.rejects(request({ path: '/health', port: p4, timeoutMs: 5000 }))
 

@@ -12,7 +12,9 @@
  *    output buffer is watched, so a client that does not read stops the
  *    producer instead of growing the daemon;
  *  - the connection's close callback tells the owner (on_gone) exactly once,
- *    and frees the request libevent detached from the connection.
+ *    and frees the request libevent detached from the connection;
+ *  - the reply ends only once the connection has written all of it and
+ *    told us so (below, "finishing").
  * Every callback into the owner is the last thing its caller does with the
  * stream, so the owner may end (free) the stream from inside any of them.
  */
@@ -183,6 +185,12 @@ struct hu_stream {
 	int gone;
 	int paused;
 	int counted; /* the stream_opened hook was called for r->target */
+	/* Bytes went out with on_drained as the connection's write callback,
+	 * and on_drained has not yet seen the output empty. */
+	int drain_due;
+	/* The owner is done (hu_stream_finish or hu_stream_end) and the stream
+	 * waits for drain_due to clear before it ends the reply. */
+	int finishing;
 };
 
 /* Append one envelope (flags, big-endian length, compact JSON) to buf. */
@@ -211,11 +219,27 @@ static const char *stream_target(const struct hu_stream *s)
 	return s->r->target_id[0] ? s->r->target_id : NULL;
 }
 
+static size_t output_pending(const struct hu_stream *s);
+static void finish_now(struct hu_stream *s);
+static void end_stream(struct hu_stream *s, const char *err_code, const char *err_message, int wait);
+
+/* evhttp calls it from the connection's write callback. A TLS bufferevent
+ * (bufferevent_openssl) always defers that callback, and libevent checks
+ * the output only when it schedules it: by the time it runs, more output
+ * may be queued (a server read ran in between), so the output is looked
+ * at here again. */
 static void on_drained(struct evhttp_connection *evcon, void *arg)
 {
 	struct hu_stream *s = arg;
 
-	if (!s->paused || s->gone)
+	if (s->gone || output_pending(s) > 0)
+		return; /* a later write empties it and calls again */
+	s->drain_due = 0;
+	if (s->finishing) {
+		finish_now(s);
+		return;
+	}
+	if (!s->paused)
 		return;
 	s->paused = 0;
 	if (s->cbs.on_resume)
@@ -239,6 +263,10 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 	s->r->ev = NULL; /* the request's accessors must not reach it either */
 	s->gone = 1;
 	hu_log(HU_LOG_DEBUG, stream_target(s), s->r->id, "stream %s: the client went away", s->r->path);
+	if (s->finishing) { /* the owner has left already */
+		finish_now(s);
+		return;
+	}
 	if (s->cbs.on_gone)
 		s->cbs.on_gone(s->cbs.arg); /* last: it may end the stream */
 }
@@ -246,10 +274,14 @@ static void on_close(struct evhttp_connection *evcon, void *arg)
 /* Start a streamed 200 reply of `content_type`: headers go out at once (so a
  * client that leaves is noticed), and while it runs the connection has only
  * a write timeout. */
-/* The server is freed with the stream still open: end it (server.c). */
+/* The server is freed with the stream still open: end it at once
+ * (server.c), what is still unwritten goes with the server. */
 static void end_abandoned(struct hu_stream *s)
 {
-	hu_stream_end(s, NULL, NULL);
+	if (s->finishing)
+		finish_now(s);
+	else
+		end_stream(s, NULL, NULL, 0);
 }
 
 static struct hu_stream *stream_start(struct hu_req *r, int status, const char *reason, const char *content_type,
@@ -334,8 +366,12 @@ static size_t output_pending(const struct hu_stream *s)
  * client is behind. */
 static int push(struct hu_stream *s)
 {
+	size_t n = evbuffer_get_length(s->frame);
 	if (s->r->target_id[0])
-		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(s->frame));
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, n);
+	/* evhttp sets on_drained as the write callback only for a non-empty frame */
+	if (n)
+		s->drain_due = 1;
 	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
 	if (!s->paused && output_pending(s) > s->high_water) {
 		s->paused = 1;
@@ -397,6 +433,9 @@ int hu_stream_bypass(struct hu_stream *s, struct evbuffer **queued, struct timev
 		return -1;
 	/* evhttp keeps reading it: a client that leaves is still noticed */
 	bufferevent_disable(bev, EV_WRITE);
+	/* the bypass writes the queued output itself, and no write callback
+	 * follows; on a plain socket none is deferred either */
+	s->drain_due = 0;
 	*queued = bufferevent_get_output(bev);
 	*write_tv = hu_req_idle_timeout(s->r);
 	return fd;
@@ -441,11 +480,42 @@ static void release(struct hu_stream *s, const char *how, const char *why)
 	hu_req_finish(r);
 }
 
-void hu_stream_finish(struct hu_stream *s)
+/* End the reply now (if the client is still there) and free the stream. */
+static void finish_now(struct hu_stream *s)
 {
 	if (!s->gone)
 		close_reply(s);
-	release(s, "ok", NULL);
+	release(s, s->gone && s->finishing ? "cut" : "ok",
+		s->gone && s->finishing ? "the client went away before the reply was written" : NULL);
+}
+
+/* evhttp_send_reply_end hands the connection's write callback to evhttp's
+ * "reply done", which ends the request (keep-alive: stops writing and
+ * reads the next request; else frees the connection) without looking at
+ * the output. On a TLS connection a write callback may still be due from
+ * an earlier write (on_drained says why): it would run "reply done" with
+ * the reply's last bytes still queued, and those never left (a 4 MiB
+ * download over https came 512-2048 bytes short, then hung). So the reply
+ * ends only from on_drained once the output is empty, or at once when no
+ * write callback is due. */
+static void finish_when_written(struct hu_stream *s)
+{
+	bufferevent_data_cb write_cb = NULL;
+	if (!s->gone)
+		bufferevent_getcb(evhttp_connection_get_bufferevent(s->evcon), NULL, &write_cb, NULL, NULL);
+	/* without a write callback (http/inconn.c parks a connection so)
+	 * on_drained would never come */
+	if (s->gone || !s->drain_due || !write_cb) {
+		finish_now(s);
+		return;
+	}
+	s->finishing = 1;
+	memset(&s->cbs, 0, sizeof(s->cbs)); /* the owner may be freed from now on */
+}
+
+void hu_stream_finish(struct hu_stream *s)
+{
+	finish_when_written(s);
 }
 
 void hu_stream_abort(struct hu_stream *s, const char *why)
@@ -460,13 +530,28 @@ void hu_stream_abort(struct hu_stream *s, const char *why)
 
 void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_message)
 {
+	end_stream(s, err_code, err_message, 1);
+}
+
+/* Send the end envelope and end the reply: once it is written if `wait`. */
+static void end_stream(struct hu_stream *s, const char *err_code, const char *err_message, int wait)
+{
 	if (!s->gone) {
 		json_t *end = err_code ? json_pack("{s:{s:s,s:o}}", "error", "code", err_code, "message",
 						   hu_json_text(err_message ? err_message : ""))
 				       : json_object();
-		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0)
-			evhttp_send_reply_chunk(s->ev, s->frame);
+		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0) {
+			s->drain_due = 1;
+			evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
+		}
 		json_decref(end);
+		if (wait && s->drain_due) {
+			if (err_code)
+				hu_log(HU_LOG_DEBUG, stream_target(s), s->r->id, "stream %s ends: %s: %s", s->r->path,
+				       err_code, err_message ? err_message : "");
+			finish_when_written(s);
+			return;
+		}
 		close_reply(s);
 	}
 	release(s, err_code ? err_code : "ok", err_code ? err_message : NULL);

@@ -64,7 +64,8 @@ struct hu_stream *hu_stream_start(struct hu_req *r, const struct hu_stream_cbs *
  * -1 if the client is gone. */
 int hu_stream_send(struct hu_stream *s, json_t *msg);
 /* End the stream: the end-stream envelope ({} or {"error":{code,message}}),
- * then the HTTP chunked terminator. Frees the stream. err_code NULL = ok. */
+ * then the HTTP chunked terminator. The stream is the caller's no more, as
+ * after hu_stream_finish. err_code NULL = ok. */
 void hu_stream_end(struct hu_stream *s, const char *err_code, const char *err_message);
 
 /* The same stream for raw bytes (GET /files): a chunked 200 of
@@ -96,7 +97,9 @@ int hu_stream_bypass(struct hu_stream *s, struct evbuffer **queued, struct timev
 void hu_stream_bypass_end(struct hu_stream *s);
 /* Count `len` body bytes written around the stream (hu_stream_bypass). */
 void hu_stream_bypassed(struct hu_stream *s, uint64_t len);
-/* End a raw stream: the body is complete. Frees the stream. */
+/* End a raw stream: the body is complete. The stream is the caller's no
+ * more (it calls nothing back); it frees itself, with the request, once
+ * the connection has written the reply's last bytes or the client left. */
 void hu_stream_finish(struct hu_stream *s);
 /* End a raw stream by cutting the connection, so that the client sees a
  * truncated body rather than a short one that looks complete. Frees it. */
