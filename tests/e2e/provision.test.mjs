@@ -6,7 +6,7 @@
 // changed recipe rebuilt while a sandbox keeps the old template (the replacement waits for it), and a warm
 // pool sandbox of a template with a start command: started before the create, it gets the create's envs
 // in /run/hutch/envs.json (src/daemon/sandboxes/sbx_envfile.h). The real recipe (a Debian download) runs in
-// images/code-interpreter/tests/sandbox.sh and interpreter.test.mjs.
+// images/code-interpreter/tests/sandbox.sh and the code interpreter's conformance suites (tests/conformance).
 import { test, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 import { mkdtempSync, writeFileSync, readFileSync, rmSync, chmodSync, existsSync, readdirSync } from 'node:fs'
