@@ -46,8 +46,7 @@ size_t hu_base64_decoded_max(size_t n)
 	return (n + 3) / 4 * 3;
 }
 
-/* The 6-bit value of a character of either alphabet, or -1. */
-static int sextet(unsigned char c)
+int hu_base64_sextet(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -81,7 +80,7 @@ int hu_base64_decode(const char *in, size_t n, uint8_t *out, size_t *out_len, hu
 	uint32_t acc = 0;
 	int bits = 0;
 	for (size_t i = 0; i < data; i++) {
-		int v = sextet((unsigned char)in[i]);
+		int v = hu_base64_sextet((unsigned char)in[i]);
 		if (v < 0)
 			return hu_err_set(err, EINVAL, "base64: invalid character at offset %zu", i);
 		acc = acc << 6 | (uint32_t)v;

@@ -24,6 +24,8 @@ size_t hu_base64_encode(const void *in, size_t n, char *out);
 /* The same into a malloc'd string; NULL when out of memory. */
 char *hu_base64_encode_alloc(const void *in, size_t n);
 
+/* The 6-bit value of a character of either alphabet, or -1. */
+int hu_base64_sextet(unsigned char c);
 /* An upper bound of the bytes n characters decode to. */
 size_t hu_base64_decoded_max(size_t n);
 /* Decode n characters into out (room for hu_base64_decoded_max(n) bytes);

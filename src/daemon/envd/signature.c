@@ -15,22 +15,6 @@
 #define SIG_B64_LEN 43 /* unpadded base64 of 32 bytes */
 #define EXP_MAX_DIGITS 18
 
-/* The 6-bit value of a base64 character of either alphabet; -1 for none. */
-static int b64_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
-		return 62;
-	if (c == '/' || c == '_')
-		return 63;
-	return -1;
-}
-
 int hu_signed_parse(const char *signature, const char *expiration, struct hu_signed_req *out, hu_err *err)
 {
 	uint8_t buf[64];
@@ -45,7 +29,7 @@ int hu_signed_parse(const char *signature, const char *expiration, struct hu_sig
 	 * the digest's and must be 0, so that one digest has one spelling per
 	 * alphabet (a signature with one character changed is never the same
 	 * signature) */
-	if (b64_value(signature[3 + SIG_B64_LEN - 1]) & 3)
+	if (hu_base64_sextet((unsigned char)signature[3 + SIG_B64_LEN - 1]) & 3)
 		return hu_err_set(err, EINVAL, "signature: not the canonical base64 of a sha256 digest");
 	memcpy(out->digest, buf, HU_SIG_DIGEST_LEN);
 	if (!expiration)
