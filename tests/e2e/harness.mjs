@@ -13,7 +13,8 @@ import { CommandExitError } from 'e2b'
 const here = dirname(fileURLToPath(import.meta.url))
 export const root = resolve(here, '..', '..')
 export const build = process.env.HUTCH_BUILD || 'build'
-export const hutchBin = join(root, build, 'hutch')
+// an absolute build dir (a copy of another commit, for A/B benchmarks) or one relative to the tree
+export const hutchBin = resolve(root, build, 'hutch')
 
 function freePort() {
   return new Promise((res, rej) => {
