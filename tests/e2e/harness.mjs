@@ -3,7 +3,7 @@
 // cgroup parent; everything is removed when the file's tests end.
 import { spawn, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync } from 'node:fs'
+import { mkdtempSync, rmSync, readFileSync, writeFileSync, existsSync, appendFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve, dirname } from 'node:path'
@@ -25,6 +25,15 @@ function freePort() {
     })
     srv.on('error', rej)
   })
+}
+
+// E2E_LEDGER (set by run.sh): a file where every daemon a test file starts
+// is written down as it starts, so that run.sh can sweep what a file left
+// when it never reached stop(): a file killed by its timeout, or a test that
+// threw before its cleanup. Its daemons outlive it, with their mounts (the
+// layers image) and cgroups; sweep.mjs ends them.
+function ledger(entry) {
+  if (process.env.E2E_LEDGER) appendFileSync(process.env.E2E_LEDGER, JSON.stringify(entry) + '\n')
 }
 
 // Resolves with the first match of pattern in the process's output. The
@@ -125,6 +134,7 @@ async function startForwarder(base, ownerArgs, env) {
       HUTCH_CGROUP_PARENT: env.HUTCH_CGROUP_PARENT + '-fwd' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  ledger({ base, pid: proc.pid, cgroupParent: env.HUTCH_CGROUP_PARENT + '-fwd' })
   await waitFor(proc, /listening on/, 20000)
   execFileSync('psql', [pgDatabase(base), '-Atc', `UPDATE nodes SET draining = true WHERE name = '${name}'`])
   const exited = new Promise((res) => proc.on('exit', () => res()))
@@ -162,6 +172,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}, b
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  ledger({ base, pid: proc.pid, cgroupParent: env.HUTCH_CGROUP_PARENT })
   let log = ''
   proc.stdout.on('data', (c) => { log += c })
   proc.stderr.on('data', (c) => { log += c })
@@ -214,7 +225,7 @@ export async function startDaemon(extraArgs = [], reuse = null, extraEnv = {}, b
 
 // Kill whatever a test left behind (sandboxes outlive the daemon by design,
 // so that a restarted daemon can adopt them), then remove the directories.
-function cleanupDir(base, cgroupParent) {
+export function cleanupDir(base, cgroupParent) {
   const script = `
     for g in /sys/fs/cgroup/*/${cgroupParent}/* /sys/fs/cgroup/${cgroupParent}/*; do
       [ -d "$g" ] || continue

@@ -32,9 +32,14 @@ if [ "${E2E_STORE:-}" = postgresql ]; then
 fi
 # the idle-connection test opens 10,000 sockets from node
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+# the daemons each file starts, for the sweep after it (sweep.mjs)
+E2E_LEDGER=$(mktemp /tmp/hutch-e2e-ledger.XXXXXX)
+export E2E_LEDGER
 out=$(HUTCH_BUILD=$build node --test --test-concurrency=1 --test-timeout=180000 --test-reporter=tap $files 2>&1)
 rc=$?
 echo "$out"
+node sweep.mjs "$E2E_LEDGER"
+rm -f "$E2E_LEDGER"
 pass=$(sed -n 's/^# pass \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 fail=$(sed -n 's/^# fail \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
 skip=$(sed -n 's/^# skipped \([0-9]*\)$/\1/p' <<<"$out" | tail -1)
