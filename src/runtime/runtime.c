@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/helper.h"
+#include "runtime/init_keep.h"
 #include "runtime/net_internal.h"
 #include "runtime/seccomp_cache.h"
 #include "runtime/sysfs_view.h"
@@ -110,6 +111,36 @@ static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
 	return 0;
 }
 
+/* The sealed hutch-init: the one a lingering layers keeper holds when it
+ * passes init_keep.c's checks for the file at `path` as it is now, else a
+ * copy of our own. */
+static int open_init(struct hu_runtime *rt, const char *path, hu_err *err)
+{
+	struct stat st;
+
+	_cleanup_close_ int dir = hu_seccomp_cache_dir(rt->cfg.run_dir);
+	if (dir >= 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+		rt->init_memfd = hu_init_keep_take(dir, &st);
+		if (rt->init_memfd >= 0) {
+			rt->init_stat = st;
+			return 0;
+		}
+	}
+	rt->init_memfd = hu_runtime_seal_binary(path, "hutch-init", &rt->init_stat, err);
+	return rt->init_memfd < 0 ? -1 : 0;
+}
+
+/* Closing the last runtime may leave a layers keeper (layers.h): offer it
+ * our sealed hutch-init to hold for the next runtime. */
+static void offer_init(struct hu_runtime *rt)
+{
+	if (rt->init_memfd < 0 || rt->init_stat.st_ino == 0)
+		return;
+	rt->layers.keep_init_fd = rt->init_memfd;
+	rt->layers.keep_init_stat = rt->init_stat;
+	rt->layers.keep_dir_fd = hu_seccomp_cache_dir(rt->cfg.run_dir);
+}
+
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
 {
 	struct hu_runtime *rt = calloc(1, sizeof(*rt));
@@ -146,8 +177,8 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (hu_helper_find("hutch-init", NULL, init_path, sizeof(init_path), err) < 0)
 		goto fail;
-	rt->init_memfd = hu_runtime_seal_binary(init_path, "hutch-init", &rt->init_stat, err);
-	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
+	if (open_init(rt, init_path, err) < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 ||
+	    hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;
@@ -161,13 +192,17 @@ void hu_runtime_close(struct hu_runtime *rt)
 {
 	if (!rt)
 		return;
-	if (rt->init_memfd >= 0)
-		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
 	hu_sysfs_view_close(rt);
-	if (rt->have_layers)
+	if (rt->have_layers) {
+		offer_init(rt);
 		hu_layers_close(&rt->layers);
+		if (rt->layers.keep_dir_fd >= 0)
+			close(rt->layers.keep_dir_fd);
+	}
+	if (rt->init_memfd >= 0)
+		close(rt->init_memfd);
 	free(rt);
 }
 

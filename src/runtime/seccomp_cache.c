@@ -143,7 +143,7 @@ int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const st
 
 /* <run_dir>/cache, made 0700 if missing; -1 (nothing cached there) unless it
  * is a directory that only we can enter and write. */
-static int open_cache_dir(const char *run_dir)
+int hu_seccomp_cache_dir(const char *run_dir)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -169,7 +169,7 @@ int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_sec
 	struct hu_seccomp_key key;
 	hu_err ignore;
 
-	_cleanup_close_ int dirfd = open_cache_dir(run_dir);
+	_cleanup_close_ int dirfd = hu_seccomp_cache_dir(run_dir);
 	int have_key = hu_seccomp_cache_key(&key, &ignore) == 0;
 	if (dirfd >= 0 && have_key) {
 		if (hu_seccomp_cache_load(dirfd, &key, out, &s, err) < 0)
