@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "runtime/sysfs_view.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
 #include "util/hex.h"
@@ -49,7 +50,7 @@ static int private_to_us(const struct stat *st)
 	return st->st_uid == geteuid() && (st->st_mode & 077) == 0;
 }
 
-int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, hu_err *err)
+int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, int view, int view_netns, hu_err *err)
 {
 	struct hu_init_keep_record r;
 	char tmp[64], rnd[17];
@@ -58,6 +59,8 @@ int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, hu_err *er
 	memcpy(r.magic, magic, sizeof(magic));
 	r.pid = (int32_t)getpid();
 	r.fd = memfd;
+	r.view_fd = view >= 0 && view_netns >= 0 ? view : -1;
+	r.view_netns_fd = view >= 0 && view_netns >= 0 ? view_netns : -1;
 	hu_init_key_of(src, &r.key);
 	if (hu_proc_start_time(getpid(), &r.start_time, err) < 0 || hu_random_hex(rnd, 8, err) < 0)
 		return -1;
@@ -128,6 +131,12 @@ static int sealed_copy_of(int fd, const struct hu_init_key *key)
 	       (st.st_mode & 07777) == 0555 && (uint64_t)st.st_size == key->size;
 }
 
+/* Descriptor `num` of the process behind pidfd, or -1. */
+static int getfd(int pidfd, int32_t num)
+{
+	return num < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, num, 0);
+}
+
 int hu_init_keep_take(int dirfd, const struct stat *src)
 {
 	struct hu_init_key want;
@@ -140,8 +149,27 @@ int hu_init_keep_take(int dirfd, const struct stat *src)
 	if (pidfd < 0)
 		return -1;
 	/* the new descriptor is close-on-exec, as memfd_create's was */
-	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_getfd, pidfd, r.fd, 0);
+	_cleanup_close_ int fd = getfd(pidfd, r.fd);
 	if (fd < 0 || !sealed_copy_of(fd, &want))
 		return -1;
 	return hu_take_fd(&fd);
+}
+
+int hu_init_keep_take_view(int dirfd, int *view, int *netns)
+{
+	struct hu_init_keep_record r;
+
+	*view = *netns = -1;
+	if (read_record(dirfd, &r) < 0 || r.view_fd < 0 || r.view_netns_fd < 0)
+		return -1;
+	_cleanup_close_ int pidfd = open_keeper(&r);
+	if (pidfd < 0)
+		return -1;
+	_cleanup_close_ int v = getfd(pidfd, r.view_fd);
+	_cleanup_close_ int ns = getfd(pidfd, r.view_netns_fd);
+	if (v < 0 || ns < 0 || !hu_sysfs_view_check(v, ns))
+		return -1;
+	*view = hu_take_fd(&v);
+	*netns = hu_take_fd(&ns);
+	return 0;
 }

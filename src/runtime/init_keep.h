@@ -1,5 +1,6 @@
 /*
- * The sealed copy of hutch-init, handed from one runtime to the next.
+ * The sealed copy of hutch-init (and the sandboxes' sysfs view), handed
+ * from one runtime to the next.
  *
  * Every runtime executes hutch-init from a sealed memfd (runtime.c,
  * hu_runtime_seal_binary). Making one copies the binary (~1 MB), a tenth of
@@ -10,7 +11,8 @@
  * and the stat of the file the copy was made from. The next runtime takes the
  * descriptor with pidfd_getfd only if every check passes (docs/security.md,
  * "The sealed hutch-init, held between runs"), and seals a copy of its own
- * otherwise.
+ * otherwise. The sysfs view (sysfs_view.h), whose network namespace costs
+ * about as much to make as the sealed copy, travels the same way.
  */
 #ifndef HUTCH_RUNTIME_INIT_KEEP_H
 #define HUTCH_RUNTIME_INIT_KEEP_H
@@ -42,6 +44,8 @@ struct hu_init_keep_record {
 	int32_t fd;          /* the memfd's number in the keeper */
 	uint64_t start_time; /* the keeper's (hu_proc_start_time) */
 	struct hu_init_key key;
+	int32_t view_fd;       /* the sandboxes' sysfs view (sysfs_view.h) in the keeper, or -1 */
+	int32_t view_netns_fd; /* and its network namespace */
 };
 
 /* The start time of process `pid` (field 22 of /proc/<pid>/stat, in clock
@@ -51,8 +55,9 @@ int hu_proc_start_time(pid_t pid, uint64_t *ticks, hu_err *err);
 
 /* In the process that holds `memfd` (the keeper): record it in the cache
  * directory `dirfd` as this process's descriptor, made from a file with
- * stat `src` (written to a private temporary file and renamed into place). */
-int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, hu_err *err);
+ * stat `src`, with the sysfs view it also holds (`view`, `view_netns`; -1:
+ * none) (written to a private temporary file and renamed into place). */
+int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, int view, int view_netns, hu_err *err);
 
 /* Remove the record if it still names this process (a keeper that ends). */
 void hu_init_keep_forget(int dirfd);
@@ -63,5 +68,12 @@ void hu_init_keep_forget(int dirfd);
  * by pid and start time, its key is `src`'s, and the descriptor taken is a
  * memfd of src's size, mode 0555, carrying HU_INIT_SEALS. */
 int hu_init_keep_take(int dirfd, const struct stat *src);
+
+/* The sysfs view the keeper holds (its mount into *view, its network
+ * namespace into *netns): 0 when both were taken from the process the record
+ * names (pid and start time, as above) and pass hu_sysfs_view_check; -1 with
+ * nothing taken otherwise (the runtime makes its own view when it needs
+ * one). */
+int hu_init_keep_take_view(int dirfd, int *view, int *netns);
 
 #endif

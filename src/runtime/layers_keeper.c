@@ -13,8 +13,9 @@
  * the last run ends, as they went at its end before.
  *
  * While it lingers, the keeper also holds the last runtime's sealed copy of
- * hutch-init, so that the next run takes it instead of copying the binary
- * again (init_keep.h; docs/security.md says why that is safe).
+ * hutch-init and its sysfs view, so that the next run takes them instead of
+ * copying the binary and making a network namespace again (init_keep.h;
+ * docs/security.md says why that is safe).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,14 +58,16 @@ static int keep_only(const int *keep, size_t n)
 	}
 }
 
-/* Hold the sealed hutch-init for the runtimes that open while we linger,
- * and say where it is (init_keep.h). Without it they seal their own. */
+/* Hold the sealed hutch-init and the sysfs view for the runtimes that open
+ * while we linger, and say where they are (init_keep.h). Without them they
+ * make their own. */
 static void offer_init(const struct hu_layers *ly)
 {
 	hu_err ignore;
 
 	if (ly->keep_init_fd >= 0 && ly->keep_dir_fd >= 0 && ly->keep_init_stat.st_ino != 0)
-		hu_init_keep_record(ly->keep_dir_fd, ly->keep_init_fd, &ly->keep_init_stat, &ignore);
+		hu_init_keep_record(ly->keep_dir_fd, ly->keep_init_fd, &ly->keep_init_stat, ly->keep_view_fd,
+				    ly->keep_view_netns_fd, &ignore);
 }
 
 /* Sleep for ms, or until SIGTERM, SIGINT or SIGHUP (decide at once). */
@@ -101,7 +104,8 @@ static void linger(unsigned ms)
 
 static _Noreturn void keeper(struct hu_layers *ly)
 {
-	int keep[] = {ly->lock_fd, ly->users_fd, ly->keep_init_fd, ly->keep_dir_fd};
+	int keep[] = {ly->lock_fd,     ly->users_fd,     ly->keep_init_fd,
+		      ly->keep_dir_fd, ly->keep_view_fd, ly->keep_view_netns_fd};
 
 	prctl(PR_SET_NAME, "hutch-layers");
 	if (chdir("/") < 0 || keep_only(keep, HU_ARRAY_LEN(keep)) < 0)

@@ -113,12 +113,16 @@ static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
 
 /* The sealed hutch-init: the one a lingering layers keeper holds when it
  * passes init_keep.c's checks for the file at `path` as it is now, else a
- * copy of our own. */
+ * copy of our own. The keeper's sysfs view too, when it passes its checks
+ * (else the first sandbox makes one, as before). */
 static int open_init(struct hu_runtime *rt, const char *path, hu_err *err)
 {
 	struct stat st;
+	int view, netns;
 
 	_cleanup_close_ int dir = hu_seccomp_cache_dir(rt->cfg.run_dir);
+	if (dir >= 0 && hu_init_keep_take_view(dir, &view, &netns) == 0)
+		hu_sysfs_view_adopt(rt, view, netns);
 	if (dir >= 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
 		rt->init_memfd = hu_init_keep_take(dir, &st);
 		if (rt->init_memfd >= 0) {
@@ -131,7 +135,7 @@ static int open_init(struct hu_runtime *rt, const char *path, hu_err *err)
 }
 
 /* Closing the last runtime may leave a layers keeper (layers.h): offer it
- * our sealed hutch-init to hold for the next runtime. */
+ * our sealed hutch-init and our sysfs view to hold for the next runtime. */
 static void offer_init(struct hu_runtime *rt)
 {
 	if (rt->init_memfd < 0 || rt->init_stat.st_ino == 0)
@@ -139,6 +143,10 @@ static void offer_init(struct hu_runtime *rt)
 	rt->layers.keep_init_fd = rt->init_memfd;
 	rt->layers.keep_init_stat = rt->init_stat;
 	rt->layers.keep_dir_fd = hu_seccomp_cache_dir(rt->cfg.run_dir);
+	if (rt->sysfs_view >= 0 && rt->sysfs_netns >= 0) {
+		rt->layers.keep_view_fd = rt->sysfs_view;
+		rt->layers.keep_view_netns_fd = rt->sysfs_netns;
+	}
 }
 
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
@@ -194,13 +202,13 @@ void hu_runtime_close(struct hu_runtime *rt)
 		return;
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
-	hu_sysfs_view_close(rt);
 	if (rt->have_layers) {
 		offer_init(rt);
 		hu_layers_close(&rt->layers);
 		if (rt->layers.keep_dir_fd >= 0)
 			close(rt->layers.keep_dir_fd);
 	}
+	hu_sysfs_view_close(rt);
 	if (rt->init_memfd >= 0)
 		close(rt->init_memfd);
 	free(rt);

@@ -158,8 +158,8 @@ expect_eq "keeper: a long linger keeps the mount" "1" "$(count_mounts)"
 for p in $(keeper_pids); do kill -TERM "$p"; done
 settles "keeper: SIGTERM unmounts at once" "0" count_mounts 30
 settles "keeper: SIGTERM ends the keeper" "0" keepers
-# the keeper also holds the run's sealed hutch-init: the next run executes that copy instead of
-# making one; once the file it was copied from changed (here: a private copy of hutch-init with a
+# the keeper also holds the run's sealed hutch-init and sysfs view: the next run executes that
+# copy instead of making one; once the file it was copied from changed (here: a private copy of hutch-init with a
 # byte appended), the held copy is refused and the run executes the new bytes (init_keep.c)
 INIT_COPY="$HUTCH_TEST_TMP/hutch-init.copy"
 cp "$ROOT/$BUILD/hutch-init" "$INIT_COPY"
@@ -188,6 +188,11 @@ held=$(keeper_init)
 expect_match "keeper: holds the run's sealed hutch-init" "^[0-9]+ $(stat -c %s "$INIT_COPY")$" "$held"
 check "keeper: its record is root's alone" test "$(stat -c '%u %a' "$HUTCH_RUN_DIR/cache/init.keeper")" = "0 600"
 expect_eq "keeper: the next run executes the held copy" "$held" "$(run_init)"
+# and the sandboxes' sysfs view (a mount of sysfs in an empty network namespace, kept alive)
+fds=$(for p in $(keeper_pids); do ls -l /proc/"$p"/fd; done)
+expect_match "keeper: holds the sysfs view's network namespace" "net:\[" "$fds"
+out=$(HUTCH_LAYERS_LINGER=600 HUTCH_INIT="$INIT_COPY" hrun -- ls /sys/class/net)
+expect_eq "keeper: a run on the held sysfs view sees lo alone in /sys/class/net" "lo" "$out"
 printf 'X' >>"$INIT_COPY"
 now=$(run_init)
 check "keeper: a changed hutch-init file: the held copy is refused ($held, now $now)" test "${now% *}" != "${held% *}"

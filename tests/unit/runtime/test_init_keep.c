@@ -5,7 +5,8 @@
  * (take returns -1, so the runtime seals a copy of its own): a copy that is
  * not sealed against writes, a file on disk instead of a memfd, a changed
  * source file, a record naming a dead process or another start time, and a
- * record that others could have written (mode, owner, links, symlink).
+ * record that others could have written (mode, owner, links, symlink); and
+ * a sysfs view other than the runtime's own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,7 +24,9 @@
 #include <unistd.h>
 
 #include "runtime/init_keep.h"
+#include "runtime/mountapi.h"
 #include "runtime/runtime_internal.h"
+#include "runtime/sysfs_view.h"
 
 struct fixture {
 	char dir[64];   /* the cache directory, 0700 */
@@ -75,7 +78,7 @@ static int teardown(void **state)
 static int record_and_take(struct fixture *f, int fd)
 {
 	hu_err err;
-	assert_int_equal(hu_init_keep_record(f->dirfd, fd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, fd, &f->st, -1, -1, &err), 0);
 	return hu_init_keep_take(f->dirfd, &f->st);
 }
 
@@ -136,7 +139,7 @@ static void test_changed_source_refused(void **state)
 	struct stat now;
 	hu_err err;
 
-	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	int fd = open(f->src, O_WRONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(pwrite(fd, "y", 1, 100), 1); /* same size, one byte other */
@@ -158,7 +161,7 @@ static void test_dead_keeper_refused(void **state)
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0)
-		_exit(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err) == 0 ? 0 : 1);
+		_exit(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err) == 0 ? 0 : 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
@@ -170,7 +173,7 @@ static void forge(struct fixture *f, void (*change)(struct hu_init_keep_record *
 	struct hu_init_keep_record r;
 	hu_err err;
 
-	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	int fd = open(f->rec, O_RDWR | O_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_int_equal(pread(fd, &r, sizeof(r), 0), (ssize_t)sizeof(r));
@@ -208,14 +211,14 @@ static void test_record_file_refused(void **state)
 	char other[128];
 	hu_err err;
 
-	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	assert_int_equal(chmod(f->rec, 0644), 0);
 	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
 	assert_int_equal(chmod(f->rec, 0600), 0);
 	assert_int_equal(chown(f->rec, 1000, 1000), 0);
 	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
 
-	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	snprintf(other, sizeof(other), "%s/second-name", f->dir);
 	assert_int_equal(link(f->rec, other), 0);
 	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
@@ -231,7 +234,7 @@ static void test_forget(void **state)
 	hu_err err;
 	int status;
 
-	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, &err), 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -243,6 +246,46 @@ static void test_forget(void **state)
 	hu_init_keep_forget(f->dirfd);
 	assert_int_equal(access(f->rec, F_OK), -1);
 	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+}
+
+/* The sysfs view travels with the copy: the runtime's own view is taken,
+ * the host's /sys and network namespace recorded in its place are refused
+ * (hu_sysfs_view_check; test_sysfs_view.c has every refusal) */
+static void test_view_taken_only_if_checked(void **state)
+{
+	struct fixture *f = *state;
+	struct hu_runtime rt = {.sysfs_view = HU_SYSFS_VIEW_UNTRIED, .sysfs_netns = -1};
+	hu_err err = {0};
+	int clone = -1, v = -1, ns = -1;
+
+	assert_int_equal(hu_sysfs_view_clone(&rt, &clone, &err), 0);
+	if (clone < 0) {
+		hu_sysfs_view_close(&rt);
+		skip(); /* no view on this kernel */
+	}
+	close(clone);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, rt.sysfs_view, rt.sysfs_netns, &err), 0);
+	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), 0);
+	assert_true(v >= 0 && ns >= 0);
+	close(v);
+	close(ns);
+
+	int host = hu_open_tree(AT_FDCWD, "/sys", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	int host_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(host >= 0 && host_net >= 0);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, host, host_net, &err), 0);
+	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_true(v == -1 && ns == -1);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, host, rt.sysfs_netns, &err), 0);
+	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, rt.sysfs_view, host_net, &err), 0);
+	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	close(host);
+	close(host_net);
+	/* none held */
+	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
+	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	hu_sysfs_view_close(&rt);
 }
 
 static void test_start_time(void **state)
@@ -268,6 +311,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_forged_records_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_record_file_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_forget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_taken_only_if_checked, setup, teardown),
 		cmocka_unit_test(test_start_time),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
