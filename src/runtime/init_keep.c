@@ -137,39 +137,43 @@ static int getfd(int pidfd, int32_t num)
 	return num < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pidfd, num, 0);
 }
 
-int hu_init_keep_take(int dirfd, const struct stat *src)
+/* The sealed copy from the keeper behind pidfd, if it is one of `src`. */
+static int take_init(int pidfd, const struct hu_init_keep_record *r, const struct stat *src)
 {
 	struct hu_init_key want;
-	struct hu_init_keep_record r;
 
 	hu_init_key_of(src, &want);
-	if (read_record(dirfd, &r) < 0 || memcmp(&r.key, &want, sizeof(want)) != 0)
-		return -1;
-	_cleanup_close_ int pidfd = open_keeper(&r);
-	if (pidfd < 0)
+	if (memcmp(&r->key, &want, sizeof(want)) != 0)
 		return -1;
 	/* the new descriptor is close-on-exec, as memfd_create's was */
-	_cleanup_close_ int fd = getfd(pidfd, r.fd);
+	_cleanup_close_ int fd = getfd(pidfd, r->fd);
 	if (fd < 0 || !sealed_copy_of(fd, &want))
 		return -1;
 	return hu_take_fd(&fd);
 }
 
-int hu_init_keep_take_view(int dirfd, int *view, int *netns)
+/* The sysfs view and its namespace from the keeper, if they pass the check. */
+static void take_view(int pidfd, const struct hu_init_keep_record *r, int *view, int *netns)
+{
+	_cleanup_close_ int v = getfd(pidfd, r->view_fd);
+	_cleanup_close_ int ns = getfd(pidfd, r->view_netns_fd);
+	if (v < 0 || ns < 0 || !hu_sysfs_view_check(v, ns))
+		return;
+	*view = hu_take_fd(&v);
+	*netns = hu_take_fd(&ns);
+}
+
+void hu_init_keep_take(int dirfd, const struct stat *src, int *init, int *view, int *netns)
 {
 	struct hu_init_keep_record r;
 
-	*view = *netns = -1;
-	if (read_record(dirfd, &r) < 0 || r.view_fd < 0 || r.view_netns_fd < 0)
-		return -1;
+	*init = *view = *netns = -1;
+	if (read_record(dirfd, &r) < 0)
+		return;
 	_cleanup_close_ int pidfd = open_keeper(&r);
 	if (pidfd < 0)
-		return -1;
-	_cleanup_close_ int v = getfd(pidfd, r.view_fd);
-	_cleanup_close_ int ns = getfd(pidfd, r.view_netns_fd);
-	if (v < 0 || ns < 0 || !hu_sysfs_view_check(v, ns))
-		return -1;
-	*view = hu_take_fd(&v);
-	*netns = hu_take_fd(&ns);
-	return 0;
+		return;
+	if (src)
+		*init = take_init(pidfd, &r, src);
+	take_view(pidfd, &r, view, netns);
 }

@@ -62,18 +62,15 @@ int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, int view, 
 /* Remove the record if it still names this process (a keeper that ends). */
 void hu_init_keep_forget(int dirfd);
 
-/* A descriptor of the recorded copy, for a runtime about to execute the file
- * whose stat is `src`; -1 (nothing taken, nothing to report: the caller
- * seals its own copy) unless the record is root's alone, names a live process
- * by pid and start time, its key is `src`'s, and the descriptor taken is a
- * memfd of src's size, mode 0555, carrying HU_INIT_SEALS. */
-int hu_init_keep_take(int dirfd, const struct stat *src);
-
-/* The sysfs view the keeper holds (its mount into *view, its network
- * namespace into *netns): 0 when both were taken from the process the record
- * names (pid and start time, as above) and pass hu_sysfs_view_check; -1 with
- * nothing taken otherwise (the runtime makes its own view when it needs
- * one). */
-int hu_init_keep_take_view(int dirfd, int *view, int *netns);
+/* What the recorded keeper holds, for a runtime about to execute the file
+ * whose stat is `src` (NULL: the view alone). Nothing is taken (nothing to
+ * report: the runtime makes its own) unless the record is root's alone and
+ * names a live process by pid and start time. Then:
+ * - *init: the sealed copy, if the record's key is `src`'s and the
+ *   descriptor is a memfd of src's size, mode 0555, carrying HU_INIT_SEALS;
+ *   else -1;
+ * - *view and *netns: the sysfs view's mount and network namespace, if both
+ *   pass hu_sysfs_view_check; else -1 both. */
+void hu_init_keep_take(int dirfd, const struct stat *src, int *init, int *view, int *netns);
 
 #endif

@@ -118,17 +118,18 @@ static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
 static int open_init(struct hu_runtime *rt, const char *path, hu_err *err)
 {
 	struct stat st;
-	int view, netns;
+	int memfd = -1, view = -1, netns = -1;
 
-	_cleanup_close_ int dir = hu_seccomp_cache_dir(rt->cfg.run_dir);
-	if (dir >= 0 && hu_init_keep_take_view(dir, &view, &netns) == 0)
+	if (rt->cache_fd >= 0) {
+		int have_src = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+		hu_init_keep_take(rt->cache_fd, have_src ? &st : NULL, &memfd, &view, &netns);
+	}
+	if (view >= 0)
 		hu_sysfs_view_adopt(rt, view, netns);
-	if (dir >= 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
-		rt->init_memfd = hu_init_keep_take(dir, &st);
-		if (rt->init_memfd >= 0) {
-			rt->init_stat = st;
-			return 0;
-		}
+	if (memfd >= 0) {
+		rt->init_memfd = memfd;
+		rt->init_stat = st;
+		return 0;
 	}
 	rt->init_memfd = hu_runtime_seal_binary(path, "hutch-init", &rt->init_stat, err);
 	return rt->init_memfd < 0 ? -1 : 0;
@@ -142,7 +143,7 @@ static void offer_init(struct hu_runtime *rt)
 		return;
 	rt->layers.keep_init_fd = rt->init_memfd;
 	rt->layers.keep_init_stat = rt->init_stat;
-	rt->layers.keep_dir_fd = hu_seccomp_cache_dir(rt->cfg.run_dir);
+	rt->layers.keep_dir_fd = rt->cache_fd;
 	if (rt->sysfs_view >= 0 && rt->sysfs_netns >= 0) {
 		rt->layers.keep_view_fd = rt->sysfs_view;
 		rt->layers.keep_view_netns_fd = rt->sysfs_netns;
@@ -158,6 +159,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		return hu_err_set(err, ENOMEM, "runtime");
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
+	rt->cache_fd = -1;
 	rt->host_netns = -1;
 	rt->sysfs_view = HU_SYSFS_VIEW_UNTRIED;
 	rt->sysfs_netns = -1;
@@ -185,7 +187,8 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (hu_helper_find("hutch-init", NULL, init_path, sizeof(init_path), err) < 0)
 		goto fail;
-	if (open_init(rt, init_path, err) < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 ||
+	rt->cache_fd = hu_seccomp_cache_dir(cfg->run_dir);
+	if (open_init(rt, init_path, err) < 0 || hu_seccomp_get_at(rt->cache_fd, &rt->seccomp, NULL, err) < 0 ||
 	    hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
@@ -205,9 +208,9 @@ void hu_runtime_close(struct hu_runtime *rt)
 	if (rt->have_layers) {
 		offer_init(rt);
 		hu_layers_close(&rt->layers);
-		if (rt->layers.keep_dir_fd >= 0)
-			close(rt->layers.keep_dir_fd);
 	}
+	if (rt->cache_fd >= 0)
+		close(rt->cache_fd);
 	hu_sysfs_view_close(rt);
 	if (rt->init_memfd >= 0)
 		close(rt->init_memfd);

@@ -56,5 +56,8 @@ int hu_seccomp_cache_dir(const char *run_dir);
  * to store does not fail the call). `state` may be NULL. */
 int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state,
 		   hu_err *err);
+/* The same with the cache directory already open (hu_seccomp_cache_dir;
+ * -1: compile, store nothing). */
+int hu_seccomp_get_at(int dirfd, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state, hu_err *err);
 
 #endif

@@ -74,12 +74,36 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The sealed copy the record offers for a source of stat `src`, or -1
+ * (hu_init_keep_take; any view it also hands over is closed). */
+static int take(int dirfd, const struct stat *src)
+{
+	int init, view, netns;
+
+	hu_init_keep_take(dirfd, src, &init, &view, &netns);
+	if (view >= 0)
+		close(view);
+	if (netns >= 0)
+		close(netns);
+	return init;
+}
+
+/* The view and namespace the record offers: 0 (both set) or -1 (neither). */
+static int take_view(int dirfd, int *view, int *netns)
+{
+	int init;
+
+	hu_init_keep_take(dirfd, NULL, &init, view, netns);
+	assert_int_equal(init, -1); /* no source given: no copy taken */
+	return *view >= 0 ? 0 : -1;
+}
+
 /* Record `fd` as ours and try to take it back: the descriptor taken, or -1. */
 static int record_and_take(struct fixture *f, int fd)
 {
 	hu_err err;
 	assert_int_equal(hu_init_keep_record(f->dirfd, fd, &f->st, -1, -1, &err), 0);
-	return hu_init_keep_take(f->dirfd, &f->st);
+	return take(f->dirfd, &f->st);
 }
 
 static void test_take_sealed_copy(void **state)
@@ -145,9 +169,9 @@ static void test_changed_source_refused(void **state)
 	assert_int_equal(pwrite(fd, "y", 1, 100), 1); /* same size, one byte other */
 	close(fd);
 	assert_int_equal(stat(f->src, &now), 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &now), -1);
+	assert_int_equal(take(f->dirfd, &now), -1);
 	/* the recorded key still takes it: the check is the key, not luck */
-	assert_true((fd = hu_init_keep_take(f->dirfd, &f->st)) >= 0);
+	assert_true((fd = take(f->dirfd, &f->st)) >= 0);
 	close(fd);
 }
 
@@ -164,7 +188,7 @@ static void test_dead_keeper_refused(void **state)
 		_exit(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err) == 0 ? 0 : 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 }
 
 /* Rewrite the record with one field changed (root-only file, as before). */
@@ -194,13 +218,13 @@ static void test_forged_records_refused(void **state)
 	struct fixture *f = *state;
 
 	forge(f, other_start);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 	forge(f, other_pid);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 	forge(f, other_fd);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 	forge(f, other_magic);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 }
 
 /* A record that anyone but root could have written, or that reaches us
@@ -213,18 +237,18 @@ static void test_record_file_refused(void **state)
 
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	assert_int_equal(chmod(f->rec, 0644), 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 	assert_int_equal(chmod(f->rec, 0600), 0);
 	assert_int_equal(chown(f->rec, 1000, 1000), 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
 	snprintf(other, sizeof(other), "%s/second-name", f->dir);
 	assert_int_equal(link(f->rec, other), 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 	assert_int_equal(unlink(f->rec), 0);
 	assert_int_equal(symlink(other, f->rec), 0);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 }
 
 /* A keeper that ends removes its own record, and only its own */
@@ -245,7 +269,7 @@ static void test_forget(void **state)
 	assert_int_equal(access(f->rec, F_OK), 0);
 	hu_init_keep_forget(f->dirfd);
 	assert_int_equal(access(f->rec, F_OK), -1);
-	assert_int_equal(hu_init_keep_take(f->dirfd, &f->st), -1);
+	assert_int_equal(take(f->dirfd, &f->st), -1);
 }
 
 /* The sysfs view travels with the copy: the runtime's own view is taken,
@@ -265,8 +289,21 @@ static void test_view_taken_only_if_checked(void **state)
 	}
 	close(clone);
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, rt.sysfs_view, rt.sysfs_netns, &err), 0);
-	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), 0);
+	assert_int_equal(take_view(f->dirfd, &v, &ns), 0);
 	assert_true(v >= 0 && ns >= 0);
+	close(v);
+	close(ns);
+	/* one call takes both; a changed source costs the copy, not the view */
+	int init;
+	hu_init_keep_take(f->dirfd, &f->st, &init, &v, &ns);
+	assert_true(init >= 0 && v >= 0 && ns >= 0);
+	close(init);
+	close(v);
+	close(ns);
+	struct stat other = f->st;
+	other.st_ctim.tv_nsec ^= 1;
+	hu_init_keep_take(f->dirfd, &other, &init, &v, &ns);
+	assert_true(init == -1 && v >= 0 && ns >= 0);
 	close(v);
 	close(ns);
 
@@ -274,17 +311,17 @@ static void test_view_taken_only_if_checked(void **state)
 	int host_net = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
 	assert_true(host >= 0 && host_net >= 0);
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, host, host_net, &err), 0);
-	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_int_equal(take_view(f->dirfd, &v, &ns), -1);
 	assert_true(v == -1 && ns == -1);
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, host, rt.sysfs_netns, &err), 0);
-	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_int_equal(take_view(f->dirfd, &v, &ns), -1);
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, rt.sysfs_view, host_net, &err), 0);
-	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_int_equal(take_view(f->dirfd, &v, &ns), -1);
 	close(host);
 	close(host_net);
 	/* none held */
 	assert_int_equal(hu_init_keep_record(f->dirfd, f->memfd, &f->st, -1, -1, &err), 0);
-	assert_int_equal(hu_init_keep_take_view(f->dirfd, &v, &ns), -1);
+	assert_int_equal(take_view(f->dirfd, &v, &ns), -1);
 	hu_sysfs_view_close(&rt);
 }
 
