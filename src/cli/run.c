@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -187,6 +188,7 @@ static void random_id(char *buf, size_t n)
 /* The live state of one run: the init connection and where output goes. */
 struct session {
 	int fd;
+	struct hu_buf spawn_pending; /* a SPAWN request too large to send before the sandbox exists */
 	uint32_t req;
 	uint32_t pid;
 	int stdin_open;
@@ -232,7 +234,12 @@ static int handle_frame(struct session *s, hu_err *err)
 	return rc;
 }
 
-static int start_command(struct session *s, const struct run_opts *o, hu_err *err)
+/* A request this small always fits in an empty socket's buffer, so it can
+ * be written before anyone reads (the stream socket's default is ~200 KiB). */
+#define PREWRITE_MAX (64u * 1024u)
+
+/* The command's SPAWN request, into *b. */
+static int build_spawn(struct session *s, const struct run_opts *o, struct hu_buf *b, hu_err *err)
 {
 	struct hu_spawn_req req = {
 		.argv = (const char *const *)o->argv,
@@ -242,15 +249,48 @@ static int start_command(struct session *s, const struct run_opts *o, hu_err *er
 		.user = o->user,
 		.stdin_open = true,
 	};
+
+	while (o->argv[req.argc])
+		req.argc++;
+	return hu_init_build_spawn(b, ++s->req, &req, err);
+}
+
+/* A connection to the sandbox's init that exists before the sandbox does
+ * (hu_sandbox_spec.first_conn_fd): the command's request is written into it
+ * now, so init starts the command as soon as its setup is done, not after
+ * this process has woken up, connected and asked. *init_end goes to the
+ * create; a request too large to wait in the socket is sent afterwards
+ * (s->spawn_pending). */
+static int open_first_conn(struct session *s, const struct run_opts *o, int *init_end, hu_err *err)
+{
 	struct hu_buf b = {0};
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return hu_err_sys(err, "socketpair");
+	s->fd = sv[0];
+	*init_end = sv[1];
+	if (build_spawn(s, o, &b, err) < 0) {
+		hu_buf_free(&b);
+		return -1;
+	}
+	if (b.len > PREWRITE_MAX) {
+		s->spawn_pending = b;
+		return 0;
+	}
+	return send_buf(s, &b, 0, err);
+}
+
+/* The reply to the SPAWN request: the command's pid. */
+static int start_command(struct session *s, hu_err *err)
+{
 	struct hu_frame_hdr hdr;
 	struct hu_init_event ev;
 	uint8_t *payload = NULL;
 
-	while (o->argv[req.argc])
-		req.argc++;
-	if (send_buf(s, &b, hu_init_build_spawn(&b, ++s->req, &req, err), err) < 0 ||
-	    hu_init_recv(s->fd, &hdr, &payload, err) < 0)
+	if (s->spawn_pending.len && send_buf(s, &s->spawn_pending, 0, err) < 0)
+		return -1;
+	if (hu_init_recv(s->fd, &hdr, &payload, err) < 0)
 		return -1;
 	int rc = 0;
 	if (hdr.type == HU_MSG_ERROR)
@@ -418,7 +458,7 @@ int cmd_run(int argc, char **argv)
 	struct hu_sandbox *sb = NULL;
 	struct session s = {.fd = -1, .stdin_open = 1};
 	hu_err err = {0};
-	int code = EXIT_SANDBOX, lock = -1;
+	int code = EXIT_SANDBOX, lock = -1, rc;
 	sigset_t mask, old;
 
 	if (parse_opts(argc, argv, &o) < 0)
@@ -445,10 +485,12 @@ int cmd_run(int argc, char **argv)
 	if ((lock = hu_datadir_lock_shared(cfg.data_dir, &err)) < 0)
 		goto out;
 	sweep_leftovers(rt);
-	if (hu_template_ensure_base(rt, &err) < 0 ||
-	    hu_sandbox_create(rt, &o.spec, &sb, &err) < 0)
+	if (hu_template_ensure_base(rt, &err) < 0 || open_first_conn(&s, &o, &o.spec.first_conn_fd, &err) < 0)
 		goto out;
-	if (hu_init_connect(hu_sandbox_socket(sb), &s.fd, &err) < 0 || start_command(&s, &o, &err) < 0)
+	rc = hu_sandbox_create(rt, &o.spec, &sb, &err);
+	close(o.spec.first_conn_fd); /* init has its own copy, or no sandbox needs it */
+	o.spec.first_conn_fd = -1;
+	if (rc < 0 || start_command(&s, &err) < 0)
 		goto out;
 	if (pump(&s, &o, &err) < 0)
 		goto out;
@@ -460,6 +502,9 @@ out:
 		cli_error("%s", err.msg);
 	if (s.fd >= 0)
 		close(s.fd);
+	hu_buf_free(&s.spawn_pending);
+	if (o.spec.first_conn_fd >= 0)
+		close(o.spec.first_conn_fd);
 	if (sb && hu_sandbox_destroy(sb, &err) < 0) {
 		cli_error("%s", err.msg);
 		code = EXIT_SANDBOX;

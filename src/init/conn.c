@@ -263,34 +263,53 @@ static bool peer_allowed(int fd)
 	return cred.pid == 0 || allow_local;
 }
 
+/* Serve `fd` (non-blocking, close-on-exec) as a client; it is closed when
+ * refused. */
+static int conn_add(int fd, hu_err *err)
+{
+	if (nconns >= HU_CONN_MAX || !peer_allowed(fd)) {
+		close(fd);
+		return hu_err_set(err, EPERM, "connection refused");
+	}
+	struct hu_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return hu_err_set(err, ENOMEM, "connection");
+	}
+	if (hu_loop_add(&c->watch, fd, EPOLLIN, conn_event, err) < 0) {
+		close(fd);
+		free(c);
+		return -1;
+	}
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	nconns++;
+	return 0;
+}
+
 static void accept_event(struct hu_watch *w, uint32_t events)
 {
-	hu_err err;
+	hu_err ignore;
 
 	for (;;) {
 		int fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE...): retried on the next event */
-		if (nconns >= HU_CONN_MAX || !peer_allowed(fd)) {
-			close(fd);
-			continue;
-		}
-		struct hu_conn *c = calloc(1, sizeof(*c));
-		if (!c) {
-			close(fd);
-			continue;
-		}
-		if (hu_loop_add(&c->watch, fd, EPOLLIN, conn_event, &err) < 0) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->next = conns;
-		if (conns)
-			conns->prev = c;
-		conns = c;
-		nconns++;
+		conn_add(fd, &ignore);
 	}
+}
+
+int hu_conn_adopt(int fd, hu_err *err)
+{
+	int fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 || fcntl(fd, F_SETFD, FD_CLOEXEC) < 0) {
+		hu_err_sys(err, "first connection fd %d", fd);
+		close(fd);
+		return -1;
+	}
+	return conn_add(fd, err);
 }
 
 int hu_conn_listen(int listen_fd, bool allow_local_peers, hu_err *err)

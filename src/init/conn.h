@@ -52,6 +52,11 @@ struct hu_conn {
 
 /* Start accepting on the listening socket. */
 int hu_conn_listen(int listen_fd, bool allow_local_peers, hu_err *err);
+/* Serve `fd`, a connected socket the runtime handed over in the setup
+ * stage's "go" message (hu_sandbox_spec.first_conn_fd), as a client that was
+ * accepted: what its peer wrote before init started is read at once. The
+ * same peer check applies. fd is closed on failure. */
+int hu_conn_adopt(int fd, hu_err *err);
 /* Close every connection and the listener (at exit). */
 void hu_conn_shutdown(void);
 

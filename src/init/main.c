@@ -128,6 +128,17 @@ static int watch_sigterm(hu_err *err)
 	return 0;
 }
 
+/* The connection the runtime handed over with "go" (hutch run's, its
+ * command's request already in it): a failure costs that client its
+ * connection (it reads EOF), never init its life. */
+static void serve_first_conn(int fd)
+{
+	hu_err err;
+
+	if (fd >= 0 && hu_conn_adopt(fd, &err) < 0)
+		fprintf(stderr, "hutch-init: %s\n", err.msg);
+}
+
 int main(int argc, char **argv)
 {
 	struct options opt;
@@ -147,8 +158,7 @@ int main(int argc, char **argv)
 	}
 	/* In a new sandbox: build its root and lock down before serving anyone
 	 * (on failure this reports to the runtime and exits). */
-	if (opt.setup)
-		hu_sandbox_setup();
+	int first_conn = opt.setup ? hu_sandbox_setup() : -1;
 	if (harden_self(opt.listen_fd, &err) < 0 || hu_loop_init(&err) < 0) {
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 		return 1;
@@ -156,11 +166,16 @@ int main(int argc, char **argv)
 	/* sudo is served in real sandboxes only: its abstract socket name is
 	 * per network namespace, which a test init does not have of its own. */
 	if ((opt.allow_local_peers && watch_sigterm(&err) < 0) || hu_proc_init(&err) < 0 ||
-	    (opt.setup && hu_sudo_listen(&err) < 0) || hu_conn_listen(opt.listen_fd, opt.allow_local_peers, &err) < 0 ||
-	    hu_loop_run(&err) < 0)
+	    (opt.setup && hu_sudo_listen(&err) < 0) || hu_conn_listen(opt.listen_fd, opt.allow_local_peers, &err) < 0) {
+		fprintf(stderr, "hutch-init: %s\n", err.msg);
+		goto out;
+	}
+	serve_first_conn(first_conn);
+	if (hu_loop_run(&err) < 0)
 		fprintf(stderr, "hutch-init: %s\n", err.msg);
 	else
 		rc = 0;
+out:
 	hu_conn_shutdown();
 	hu_sudo_shutdown();
 	hu_proc_fini();

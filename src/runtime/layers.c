@@ -324,6 +324,10 @@ int hu_layers_open(struct hu_layers *ly, const struct hu_runtime_config *cfg, hu
 	ly->root_fd = -1;
 	ly->lock_fd = -1;
 	ly->users_fd = -1;
+	ly->keep_init_fd = -1;
+	ly->keep_dir_fd = -1;
+	ly->keep_view_fd = -1;
+	ly->keep_view_netns_fd = -1;
 	ly->linger_ms = cfg->layers_linger_ms;
 	if ((size_t)snprintf(ly->root, sizeof(ly->root), "%s/layers", cfg->data_dir) >= sizeof(ly->root) ||
 	    (size_t)snprintf(ly->image, sizeof(ly->image), "%s/layers.img", cfg->data_dir) >= sizeof(ly->image))

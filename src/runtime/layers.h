@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "runtime/sandbox.h"
 #include "util/err.h"
@@ -42,6 +43,16 @@ struct hu_layers {
 	int lock_fd;          /* <data_dir>/layers.lock: held while bringing it up or down */
 	int users_fd;         /* <data_dir>/layers.users: held shared while open */
 	unsigned linger_ms;   /* the config's layers_linger_ms */
+	/* What a keeper also holds for the next runtime (init_keep.h), set by
+	 * the runtime before it closes: the sealed hutch-init, the stat of the
+	 * file it was copied from, the sysfs view, and the cache directory to
+	 * record them in
+	 * (-1: nothing to hold; the keeper closes neither, the caller does). */
+	int keep_init_fd;
+	int keep_dir_fd;
+	struct stat keep_init_stat;
+	int keep_view_fd;       /* the sandboxes' sysfs view (sysfs_view.h), or -1 */
+	int keep_view_netns_fd; /* and its network namespace */
 };
 
 /* Choose and bring up the backend (making, attaching and mounting the image
@@ -62,8 +73,10 @@ int hu_layers_last_out(struct hu_layers *ly);
  * start a detached keeper process that holds layers.users shared for
  * linger_ms (a runtime opened meanwhile finds the image mounted and reuses
  * it) and then unmounts the image if it is the last out by then; SIGTERM
- * makes it decide at once. It keeps no other descriptor of the caller (its
- * stdout and stderr are /dev/null). 0 when it took over (the caller only
+ * makes it decide at once. Of the caller's descriptors it keeps only the
+ * locks and the keep_* ones (its stdout and stderr are /dev/null), and
+ * records the sealed hutch-init and the sysfs view it holds for the
+ * runtimes that open meanwhile (init_keep.h). 0 when it took over (the caller only
  * closes its descriptors), -1 when it could not be started (the caller
  * unmounts itself). */
 int hu_layers_linger(struct hu_layers *ly);

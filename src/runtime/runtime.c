@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/helper.h"
+#include "runtime/init_keep.h"
 #include "runtime/net_internal.h"
 #include "runtime/seccomp_cache.h"
 #include "runtime/sysfs_view.h"
@@ -110,6 +111,45 @@ static int shared_dir(char *dst, size_t n, const char *path, hu_err *err)
 	return 0;
 }
 
+/* The sealed hutch-init: the one a lingering layers keeper holds when it
+ * passes init_keep.c's checks for the file at `path` as it is now, else a
+ * copy of our own. The keeper's sysfs view too, when it passes its checks
+ * (else the first sandbox makes one, as before). */
+static int open_init(struct hu_runtime *rt, const char *path, hu_err *err)
+{
+	struct stat st;
+	int memfd = -1, view = -1, netns = -1;
+
+	if (rt->cache_fd >= 0) {
+		int have_src = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+		hu_init_keep_take(rt->cache_fd, have_src ? &st : NULL, &memfd, &view, &netns);
+	}
+	if (view >= 0)
+		hu_sysfs_view_adopt(rt, view, netns);
+	if (memfd >= 0) {
+		rt->init_memfd = memfd;
+		rt->init_stat = st;
+		return 0;
+	}
+	rt->init_memfd = hu_runtime_seal_binary(path, "hutch-init", &rt->init_stat, err);
+	return rt->init_memfd < 0 ? -1 : 0;
+}
+
+/* Closing the last runtime may leave a layers keeper (layers.h): offer it
+ * our sealed hutch-init and our sysfs view to hold for the next runtime. */
+static void offer_init(struct hu_runtime *rt)
+{
+	if (rt->init_memfd < 0 || rt->init_stat.st_ino == 0)
+		return;
+	rt->layers.keep_init_fd = rt->init_memfd;
+	rt->layers.keep_init_stat = rt->init_stat;
+	rt->layers.keep_dir_fd = rt->cache_fd;
+	if (rt->sysfs_view >= 0 && rt->sysfs_netns >= 0) {
+		rt->layers.keep_view_fd = rt->sysfs_view;
+		rt->layers.keep_view_netns_fd = rt->sysfs_netns;
+	}
+}
+
 int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out, hu_err *err)
 {
 	struct hu_runtime *rt = calloc(1, sizeof(*rt));
@@ -119,6 +159,7 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		return hu_err_set(err, ENOMEM, "runtime");
 	rt->cfg = *cfg;
 	rt->init_memfd = -1;
+	rt->cache_fd = -1;
 	rt->host_netns = -1;
 	rt->sysfs_view = HU_SYSFS_VIEW_UNTRIED;
 	rt->sysfs_netns = -1;
@@ -146,8 +187,9 @@ int hu_runtime_open(const struct hu_runtime_config *cfg, struct hu_runtime **out
 		snprintf(init_path, sizeof(init_path), "%s", cfg->init_path);
 	else if (hu_helper_find("hutch-init", NULL, init_path, sizeof(init_path), err) < 0)
 		goto fail;
-	rt->init_memfd = hu_runtime_seal_binary(init_path, "hutch-init", &rt->init_stat, err);
-	if (rt->init_memfd < 0 || hu_seccomp_get(cfg->run_dir, &rt->seccomp, NULL, err) < 0 || hu_net_runtime_open(rt, err) < 0)
+	rt->cache_fd = hu_seccomp_cache_dir(cfg->run_dir);
+	if (open_init(rt, init_path, err) < 0 || hu_seccomp_get_at(rt->cache_fd, &rt->seccomp, NULL, err) < 0 ||
+	    hu_net_runtime_open(rt, err) < 0)
 		goto fail;
 	*out = rt;
 	return 0;
@@ -161,13 +203,17 @@ void hu_runtime_close(struct hu_runtime *rt)
 {
 	if (!rt)
 		return;
-	if (rt->init_memfd >= 0)
-		close(rt->init_memfd);
 	hu_seccomp_prog_free(&rt->seccomp);
 	hu_net_runtime_close(rt);
-	hu_sysfs_view_close(rt);
-	if (rt->have_layers)
+	if (rt->have_layers) {
+		offer_init(rt);
 		hu_layers_close(&rt->layers);
+	}
+	if (rt->cache_fd >= 0)
+		close(rt->cache_fd);
+	hu_sysfs_view_close(rt);
+	if (rt->init_memfd >= 0)
+		close(rt->init_memfd);
 	free(rt);
 }
 

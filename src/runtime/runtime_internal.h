@@ -38,6 +38,7 @@ struct hu_runtime {
 	int have_layers;
 	int sysfs_view; /* the sandboxes' /sys (sysfs_view.h), or HU_SYSFS_VIEW_UNTRIED / _NONE */
 	int sysfs_netns; /* the view's network namespace, kept alive (or -1) */
+	int cache_fd;    /* <run_dir>/cache (hu_seccomp_cache_dir), or -1: the seccomp program, init_keep's record */
 };
 
 /* A sealed (read-only, fixed-size) memfd copy of the binary at path, named

@@ -50,6 +50,7 @@ void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec)
 	spec->limits.pids = 256;
 	spec->limits.cpu_millis = 1000;
 	spec->disk_bytes = 1024 * MIB;
+	spec->first_conn_fd = -1;
 }
 
 int hu_sandbox_id_valid(const char *id)
@@ -333,7 +334,13 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 		struct hu_setup_mount *m = (struct hu_setup_mount *)(msg + sizeof(go) + bpf_len) + i;
 		snprintf(m->target, sizeof(m->target), "%s", spec->mounts[i].target);
 	}
-	if (hu_send_fds(sync_fd, msg, len, fds, HU_CHILD_NFDS + spec->n_mounts) < 0)
+	/* the fixed fds, the mounts', then the first connection (if any) */
+	int all[HU_CHILD_NFDS + HU_MOUNTS_MAX + 1];
+	size_t nfds = HU_CHILD_NFDS + spec->n_mounts;
+	memcpy(all, fds, nfds * sizeof(*fds));
+	if (setup_flags & HU_SETUP_FIRST_CONN)
+		all[nfds++] = spec->first_conn_fd;
+	if (hu_send_fds(sync_fd, msg, len, all, nfds) < 0)
 		return hu_err_sys(err, "hand mounts to the sandbox");
 	return 0;
 }
@@ -459,7 +466,8 @@ int hu_sbx_start_child(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec
 		goto out;
 	have_mounts = 1;
 	uint32_t setup_flags = (own_usr ? HU_SETUP_OWN_USR : 0) | (idmapped_rw ? HU_SETUP_IDMAPPED_RW : 0) |
-			       (shared_sys ? HU_SETUP_SHARED_SYS : 0) | (spec->volatile_layer ? HU_SETUP_VOLATILE : 0);
+			       (shared_sys ? HU_SETUP_SHARED_SYS : 0) | (spec->volatile_layer ? HU_SETUP_VOLATILE : 0) |
+			       (spec->first_conn_fd > 2 ? HU_SETUP_FIRST_CONN : 0);
 	rc = send_go(sb, spec, parent_end, fds, setup_flags, err);
 out:
 	for (int i = 0; i < HU_CHILD_NFDS; i++)

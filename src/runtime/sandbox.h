@@ -118,6 +118,12 @@ struct hu_sandbox_spec {
 	char from_snapshot[HU_ID_MAX]; /* "": an empty layer; else its files start as
 					* this snapshot's (hu_sandbox_snapshot), over the
 					* template the snapshot's sandbox had */
+	/* A connected stream socket that hutch-init serves from its start as a
+	 * client it accepted (the caller keeps the other end, and closes this
+	 * one after the create): requests written to the other end before the
+	 * create run as soon as the sandbox is up, without a connect and a
+	 * round trip after it (hutch run's command). -1 (the default): none. */
+	int first_conn_fd;
 };
 
 /* Is `target` an acceptable mount point inside a sandbox? Absolute, at most
@@ -134,9 +140,10 @@ int hu_host_path_check(const char *path, hu_err *err);
 /* hutch-init's setup stage: run in a freshly cloned sandbox (hutch-init
  * --setup), it waits for the parent's "go" on fd 4, builds the root
  * filesystem, pivots into it, and locks itself down (no_new_privs, seccomp),
- * then returns so the process goes on as the sandbox's init. On failure it
- * reports to the parent and exits. */
-void hu_sandbox_setup(void);
+ * then returns so the process goes on as the sandbox's init: the fd of the
+ * first connection the parent handed over (hu_sandbox_spec.first_conn_fd),
+ * or -1. On failure it reports to the parent and exits. */
+int hu_sandbox_setup(void);
 
 /* Defaults a caller starts from (512 MiB, 256 pids, 1 CPU, 1 GiB disk). */
 void hu_sandbox_spec_defaults(struct hu_sandbox_spec *spec);

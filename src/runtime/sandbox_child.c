@@ -35,6 +35,7 @@
 #include "runtime/landlock.h"
 #include "runtime/seccomp.h"
 #include <linux/filter.h>
+#include "util/cleanup.h"
 #include "util/fdpass.h"
 #include "util/fileutil.h"
 
@@ -275,22 +276,24 @@ static void reset_signals(void)
 	(sizeof(struct hu_setup_go) + BPF_MAXINSNS * sizeof(struct sock_filter) +                              \
 	 HU_MOUNTS_MAX * sizeof(struct hu_setup_mount))
 
-void hu_sandbox_setup(void)
+int hu_sandbox_setup(void)
 {
 	static unsigned char buf[GO_MAX];
 	const int sync_fd = HU_SETUP_SYNC_FD;
 	hu_err err = {0};
-	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX];
+	int fds[HU_CHILD_NFDS + HU_MOUNTS_MAX + 1];
 	size_t nfds = 0;
 	struct hu_setup_go go;
 
-	long n = hu_recv_fds(sync_fd, buf, sizeof(buf), fds, HU_CHILD_NFDS + HU_MOUNTS_MAX, &nfds);
+	long n = hu_recv_fds(sync_fd, buf, sizeof(buf), fds, HU_ARRAY_LEN(fds), &nfds);
 	if (n < (long)sizeof(go) || nfds < HU_CHILD_NFDS)
 		_exit(1); /* the parent gave up; it cleans up */
 	memcpy(&go, buf, sizeof(go));
 	go.id[sizeof(go.id) - 1] = '\0';
+	/* the first connection, if handed over, is the last fd: init's, not setup's */
+	size_t first_conn = (go.flags & HU_SETUP_FIRST_CONN) ? 1 : 0;
 	if (go.magic != HU_SETUP_MAGIC || go.bpf_len == 0 || go.bpf_len > BPF_MAXINSNS ||
-	    go.n_mounts > HU_MOUNTS_MAX || nfds != HU_CHILD_NFDS + go.n_mounts ||
+	    go.n_mounts > HU_MOUNTS_MAX || nfds != HU_CHILD_NFDS + go.n_mounts + first_conn ||
 	    (size_t)n != sizeof(go) + go.bpf_len * sizeof(struct sock_filter) +
 				 go.n_mounts * sizeof(struct hu_setup_mount)) {
 		hu_err_set(&err, EPROTO, "malformed setup message");
@@ -328,7 +331,7 @@ void hu_sandbox_setup(void)
 	}
 	if (loopback_up(&err) < 0 || setup_rootfs(fds, go.shm_bytes, go.flags, mounts, go.n_mounts, &err) < 0)
 		report(sync_fd, &err);
-	for (size_t i = 0; i < nfds; i++)
+	for (size_t i = 0; i < nfds - first_conn; i++)
 		close(fds[i]);
 	/* user namespaces cannot nest below this one (seccomp also refuses the
 	 * flag; this is the second lock). */
@@ -364,4 +367,5 @@ void hu_sandbox_setup(void)
 		report(sync_fd, &err);
 	}
 	close(sync_fd); /* the parent reads EOF: the sandbox is up */
+	return first_conn ? fds[nfds - 1] : -1;
 }

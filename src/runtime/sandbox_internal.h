@@ -30,6 +30,9 @@
  * sandbox's end commits no btrfs transaction (an fsync inside is a no-op:
  * nothing there outlives the sandbox) */
 #define HU_SETUP_VOLATILE 16u
+/* one more fd follows the mounts': a connected socket that init serves as a
+ * client it accepted (hu_sandbox_spec.first_conn_fd) */
+#define HU_SETUP_FIRST_CONN 32u
 struct hu_setup_go {
 	uint32_t magic;
 	uint32_t bpf_len;

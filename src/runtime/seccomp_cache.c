@@ -143,7 +143,7 @@ int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const st
 
 /* <run_dir>/cache, made 0700 if missing; -1 (nothing cached there) unless it
  * is a directory that only we can enter and write. */
-static int open_cache_dir(const char *run_dir)
+int hu_seccomp_cache_dir(const char *run_dir)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -165,11 +165,16 @@ static int open_cache_dir(const char *run_dir)
 int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state,
 		   hu_err *err)
 {
+	_cleanup_close_ int dirfd = hu_seccomp_cache_dir(run_dir);
+	return hu_seccomp_get_at(dirfd, out, state, err);
+}
+
+int hu_seccomp_get_at(int dirfd, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state, hu_err *err)
+{
 	enum hu_seccomp_cache_state s = HU_SECCOMP_CACHE_REFUSED;
 	struct hu_seccomp_key key;
 	hu_err ignore;
 
-	_cleanup_close_ int dirfd = open_cache_dir(run_dir);
 	int have_key = hu_seccomp_cache_key(&key, &ignore) == 0;
 	if (dirfd >= 0 && have_key) {
 		if (hu_seccomp_cache_load(dirfd, &key, out, &s, err) < 0)

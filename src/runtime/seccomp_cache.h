@@ -46,10 +46,18 @@ int hu_seccomp_cache_load(int dirfd, const struct hu_seccomp_key *key, struct hu
 int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const struct hu_seccomp_prog *prog,
 			   hu_err *err);
 
+/* <run_dir>/cache, made 0700 if missing; -1 (nothing cached there) unless it
+ * is a directory that only we (root) can enter and write. init_keep.c keeps
+ * its record there too. */
+int hu_seccomp_cache_dir(const char *run_dir);
+
 /* The program for this process: from <run_dir>/cache when it passes the
  * checks, else compiled (and stored when the directory is sound; a failure
  * to store does not fail the call). `state` may be NULL. */
 int hu_seccomp_get(const char *run_dir, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state,
 		   hu_err *err);
+/* The same with the cache directory already open (hu_seccomp_cache_dir;
+ * -1: compile, store nothing). */
+int hu_seccomp_get_at(int dirfd, struct hu_seccomp_prog *out, enum hu_seccomp_cache_state *state, hu_err *err);
 
 #endif

@@ -1,11 +1,18 @@
 /* The sandboxes' shared read-only sysfs view (sysfs_view.h). */
 #include "runtime/sysfs_view.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/nsfs.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "runtime/mountapi.h"
@@ -13,6 +20,8 @@
 #include "util/cleanup.h"
 
 #define VIEW_ATTRS (MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)
+#define VIEW_FLAGS (ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC)
+#define SYSFS_MAGIC_ 0x62656572
 
 /* An fs context for sysfs keyed by a new, empty network namespace: the
  * context takes the namespace of the calling thread when it is opened, so
@@ -111,4 +120,74 @@ void hu_sysfs_view_close(struct hu_runtime *rt)
 		close(rt->sysfs_netns);
 	rt->sysfs_view = HU_SYSFS_VIEW_UNTRIED;
 	rt->sysfs_netns = -1;
+}
+
+/* The inode of a namespace, by descriptor or by path. */
+static ino_t fd_ino(int fd)
+{
+	struct stat st;
+	return fstat(fd, &st) == 0 ? st.st_ino : 0;
+}
+
+static ino_t path_ino(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? st.st_ino : 0;
+}
+
+/* A network namespace that is not ours and that our user namespace owns:
+ * not the host's, and not one a sandbox's user namespace owns. */
+static int empty_netns_of_ours(int netns)
+{
+	if (ioctl(netns, NS_GET_NSTYPE) != CLONE_NEWNET)
+		return 0;
+	ino_t ino = fd_ino(netns);
+	if (ino == 0 || ino == path_ino("/proc/thread-self/ns/net"))
+		return 0;
+	_cleanup_close_ int owner = ioctl(netns, NS_GET_USERNS);
+	return owner >= 0 && fd_ino(owner) == path_ino("/proc/self/ns/user");
+}
+
+/* class/net holds lo alone, owned by the host's root. */
+static int lists_lo_alone(int view)
+{
+	int fd = openat(view, "class/net", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	int lo = 0, other = 0;
+
+	if (fd < 0)
+		return 0;
+	DIR *d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!strcmp(de->d_name, "lo"))
+			lo = fstatat(dirfd(d), "lo", &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_uid == 0;
+		else
+			other = 1;
+	}
+	closedir(d);
+	return lo && !other;
+}
+
+int hu_sysfs_view_check(int view, int netns)
+{
+	struct statfs sf;
+	struct statvfs sv;
+
+	if (view < 0 || netns < 0 || fstatfs(view, &sf) < 0 || sf.f_type != SYSFS_MAGIC_ || fstatvfs(view, &sv) < 0 ||
+	    (sv.f_flag & VIEW_FLAGS) != VIEW_FLAGS)
+		return 0;
+	return empty_netns_of_ours(netns) && lists_lo_alone(view);
+}
+
+void hu_sysfs_view_adopt(struct hu_runtime *rt, int view, int netns)
+{
+	hu_sysfs_view_close(rt);
+	rt->sysfs_view = view;
+	rt->sysfs_netns = netns;
 }

@@ -44,4 +44,15 @@ int hu_sysfs_view_shared(const struct hu_runtime *rt);
 
 void hu_sysfs_view_close(struct hu_runtime *rt);
 
+/* Is `view` (with `netns`, the namespace it keeps alive) a view as
+ * make_view makes it, fit to be a sandbox's /sys? A sysfs mount that is
+ * read-only, nosuid, nodev and noexec, whose class/net lists lo alone,
+ * owned by the host's root; `netns` a network namespace other than ours,
+ * owned by our user namespace. For a view handed over by another process
+ * (init_keep.h): 1 or 0. */
+int hu_sysfs_view_check(int view, int netns);
+
+/* Adopt a checked view and its namespace (the runtime owns both now). */
+void hu_sysfs_view_adopt(struct hu_runtime *rt, int view, int netns);
+
 #endif

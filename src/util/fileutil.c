@@ -69,6 +69,12 @@ int hu_mkdir_p(const char *path, mode_t mode, hu_err *err)
 
 	if (len == 0 || len >= sizeof(tmp))
 		return hu_err_set(err, ENAMETOOLONG, "mkdir %s", path);
+	/* the whole path first: it usually exists, or only its last part is
+	 * missing (a sandbox's directory), and each level tried is a lookup */
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	if (errno != ENOENT)
+		return hu_err_sys(err, "mkdir %s", path);
 	memcpy(tmp, path, len + 1);
 	for (char *p = tmp + 1; *p; p++) {
 		if (*p != '/')

@@ -50,6 +50,16 @@ rc=$?
 expect_eq "SIGINT is forwarded and the command's exit code returned" "3" "$rc"
 expect_match "the command saw SIGINT" "got-int" "$(cat "$HUTCH_TEST_TMP/int.out")"
 
+# the command's request is written into the connection hutch run hands init with "go" (init starts
+# the command as soon as its setup is done); that connection stays init's (close-on-exec), so the
+# command holds its stdio and nothing else; a request too large to wait in the socket (here 90 KB of
+# arguments) is sent once the sandbox is up
+out=$(hrun -- sh -c 'ls /proc/$$/fd | tr "\n" " "')
+expect_eq "the command holds only its stdio, no connection of init's" "0 1 2 " "$out"
+a=$(head -c 30000 /dev/zero | tr '\0' a)
+out=$(hrun -- sh -c 'echo ${#1} ${#2} ${#3}' x "$a" "$a" "$a")
+expect_eq "a 90 KB request reaches init after the create" "30000 30000 30000" "$out"
+
 out=$(hrun -- id -u)
 expect_eq "default user is uid 1000" "1000" "$out"
 out=$(hrun -- bash -c 'echo $HOME $USER; pwd')

@@ -158,6 +158,49 @@ expect_eq "keeper: a long linger keeps the mount" "1" "$(count_mounts)"
 for p in $(keeper_pids); do kill -TERM "$p"; done
 settles "keeper: SIGTERM unmounts at once" "0" count_mounts 30
 settles "keeper: SIGTERM ends the keeper" "0" keepers
+# the keeper also holds the run's sealed hutch-init and sysfs view: the next run executes that
+# copy instead of making one; once the file it was copied from changed (here: a private copy of hutch-init with a
+# byte appended), the held copy is refused and the run executes the new bytes (init_keep.c)
+INIT_COPY="$HUTCH_TEST_TMP/hutch-init.copy"
+cp "$ROOT/$BUILD/hutch-init" "$INIT_COPY"
+keeper_init() { # "inode size" of the hutch-init memfd the keeper holds
+	local p fd
+	for p in $(keeper_pids); do
+		for fd in /proc/"$p"/fd/*; do
+			case "$(readlink "$fd")" in /memfd:hutch-init*) stat -L -c '%i %s' "$fd" ;; esac
+		done
+	done
+}
+run_init() { # "inode size" of the executable of a running sandbox's init
+	HUTCH_LAYERS_LINGER=600 HUTCH_INIT="$INIT_COPY" "$HUTCH" run -- sleep 20 </dev/null >/dev/null 2>&1 &
+	local runpid=$! pidfile=""
+	for _ in $(seq 100); do
+		pidfile=$(ls "$HUTCH_RUN_DIR"/sandboxes/run-*/pid 2>/dev/null | head -1)
+		[ -n "$pidfile" ] && [ -s "$pidfile" ] && break
+		sleep 0.1
+	done
+	stat -L -c '%i %s' "/proc/$(cat "$pidfile")/exe"
+	kill -TERM "$runpid"
+	wait "$runpid" 2>/dev/null
+}
+HUTCH_LAYERS_LINGER=600 HUTCH_INIT="$INIT_COPY" hrun -- true
+held=$(keeper_init)
+expect_match "keeper: holds the run's sealed hutch-init" "^[0-9]+ $(stat -c %s "$INIT_COPY")$" "$held"
+check "keeper: its record is root's alone" test "$(stat -c '%u %a' "$HUTCH_RUN_DIR/cache/init.keeper")" = "0 600"
+expect_eq "keeper: the next run executes the held copy" "$held" "$(run_init)"
+# and the sandboxes' sysfs view (a mount of sysfs in an empty network namespace, kept alive)
+fds=$(for p in $(keeper_pids); do ls -l /proc/"$p"/fd; done)
+expect_match "keeper: holds the sysfs view's network namespace" "net:\[" "$fds"
+out=$(HUTCH_LAYERS_LINGER=600 HUTCH_INIT="$INIT_COPY" hrun -- ls /sys/class/net)
+expect_eq "keeper: a run on the held sysfs view sees lo alone in /sys/class/net" "lo" "$out"
+printf 'X' >>"$INIT_COPY"
+now=$(run_init)
+check "keeper: a changed hutch-init file: the held copy is refused ($held, now $now)" test "${now% *}" != "${held% *}"
+expect_eq "keeper: and the new bytes run" "$(stat -c %s "$INIT_COPY")" "${now#* }"
+for p in $(keeper_pids); do kill -TERM "$p"; done
+settles "keeper: gone" "0" keepers 30
+check "keeper: its record goes with it" test ! -e "$HUTCH_RUN_DIR/cache/init.keeper"
+settles "keeper: and the mount" "0" count_mounts 30
 out=$(HUTCH_LAYERS_LINGER=ten hrun -- true 2>&1)
 expect_match "keeper: a bad HUTCH_LAYERS_LINGER is named" "HUTCH_LAYERS_LINGER=ten" "$out"
 expect_eq "keeper: and falls back to the default (the image stays mounted)" "1" "$(count_mounts)"
