@@ -150,12 +150,14 @@ int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded)
 	return -1;
 }
 
-int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded)
+int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded,
+			       enum hu_fwd_answer how)
 {
 	(void)r;
 	(void)id;
 	(void)team;
 	(void)forwarded;
+	(void)how;
 	return 0;
 }
 

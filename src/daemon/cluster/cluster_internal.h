@@ -1,5 +1,6 @@
-/* What the files of cluster/ share: this node, and the calls it is
- * forwarding to other nodes (forward.c). */
+/* What the files of cluster/ share: this node, the calls it is forwarding
+ * to other nodes (forward.c) and its idle connections to them
+ * (forward_pool.c). */
 #ifndef HUTCH_DAEMON_CLUSTER_CLUSTER_INTERNAL_H
 #define HUTCH_DAEMON_CLUSTER_CLUSTER_INTERNAL_H
 
@@ -13,6 +14,7 @@
 #include "daemon/store/store.h"
 
 struct hu_forward;
+struct hu_fwd_idle;
 struct hu_tpl_fetch;
 
 struct hu_cluster {
@@ -24,6 +26,7 @@ struct hu_cluster {
 	size_t secret_len;
 	SSL_CTX *tls;           /* for https:// nodes, made on first use */
 	struct hu_forward *fwd; /* calls being forwarded */
+	struct hu_fwd_idle *idle; /* kept connections to other nodes (forward_pool.h) */
 	/* template_fetch.c */
 	struct hu_tpl_fetch *fetches;    /* in flight, one per template */
 	struct hu_tpl_fetch *fetch_done; /* answered, freed by fetch_reaper from the loop */

@@ -127,7 +127,7 @@ int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handl
 			       " has expired)", ask.idem_key, chosen.name);
 		return 1;
 	}
-	hu_cluster_forward(r, &chosen, placement);
+	hu_cluster_forward(r, &chosen, placement, HU_FWD_BUFFERED);
 	placement[0] = '\0';
 	return 1;
 }
