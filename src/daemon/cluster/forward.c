@@ -657,6 +657,53 @@ static bool idempotent(enum evhttp_cmd_type m)
 	       m == EVHTTP_REQ_OPTIONS;
 }
 
+/* A call to forward, linked into the cluster's list; NULL out of memory. */
+static struct hu_forward *forward_new(struct hu_cluster *c, struct hu_req *r, const struct hu_node *to,
+				      const char *placement, enum hu_fwd_answer how)
+{
+	struct hu_forward *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->head = evbuffer_new()) || (how == HU_FWD_BUFFERED && !(p->body = evbuffer_new()))) {
+		if (p && p->head)
+			evbuffer_free(p->head);
+		free(p);
+		return NULL;
+	}
+	p->c = c;
+	p->req_id = r->id;
+	snprintf(p->node, sizeof(p->node), "%s", to->name);
+	snprintf(p->address, sizeof(p->address), "%s", to->address);
+	snprintf(p->placement, sizeof(p->placement), "%s", placement ? placement : "");
+	p->buffered = how == HU_FWD_BUFFERED;
+	p->replayable = idempotent(r->method) && evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)) == 0;
+	p->next = c->fwd;
+	if (p->next)
+		p->next->prev = p;
+	c->fwd = p;
+	p->r = r;
+	return p;
+}
+
+/* The request is built: a buffered call goes on a kept connection when
+ * there is one, anything else on a new one. */
+static void forward_send(struct hu_forward *p)
+{
+	hu_err err;
+
+	/* an Upgrade takes its connection for good: it is never buffered */
+	if (p->two_way)
+		p->buffered = false;
+	if (p->buffered && (p->server = hu_fwd_pool_take(p->c, p->address))) {
+		p->reused = true;
+		p->tls = !strncmp(p->address, "https://", 8);
+		hu_stat_add(HU_STAT_FORWARD_REUSES, 1);
+		send_buffered(p);
+		return;
+	}
+	if (dial(p, &err) < 0)
+		fail_request(p, 503, err.msg);
+}
+
 void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement, enum hu_fwd_answer how)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
@@ -669,28 +716,10 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 		hu_reply_error(r, 421, "sandbox is on node %s: this node does not forward calls", to->name);
 		return;
 	}
-	if (!(p = calloc(1, sizeof(*p))) || !(p->head = evbuffer_new())) {
-		free(p);
+	if (!(p = forward_new(c, r, to, placement, how))) {
 		hu_reply_error(r, 500, "out of memory");
 		return;
 	}
-	p->c = c;
-	p->req_id = r->id;
-	snprintf(p->node, sizeof(p->node), "%s", to->name);
-	snprintf(p->address, sizeof(p->address), "%s", to->address);
-	p->buffered = how == HU_FWD_BUFFERED;
-	if (p->buffered && !(p->body = evbuffer_new())) {
-		free(p);
-		hu_reply_error(r, 500, "out of memory");
-		return;
-	}
-	p->replayable = idempotent(r->method) && evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)) == 0;
-	snprintf(p->placement, sizeof(p->placement), "%s", placement ? placement : "");
-	p->next = c->fwd;
-	if (p->next)
-		p->next->prev = p;
-	c->fwd = p;
-	p->r = r;
 	if (hu_fwd_sign(c->secret, c->secret_len, hu_http_method_name(r->method), evhttp_request_get_uri(r->ev),
 			c->self.name, p->placement, hu_req_client(r), hu_wall_ms(), proof, sizeof(proof), &err) < 0 ||
 	    build_head(p, r, proof, &err) < 0) {
@@ -699,18 +728,7 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 		forward_free(p);
 		return;
 	}
-	/* an Upgrade takes its connection for good: it is never buffered */
-	if (p->two_way)
-		p->buffered = false;
-	if (p->buffered && (p->server = hu_fwd_pool_take(c, p->address))) {
-		p->reused = true;
-		p->tls = !strncmp(p->address, "https://", 8);
-		hu_stat_add(HU_STAT_FORWARD_REUSES, 1);
-		send_buffered(p);
-		return;
-	}
-	if (dial(p, &err) < 0)
-		fail_request(p, 503, err.msg);
+	forward_send(p);
 }
 
 void hu_cluster_forward_abort_all(struct hu_cluster *c)
