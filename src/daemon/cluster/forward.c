@@ -346,6 +346,8 @@ static void answer_buffered(struct hu_forward *p)
 	       evbuffer_get_length(p->body), p->reused ? " (kept connection)" : "");
 	p->r = NULL;
 	hu_reply_passed(r, p->status, p->body);
+	hu_cluster_placed_later(p->c, p->placement);
+	p->placement[0] = '\0';
 	forward_free(p);
 }
 
@@ -478,9 +480,10 @@ static void on_buffered_head(struct bufferevent *b, void *arg)
 		fail_request(p, 500, "out of memory");
 		return;
 	}
+	/* the node has answered a create once a head is here (its row is
+	 * written, or it failed): the reservation ends after the answer
+	 * (answer_buffered), or with p on a failure */
 	int rc = hu_response_head_conn(bufferevent_get_input(b), heads, &status, &p->kept, &err);
-	if (rc != 0)
-		end_reservation(p); /* the node has answered the create: its row is written, or it failed */
 	if (rc < 0)
 		fail_request(p, 502, err.msg);
 	else if (rc > 0 && status == 101)
