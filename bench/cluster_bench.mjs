@@ -4,6 +4,8 @@
 // nodes"). Figures, each with its peer in the same run:
 //   create     POST /sandboxes through the owner vs through another node
 //              (placement forwards it), alternating, --creates of each
+//   info       GET /sandboxes/{id} through the owner vs through another node
+//              (the forwarding hop alone), alternating, --creates of each
 //   exec       one command round trip (envd's process.Start of `true`)
 //              through the owner vs through a forwarding node, --execs each
 //   download   MB/s of a --mib MiB file (GET /files) through the owner vs
@@ -74,6 +76,24 @@ try {
   const cd = stats(direct), cf = stats(forwarded)
   console.log(`create ms   through the owner   ${fmt(cd)}`)
   console.log(`create ms   through another node ${fmt(cf)}   (+${(cf.median - cd.median).toFixed(2)} ms median)`)
+
+  // ---- GET /sandboxes/{id}: the hop alone (no placement, no create)
+  const info = { owner: [], fwd: [] }
+  {
+    const r = await api(nodes[0], 'POST', '/sandboxes', { templateID: 'base', timeout: 120 })
+    const get = async (n, into) => {
+      const t0 = now()
+      const res = await api(n, 'GET', `/sandboxes/${r.json.sandboxID}`)
+      if (res.status !== 200) throw new Error(`info: ${res.status} ${res.text}`)
+      if (into) into.push(now() - t0)
+    }
+    for (let i = 0; i < 20; i++) { await get(nodes[0]); await get(nodes[1]) }
+    for (let i = 0; i < nCreates; i++) { await get(nodes[0], info.owner); await get(nodes[1], info.fwd) }
+    await api(nodes[0], 'DELETE', `/sandboxes/${r.json.sandboxID}`)
+  }
+  const io = stats(info.owner), inf = stats(info.fwd)
+  console.log(`info ms     through the owner   ${fmt(io)}`)
+  console.log(`info ms     through another node ${fmt(inf)}   (+${(inf.median - io.median).toFixed(2)} ms median)`)
 
   // ---- the data plane of one sandbox on n1, through n1 and through n2
   const r = await api(nodes[0], 'POST', '/sandboxes', { templateID: 'base', timeout: 600 })

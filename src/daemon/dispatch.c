@@ -83,6 +83,15 @@ static bool acts_on_sandbox(const struct hu_route *rt)
 	return !strncmp(rt->pattern, "/sandboxes/{id}", 15) || !strncmp(rt->pattern, "/v2/sandboxes/{id}", 18);
 }
 
+/* How a control-plane call's answer comes back from another node: the log
+ * reads stream theirs (api_logs.c), every other answer is one sized reply. */
+static enum hu_fwd_answer answer_of(const struct hu_route *rt)
+{
+	if (rt->fn == hu_api_get_logs_v1 || rt->fn == hu_api_get_logs_v2)
+		return HU_FWD_RELAYED;
+	return HU_FWD_BUFFERED;
+}
+
 /* A node of a cluster answers for the others (cluster/forward.h): a call
  * for another node's sandbox goes to that node, and a create to the node
  * placement picks. 1 when r was answered so; otherwise *placement is the
@@ -94,7 +103,7 @@ static int for_another_node(struct hu_req *r, const struct hu_route *rt, bool fo
 	if (!d->cluster)
 		return 0;
 	if (acts_on_sandbox(rt) && r->param[0] && (!d->reg || !hu_registry_get(d->reg, r->param)))
-		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded);
+		return hu_cluster_route_elsewhere(r, r->param, r->principal, forwarded, answer_of(rt));
 	if (rt->fn == hu_api_create_sandbox) /* POST /sandboxes, /v2/sandboxes */
 		return hu_cluster_place(r, forwarded, placement, rt->fn);
 	/* DELETE /volumes/{id}: its mounts and files are on its node */
@@ -233,7 +242,7 @@ static void dispatch_data_plane(struct hu_req *r, const char *sbx_id, struct hu_
 	/* envd's health probe carries no token: the SDK uses it to tell a dead
 	 * or paused sandbox (502) from a live one. It never resumes one: an
 	 * unauthenticated request must not wake sandboxes up. */
-	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded))
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded, HU_FWD_RELAYED))
 		return;
 	if (!s || (s->state != HU_SBX_RUNNING && (!s->auto_resume || !strcmp(r->path, "/health")))) {
 		reply_sandbox_unavailable(r, sbx_id, s);
@@ -287,7 +296,7 @@ static void dispatch_port(struct hu_req *r, const char *sbx_id, uint16_t port, b
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_sbx *s = d->reg && strlen(sbx_id) < HU_ID_MAX ? hu_registry_get(d->reg, sbx_id) : NULL;
 
-	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded))
+	if (!s && strlen(sbx_id) < HU_ID_MAX && hu_cluster_route_elsewhere(r, sbx_id, NULL, forwarded, HU_FWD_RELAYED))
 		return;
 	if (!s || (s->state != HU_SBX_RUNNING && !s->auto_resume)) {
 		reply_sandbox_unavailable(r, sbx_id, s);
@@ -358,7 +367,7 @@ static void signed_elsewhere(struct hu_req *r, const char *id, bool forwarded)
 		hu_reply_error(r, 500, "out of memory");
 		return;
 	}
-	if (!hu_cluster_route_elsewhere(r, id, NULL, forwarded))
+	if (!hu_cluster_route_elsewhere(r, id, NULL, forwarded, HU_FWD_RELAYED))
 		hu_reply_error(r, 401, "invalid signature");
 }
 

@@ -16,6 +16,7 @@ import assert from 'node:assert/strict'
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
 import { createHmac, randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -631,6 +632,80 @@ test('creates spread over the nodes; a draining node takes none', { skip }, asyn
   } finally {
     sql('UPDATE nodes SET draining = false')
     await Promise.all(made.map((id, i) => api(nodes[i % 3], 'DELETE', `/sandboxes/${id}`)))
+  }
+})
+
+// A control-plane call through a node that does not own its sandbox goes
+// on a connection to the owner kept from the call before (the forwarding
+// node's hutch_forward_connections_total says which), and its answer keeps
+// the client's connection open: sequential calls from a keep-alive client
+// use one socket. A kept connection idle for over a second is not used.
+test('control-plane calls through a non-owner keep the client\'s connection and reuse one to the owner', { skip }, async () => {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  const call = (n, method, path, body) => new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : JSON.stringify(body)
+    const req = http.request(n.url + path, {
+      agent, method,
+      headers: { 'X-API-KEY': n.apiKey, 'Content-Type': 'application/json', ...(data ? { 'Content-Length': Buffer.byteLength(data) } : {}) },
+    }, (res) => {
+      let text = ''
+      res.setEncoding('utf8')
+      res.on('data', (c) => { text += c })
+      res.on('end', () => resolve({ status: res.status ?? res.statusCode, connection: res.headers.connection, reused: req.reusedSocket, text }))
+    })
+    req.on('error', reject)
+    req.end(data)
+  })
+  const counters = async (n) => {
+    const text = (await api(n, 'GET', '/metrics')).text
+    const get = (how) => Number((text.match(new RegExp(`^hutch_forward_connections_total\\{how="${how}"\\} (\\d+)$`, 'm')) || [])[1] ?? NaN)
+    return { dialled: get('dialled'), reused: get('reused') }
+  }
+  const made = []
+  try {
+    const r = await create(nodes[0])
+    assert.equal(r.status, 201, r.text)
+    const id = r.json.sandboxID
+    made.push(id)
+    const owner = ownerOf(id)
+    const other = nodes[(nodeIndex(owner) + 1) % 3]
+    const before = await counters(other)
+    const got = []
+    for (let i = 0; i < 10; i++) got.push(await call(other, 'GET', `/sandboxes/${id}`))
+    for (const g of got) {
+      assert.equal(g.status, 200, g.text)
+      assert.equal(JSON.parse(g.text).sandboxID, id)
+      assert.notEqual(g.connection, 'close', 'the forwarding node keeps the client\'s connection')
+    }
+    assert.deepEqual(got.slice(1).map((g) => g.reused), Array(9).fill(true), 'one client connection for the ten calls')
+    assert.ok(Number.isFinite(before.dialled) && Number.isFinite(before.reused), 'the counters are in /metrics')
+    const after = await counters(other)
+    assert.ok(after.dialled - before.dialled <= 1, `one connection to the owner at most: ${JSON.stringify({ before, after })}`)
+    assert.ok(after.reused - before.reused >= 9, `the others kept: ${JSON.stringify({ before, after })}`)
+    // a create placed on the owner through the other node, and a kill, on the same connections
+    sql(`UPDATE nodes SET draining = (name <> '${owner}')`)
+    const c = await call(other, 'POST', '/sandboxes', { templateID: 'base', timeout: 60 })
+    sql('UPDATE nodes SET draining = false')
+    assert.equal(c.status, 201, c.text)
+    made.push(JSON.parse(c.text).sandboxID)
+    assert.equal(ownerOf(made[1]), owner)
+    assert.equal(c.reused, true)
+    const k = await call(other, 'DELETE', `/sandboxes/${made[1]}`)
+    assert.equal(k.status, 204, k.text)
+    assert.equal(k.reused, true)
+    made.pop()
+    const kept = await counters(other)
+    assert.ok(kept.reused - after.reused >= 2, JSON.stringify({ after, kept }))
+    // idle for over a second: the next call dials again
+    await sleep(1500)
+    const late = await call(other, 'GET', `/sandboxes/${id}`)
+    assert.equal(late.status, 200, late.text)
+    const last = await counters(other)
+    assert.equal(last.dialled - kept.dialled, 1, JSON.stringify({ kept, last }))
+  } finally {
+    sql('UPDATE nodes SET draining = false')
+    agent.destroy()
+    await Promise.all(made.map((id) => api(nodes[0], 'DELETE', `/sandboxes/${id}`)))
   }
 })
 

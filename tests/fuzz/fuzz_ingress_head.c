@@ -1,12 +1,14 @@
-// fuzz-sources: src/daemon/http/response.c src/daemon/ingress/head.c
+// fuzz-sources: src/daemon/http/response.c src/daemon/http/framing.c src/daemon/ingress/head.c
 /*
  * libFuzzer driver for the two places port ingress handles bytes it did not
  * write: a sandbox server's response head (src/daemon/http/response.c),
  * fed in two pieces to exercise the "need more" path, and request headers
  * rebuilt into a head (src/daemon/ingress/head.c). What is accepted must be
  * consistent: a final head ends in a blank line and is bounded, a rewritten
- * plain head says Connection: close exactly once, nothing that could split
- * a header line reaches a built request head.
+ * plain head says Connection: close exactly once, its fields give a body
+ * framing or an error (hu_response_framing, as the ingress and a forwarding
+ * node use it), nothing that could split a header line reaches a built
+ * request head.
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -18,6 +20,29 @@
 
 #include "daemon/ingress/head.h"
 #include "daemon/http/response.h"
+
+/* The fields of an accepted head give a framing the decoder knows, with a
+ * length only for a sized body. */
+static void check_framing(struct evbuffer *heads)
+{
+	struct evkeyvalq h;
+	struct hu_framing f;
+	char reason[128];
+	int status = 0;
+	hu_err err;
+
+	TAILQ_INIT(&h);
+	if (hu_response_fields(heads, &status, reason, sizeof(reason), &h, &err) == 0 &&
+	    hu_response_framing(&h, status, false, 0, &f, &err) == 0) {
+		if (f.mode != HU_FRAMING_LENGTH && f.mode != HU_FRAMING_CHUNKED && f.mode != HU_FRAMING_CLOSE)
+			abort();
+		if (f.mode != HU_FRAMING_LENGTH && f.left)
+			abort();
+		if ((status == 204 || status == 304 || status < 200) && (f.mode != HU_FRAMING_LENGTH || f.left))
+			abort();
+	}
+	evhttp_clear_headers(&h);
+}
 
 static void check_response(const uint8_t *data, size_t size)
 {
@@ -48,6 +73,7 @@ static void check_response(const uint8_t *data, size_t size)
 			if (s[i] == '\r' && (i + 1 == n || s[i + 1] != '\n'))
 				abort();
 		free(s);
+		check_framing(out);
 	}
 	evbuffer_free(in);
 	evbuffer_free(out);

@@ -1,7 +1,11 @@
 /*
- * Forwarding a call to the node that serves it (forward.h): dial the node,
- * send the rebuilt request, take the client's connection over, check the
- * node's response head, then relay bytes until either side is done.
+ * Forwarding a call to the node that serves it (forward.h). A relayed call:
+ * dial the node, send the rebuilt request, take the client's connection
+ * over, check the node's response head, then relay bytes until either side
+ * is done. A buffered call: take a kept connection to the node or dial one,
+ * send the request, read the node's answer whole and answer the client
+ * through the HTTP layer, then keep the node's connection for the next
+ * call (forward_pool.h).
  */
 #include "daemon/cluster/forward.h"
 
@@ -24,8 +28,11 @@
 
 #include "daemon/cluster/cluster_internal.h"
 #include "daemon/cluster/forward_auth.h"
+#include "daemon/cluster/forward_pool.h"
 #include "daemon/common/json.h"
 #include "daemon/common/log.h"
+#include "daemon/common/stats.h"
+#include "daemon/http/framing.h"
 #include "daemon/http/relay.h"
 #include "daemon/http/response.h"
 #include "daemon/http/server.h"
@@ -35,13 +42,22 @@
 struct hu_forward {
 	struct hu_cluster *c;
 	struct hu_forward *prev, *next;
-	struct hu_req *r; /* until the connection is taken over: answered on a failure */
+	struct hu_req *r; /* until the connection is taken over, or the answer: answered on a failure */
 	uint64_t req_id;
 	char node[HU_NODE_NAME_MAX];
+	char address[sizeof(((struct hu_node *)0)->address)];
 	char placement[HU_PLACEMENT_ID_MAX];
-	struct evbuffer *head; /* the request, sent once connected */
+	struct evbuffer *head; /* the request, sent once connected (kept while it may be sent again) */
 	bool two_way;
-	bool tls; /* the node's address is https:// */
+	bool tls;        /* the node's address is https:// */
+	bool buffered;   /* HU_FWD_BUFFERED: the answer is read whole, the client's connection stays */
+	bool replayable; /* idempotent and bodiless: may go again, once, on a new connection */
+	bool reused;     /* the connection to the node came from the pool */
+	bool heard;      /* the node sent something back on it */
+	bool kept;       /* the node keeps its connection after this answer */
+	int status;      /* of the node's final head, once read */
+	struct hu_framing resp; /* buffered: the answer's body framing */
+	struct evbuffer *body;  /* buffered: the answer's body, decoded */
 	struct bufferevent *server;
 	struct hu_http_conn *conn;
 	struct hu_relay *relay;
@@ -149,7 +165,7 @@ static int build_head(struct hu_forward *p, struct hu_req *r, const char *proof,
 		if (strpbrk(upgrade, "\r\n"))
 			return hu_err_set(err, -EINVAL, "header Upgrade holds CR or LF");
 		evbuffer_add_printf(p->head, "Connection: Upgrade\r\nUpgrade: %s\r\n", upgrade);
-	} else {
+	} else if (!p->buffered) {
 		/* one request per connection: the relay ends with the answer */
 		evbuffer_add_printf(p->head, "Connection: close\r\n");
 	}
@@ -193,18 +209,26 @@ static void forward_free(struct hu_forward *p)
 		hu_http_conn_close(p->conn);
 	if (p->head)
 		evbuffer_free(p->head);
+	if (p->body)
+		evbuffer_free(p->body);
 	free(p);
 }
 
-/* Before the takeover: an answer through the HTTP layer. */
-static void fail_request(struct hu_forward *p, const char *why)
+/* Before the takeover: an answer through the HTTP layer. The node was not
+ * reached (503, the client may retry), or it did not answer properly (502). */
+static void fail_request(struct hu_forward *p, int status, const char *why)
 {
 	struct hu_req *r = p->r;
 
 	p->r = NULL;
 	hu_log(HU_LOG_WARN, NULL, p->req_id, "forward to node %s: %s", p->node, why);
-	hu_reply_header(r, "Retry-After", "1");
-	hu_reply_error(r, 503, "node %s, which serves this call, cannot be reached from this node: %s", p->node, why);
+	if (status == 503) {
+		hu_reply_header(r, "Retry-After", "1");
+		hu_reply_error(r, 503, "node %s, which serves this call, cannot be reached from this node: %s", p->node,
+			       why);
+	} else {
+		hu_reply_error(r, status, "node %s, which serves this call: %s", p->node, why);
+	}
 	forward_free(p);
 }
 
@@ -294,6 +318,204 @@ static void on_head_event(struct bufferevent *b, short what, void *arg)
 		answer_raw_and_close(arg, "it closed the connection without a response");
 }
 
+/* ---- a buffered call ------------------------------------------------------------ */
+
+/* The most of an answer a buffered call holds: the control plane's answers
+ * are JSON of a few KiB (a list of every sandbox is read where the call
+ * lands, never forwarded). */
+#define HU_FWD_BUFFERED_MAX (16u << 20)
+
+static int dial(struct hu_forward *p, hu_err *err);
+static void send_buffered(struct hu_forward *p);
+static void on_buffered_event(struct bufferevent *b, short what, void *arg);
+
+/* The answer is whole: the client gets it through the HTTP layer, which
+ * keeps the client's connection, and the node's connection goes back to the
+ * pool when nothing of this call is left on it. */
+static void answer_buffered(struct hu_forward *p)
+{
+	struct hu_req *r = p->r;
+	struct bufferevent *b = p->server;
+
+	if (p->kept && p->resp.mode != HU_FRAMING_CLOSE && !evbuffer_get_length(bufferevent_get_input(b)) &&
+	    !evbuffer_get_length(bufferevent_get_output(b))) {
+		hu_fwd_pool_put(p->c, p->address, b);
+		p->server = NULL;
+	}
+	hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forwarded to node %s: %d, %zu bytes%s", p->node, p->status,
+	       evbuffer_get_length(p->body), p->reused ? " (kept connection)" : "");
+	p->r = NULL;
+	hu_reply_passed(r, p->status, p->body);
+	hu_cluster_placed_later(p->c, p->placement);
+	p->placement[0] = '\0';
+	forward_free(p);
+}
+
+/* Move the body the node sent so far into p->body, decoded. 1: it is all
+ * there; 0: more to come; -1: p was answered with an error and is gone. */
+static int take_body(struct hu_forward *p)
+{
+	struct evbuffer *in = bufferevent_get_input(p->server);
+	hu_err err;
+
+	while (!p->resp.done) {
+		struct evbuffer_iovec v;
+		const uint8_t *bytes = NULL; /* sized and close-delimited bodies are not looked at */
+		size_t used, off, len, avail = evbuffer_get_length(in);
+		if (avail == 0)
+			return 0;
+		if (p->resp.mode == HU_FRAMING_CHUNKED) {
+			if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+				return 0;
+			bytes = v.iov_base;
+			avail = v.iov_len;
+		}
+		if (hu_framing_step(&p->resp, bytes, avail, &used, &off, &len, &err) < 0) {
+			fail_request(p, 502, err.msg);
+			return -1;
+		}
+		evbuffer_drain(in, off);
+		if (len && evbuffer_remove_buffer(in, p->body, len) != (int)len) {
+			fail_request(p, 500, "out of memory");
+			return -1;
+		}
+		evbuffer_drain(in, used - off - len);
+	}
+	return 1;
+}
+
+static void on_buffered_body(struct bufferevent *b, void *arg)
+{
+	struct hu_forward *p = arg;
+
+	if (take_body(p) == 1)
+		answer_buffered(p);
+}
+
+/* The node's final head is in `heads`: its status and the headers that
+ * are not hop-by-hop become the client's answer's, its body is read next. */
+static void start_body(struct hu_forward *p, struct evbuffer *heads)
+{
+	struct evkeyvalq h;
+	struct evkeyval *kv;
+	char reason[128];
+	hu_err err;
+
+	TAILQ_INIT(&h);
+	if (hu_response_fields(heads, &p->status, reason, sizeof(reason), &h, &err) < 0 ||
+	    hu_response_framing(&h, p->status, p->r->method == EVHTTP_REQ_HEAD, HU_FWD_BUFFERED_MAX, &p->resp, &err) < 0) {
+		evhttp_clear_headers(&h);
+		fail_request(p, 502, err.msg);
+		return;
+	}
+	const char *connection = evhttp_find_header(&h, "Connection");
+	TAILQ_FOREACH(kv, &h, next)
+		if (passed(kv->key, connection))
+			hu_reply_header(p->r, kv->key, kv->value);
+	evhttp_clear_headers(&h);
+	bufferevent_setwatermark(p->server, EV_READ, 0, 0);
+	bufferevent_setcb(p->server, on_buffered_body, NULL, on_buffered_event, p);
+	on_buffered_body(p->server, p);
+}
+
+/* A kept connection that the node had closed by the time the request went
+ * out: a call that does the same when sent twice and has no body goes
+ * again, once, on a new connection. Any other is answered 502: it may have
+ * been acted on. */
+static bool retry(struct hu_forward *p)
+{
+	hu_err err;
+
+	if (!p->reused || p->heard || !p->replayable)
+		return false;
+	p->reused = false; /* a dialled connection is never retried */
+	bufferevent_free(p->server);
+	p->server = NULL;
+	hu_stat_add(HU_STAT_FORWARD_RETRIES, 1);
+	hu_log(HU_LOG_DEBUG, NULL, p->req_id, "forward to node %s: its kept connection was closed, sent again", p->node);
+	if (dial(p, &err) < 0)
+		fail_request(p, 503, err.msg);
+	return true;
+}
+
+static void on_buffered_event(struct bufferevent *b, short what, void *arg)
+{
+	struct hu_forward *p = arg;
+	hu_err err;
+
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
+		return;
+	if (p->status == 0 && retry(p))
+		return;
+	if (p->status == 0 && p->reused && !p->heard) {
+		fail_request(p, 502, "it closed its kept connection as the call went out (a call with a body, or one "
+				     "that is not idempotent, is never sent twice)");
+		return;
+	}
+	if (p->status == 0) {
+		fail_request(p, 502, "it closed the connection without an answer");
+		return;
+	}
+	int rc = take_body(p);
+	if (rc < 0)
+		return;
+	if (rc == 0 && ((what & BEV_EVENT_ERROR) || hu_framing_eof(&p->resp, &err) < 0)) {
+		fail_request(p, 502, "it closed the connection before the end of its answer");
+		return;
+	}
+	p->kept = false;
+	answer_buffered(p);
+}
+
+/* The node's response head, read whole before any of it is used. */
+static void on_buffered_head(struct bufferevent *b, void *arg)
+{
+	struct hu_forward *p = arg;
+	struct evbuffer *heads = evbuffer_new();
+	int status = 0;
+	hu_err err;
+
+	p->heard = true;
+	if (!heads) {
+		fail_request(p, 500, "out of memory");
+		return;
+	}
+	/* the node has answered a create once a head is here (its row is
+	 * written, or it failed): the reservation ends after the answer
+	 * (answer_buffered), or with p on a failure */
+	int rc = hu_response_head_conn(bufferevent_get_input(b), heads, &status, &p->kept, &err);
+	if (rc < 0)
+		fail_request(p, 502, err.msg);
+	else if (rc > 0 && status == 101)
+		fail_request(p, 502, "it switched protocols without being asked to");
+	else if (rc > 0)
+		start_body(p, heads);
+	evbuffer_free(heads);
+}
+
+/* The request goes out on p->server (kept or just connected). Its head is
+ * kept while it may be sent again (retry). */
+static void send_buffered(struct hu_forward *p)
+{
+	struct bufferevent *b = p->server;
+	struct evbuffer *out = bufferevent_get_output(b);
+	size_t n = evbuffer_get_length(p->head);
+	int rc;
+
+	if (p->replayable && p->reused)
+		rc = evbuffer_add(out, evbuffer_pullup(p->head, -1), n);
+	else
+		rc = evbuffer_add_buffer(out, p->head);
+	if (rc < 0) {
+		fail_request(p, 500, "out of memory");
+		return;
+	}
+	bufferevent_setwatermark(b, EV_READ, 0, HU_RESPONSE_HEAD_MAX + 1);
+	bufferevent_setwatermark(b, EV_WRITE, 0, 0);
+	bufferevent_setcb(b, on_buffered_head, NULL, on_buffered_event, p);
+	bufferevent_enable(b, EV_READ | EV_WRITE);
+}
+
 /* As ingress: a relay has no idle timeout, TCP keepalive finds a peer gone. */
 static void keep_alive_probes(evutil_socket_t fd)
 {
@@ -322,11 +544,18 @@ static void on_connect_event(struct bufferevent *b, short what, void *arg)
 			snprintf(why, sizeof(why), "%s", evutil_socket_error_to_string(evutil_socket_geterror(
 								   bufferevent_getfd(b))));
 		ERR_clear_error();
-		fail_request(p, why);
+		fail_request(p, 503, why);
 		return;
 	}
 	bufferevent_set_timeouts(b, NULL, NULL);
 	setsockopt(bufferevent_getfd(b), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (p->buffered) {
+		/* an answer may take long (a create): a node gone without a FIN
+		 * is found by TCP keepalive */
+		keep_alive_probes(bufferevent_getfd(b));
+		send_buffered(p);
+		return;
+	}
 	p->conn = hu_req_take_connection(p->r, on_conn_gone, p, &e);
 	p->r = NULL;
 	if (!p->conn) {
@@ -394,7 +623,7 @@ static struct bufferevent *tls_bev(struct hu_cluster *c, const struct peer *pe, 
 	return b;
 }
 
-static int dial(struct hu_forward *p, const char *address, hu_err *err)
+static int dial(struct hu_forward *p, hu_err *err)
 {
 	struct hu_cluster *c = p->c;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
@@ -402,7 +631,7 @@ static int dial(struct hu_forward *p, const char *address, hu_err *err)
 	struct peer pe;
 	int rc;
 
-	if (parse_address(address, &pe, err) < 0)
+	if (parse_address(p->address, &pe, err) < 0)
 		return -1;
 	/* node.address is an IP address or a name /etc/hosts answers: this
 	 * lookup does not leave the loop */
@@ -420,10 +649,65 @@ static int dial(struct hu_forward *p, const char *address, hu_err *err)
 	freeaddrinfo(ai);
 	if (rc < 0)
 		return hu_err_set(err, -ECONNREFUSED, "connect to %.64s:%s", pe.host, pe.port);
+	hu_stat_add(HU_STAT_FORWARD_DIALS, 1);
 	return 0;
 }
 
-void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement)
+/* Idempotent methods (RFC 9110 9.2.2): sent twice, they do what once does. */
+static bool idempotent(enum evhttp_cmd_type m)
+{
+	return m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD || m == EVHTTP_REQ_PUT || m == EVHTTP_REQ_DELETE ||
+	       m == EVHTTP_REQ_OPTIONS;
+}
+
+/* A call to forward, linked into the cluster's list; NULL out of memory. */
+static struct hu_forward *forward_new(struct hu_cluster *c, struct hu_req *r, const struct hu_node *to,
+				      const char *placement, enum hu_fwd_answer how)
+{
+	struct hu_forward *p = calloc(1, sizeof(*p));
+
+	if (!p || !(p->head = evbuffer_new()) || (how == HU_FWD_BUFFERED && !(p->body = evbuffer_new()))) {
+		if (p && p->head)
+			evbuffer_free(p->head);
+		free(p);
+		return NULL;
+	}
+	p->c = c;
+	p->req_id = r->id;
+	snprintf(p->node, sizeof(p->node), "%s", to->name);
+	snprintf(p->address, sizeof(p->address), "%s", to->address);
+	snprintf(p->placement, sizeof(p->placement), "%s", placement ? placement : "");
+	p->buffered = how == HU_FWD_BUFFERED;
+	p->replayable = idempotent(r->method) && evbuffer_get_length(evhttp_request_get_input_buffer(r->ev)) == 0;
+	p->next = c->fwd;
+	if (p->next)
+		p->next->prev = p;
+	c->fwd = p;
+	p->r = r;
+	return p;
+}
+
+/* The request is built: a buffered call goes on a kept connection when
+ * there is one, anything else on a new one. */
+static void forward_send(struct hu_forward *p)
+{
+	hu_err err;
+
+	/* an Upgrade takes its connection for good: it is never buffered */
+	if (p->two_way)
+		p->buffered = false;
+	if (p->buffered && (p->server = hu_fwd_pool_take(p->c, p->address))) {
+		p->reused = true;
+		p->tls = !strncmp(p->address, "https://", 8);
+		hu_stat_add(HU_STAT_FORWARD_REUSES, 1);
+		send_buffered(p);
+		return;
+	}
+	if (dial(p, &err) < 0)
+		fail_request(p, 503, err.msg);
+}
+
+void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement, enum hu_fwd_answer how)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_cluster *c = d->cluster;
@@ -435,20 +719,10 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 		hu_reply_error(r, 421, "sandbox is on node %s: this node does not forward calls", to->name);
 		return;
 	}
-	if (!(p = calloc(1, sizeof(*p))) || !(p->head = evbuffer_new())) {
-		free(p);
+	if (!(p = forward_new(c, r, to, placement, how))) {
 		hu_reply_error(r, 500, "out of memory");
 		return;
 	}
-	p->c = c;
-	p->req_id = r->id;
-	snprintf(p->node, sizeof(p->node), "%s", to->name);
-	snprintf(p->placement, sizeof(p->placement), "%s", placement ? placement : "");
-	p->next = c->fwd;
-	if (p->next)
-		p->next->prev = p;
-	c->fwd = p;
-	p->r = r;
 	if (hu_fwd_sign(c->secret, c->secret_len, hu_http_method_name(r->method), evhttp_request_get_uri(r->ev),
 			c->self.name, p->placement, hu_req_client(r), hu_wall_ms(), proof, sizeof(proof), &err) < 0 ||
 	    build_head(p, r, proof, &err) < 0) {
@@ -457,8 +731,7 @@ void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *
 		forward_free(p);
 		return;
 	}
-	if (dial(p, to->address, &err) < 0)
-		fail_request(p, err.msg);
+	forward_send(p);
 }
 
 void hu_cluster_forward_abort_all(struct hu_cluster *c)
@@ -469,6 +742,7 @@ void hu_cluster_forward_abort_all(struct hu_cluster *c)
 			p->r = NULL;
 		forward_free(p);
 	}
+	hu_fwd_pool_clear(c);
 	if (c->tls) {
 		SSL_CTX_free(c->tls);
 		c->tls = NULL;
@@ -524,7 +798,8 @@ int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded)
 	return 0;
 }
 
-int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded)
+int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded,
+			       enum hu_fwd_answer how)
 {
 	struct hu_daemon *d = hu_req_daemon(r);
 	struct hu_cluster *c = d->cluster;
@@ -543,6 +818,6 @@ int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *tea
 		return 0;
 	if (!owner.alive)
 		return hu_sbx_answer_elsewhere(r, id, team);
-	hu_cluster_forward(r, &owner, "");
+	hu_cluster_forward(r, &owner, "", how);
 	return 1;
 }

@@ -12,6 +12,13 @@
  * says that a node of the cluster sent the call, so that the owner serves
  * it here and never forwards or places it again.
  *
+ * A call whose answer is a sized reply (the control plane's) goes another
+ * way instead (HU_FWD_BUFFERED): on a connection to the node kept from an
+ * earlier call when there is one (forward_pool.h), with its answer read
+ * whole and given to the client through the HTTP layer, so that the
+ * client's connection stays open for its next call too. Streams, downloads
+ * and WebSockets are relayed: they are never held whole in memory.
+ *
  * A node without cluster.secret forwards nothing (421 naming the owner, as
  * before); an owner whose lease expired is answered 503 naming it.
  */
@@ -27,16 +34,25 @@
 
 #define HU_FORWARD_CONNECT_MS 3000
 
+/* How the owner's answer comes back: relayed as bytes on the client's
+ * connection, taken over (then closed), or read whole here first. */
+enum hu_fwd_answer {
+	HU_FWD_RELAYED,  /* streams, downloads, WebSockets, a port's server */
+	HU_FWD_BUFFERED, /* sized replies of a few KiB: the control plane's, a log read excepted */
+};
+
 /* A request that carries X-Hutch-Forwarded: 0 and *forwarded set when it
  * is absent or a valid proof (the header is removed then); -1 when r was
  * refused (403: a client cannot pass for a node). */
 int hu_cluster_accept_forwarded(struct hu_req *r, bool *forwarded);
 
 /* Sandbox id is not on this node: 1 when r was answered for another node
- * (forwarded to its live owner, or 503/421 as elsewhere.h says), 0 when no
- * other node owns it. `team`: as for hu_sbx_answer_elsewhere. A forwarded
- * request is never forwarded again. */
-int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded);
+ * (forwarded to its live owner, `how` as for hu_cluster_forward, or
+ * 503/421 as elsewhere.h says), 0 when no other node owns it. `team`: as
+ * for hu_sbx_answer_elsewhere. A forwarded request is never forwarded
+ * again. */
+int hu_cluster_route_elsewhere(struct hu_req *r, const char *id, const char *team, bool forwarded,
+			       enum hu_fwd_answer how);
 
 /* POST /sandboxes on a node of a cluster, authenticated (cluster/place.c):
  * placement picks the node (a create that mounts a volume goes to the
@@ -52,8 +68,9 @@ int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handl
 void hu_cluster_placed(struct hu_daemon *d, const char *placement);
 
 /* Forward r to node `to` (its address); placement: the reservation the
- * forwarding ends, or "". Answers r in every case. */
-void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement);
+ * forwarding ends, or "". Answers r in every case. An Upgrade request is
+ * relayed whatever `how` says. */
+void hu_cluster_forward(struct hu_req *r, const struct hu_node *to, const char *placement, enum hu_fwd_answer how);
 
 /* End the calls being forwarded (before the HTTP server closes: those not
  * yet answered hold their requests). */

@@ -148,6 +148,8 @@ int hu_cluster_start(struct hu_daemon *d, hu_err *err)
 	c->self.generation = generation;
 	if (hu_cluster_template_fetch_init(c, err) < 0)
 		goto fail;
+	if (hu_cluster_place_init(c, err) < 0)
+		goto fail;
 	c->renew = event_new(d->base, -1, EV_PERSIST, renew, c);
 	if (!c->renew || event_add(c->renew, &every) < 0) {
 		hu_err_set(err, ENOMEM, "cluster: lease timer");
@@ -166,6 +168,8 @@ fail:
 		event_free(c->renew);
 	if (c->fetch_reaper)
 		event_free(c->fetch_reaper);
+	if (c->placed_ender)
+		event_free(c->placed_ender);
 	free(c);
 	hu_err_prefix(err, "register this node");
 	return -1;
@@ -181,6 +185,7 @@ void hu_cluster_stop(struct hu_daemon *d)
 	 * nodes answer for them as this node's, unavailable, until it is back */
 	hu_cluster_forward_abort_all(c);
 	hu_cluster_template_fetch_abort_all(c);
+	hu_cluster_place_stop(c);
 	event_free(c->renew);
 	free(c);
 	d->cluster = NULL;

@@ -5,7 +5,9 @@
  * (hu_store_place, one transaction), then the create forwarded to that
  * node, or made here, once the template is here (template_fetch.h).
  */
+#include <event2/event.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/cluster/cluster_internal.h"
@@ -127,7 +129,7 @@ int hu_cluster_place(struct hu_req *r, bool forwarded, char *placement, hu_handl
 			       " has expired)", ask.idem_key, chosen.name);
 		return 1;
 	}
-	hu_cluster_forward(r, &chosen, placement);
+	hu_cluster_forward(r, &chosen, placement, HU_FWD_BUFFERED);
 	placement[0] = '\0';
 	return 1;
 }
@@ -138,4 +140,55 @@ void hu_cluster_placed(struct hu_daemon *d, const char *placement)
 
 	if (placement[0] && d->store && hu_store_placement_done(d->store, placement, &err) < 0)
 		hu_log(HU_LOG_WARN, NULL, 0, "placement %s: %s (it expires by itself)", placement, err.msg);
+}
+
+struct hu_placed_later {
+	struct hu_placed_later *next;
+	char id[HU_PLACEMENT_ID_MAX];
+};
+
+static void end_queued(evutil_socket_t fd, short what, void *arg)
+{
+	struct hu_cluster *c = arg;
+	struct hu_placed_later *q;
+
+	while ((q = c->placed_later)) {
+		c->placed_later = q->next;
+		hu_cluster_placed(c->d, q->id);
+		free(q);
+	}
+}
+
+void hu_cluster_placed_later(struct hu_cluster *c, const char *placement)
+{
+	struct hu_placed_later *q;
+
+	if (!placement[0])
+		return;
+	if (!c->placed_ender || !(q = calloc(1, sizeof(*q)))) {
+		hu_cluster_placed(c->d, placement);
+		return;
+	}
+	snprintf(q->id, sizeof(q->id), "%s", placement);
+	q->next = c->placed_later;
+	c->placed_later = q;
+	/* the loop polls after this callback (docs/architecture.md "The loop's
+	 * order"): the answers' writes, at the highest priority, run first */
+	event_active(c->placed_ender, EV_TIMEOUT, 0);
+}
+
+int hu_cluster_place_init(struct hu_cluster *c, hu_err *err)
+{
+	if (!(c->placed_ender = event_new(c->d->base, -1, 0, end_queued, c)))
+		return hu_err_set(err, -ENOMEM, "cluster: placement reservations");
+	return 0;
+}
+
+void hu_cluster_place_stop(struct hu_cluster *c)
+{
+	end_queued(-1, 0, c);
+	if (c->placed_ender) {
+		event_free(c->placed_ender);
+		c->placed_ender = NULL;
+	}
 }

@@ -39,6 +39,6 @@ int hu_cluster_route_volume(struct hu_req *r, const char *key, const char *team,
 			       " s ago)", v.name, v.node, -node.lease_left_ms / 1000);
 		return 1;
 	}
-	hu_cluster_forward(r, &node, "");
+	hu_cluster_forward(r, &node, "", HU_FWD_BUFFERED);
 	return 1;
 }

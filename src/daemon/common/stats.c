@@ -75,6 +75,13 @@ static const struct {
 	[HU_STAT_RELEASE_IDLE] = {"hutch_sandbox_releases_total", "{reason=\"idle\"}", NULL},
 	[HU_STAT_RELEASE_PRESSURE] = {"hutch_sandbox_releases_total", "{reason=\"pressure\"}", NULL},
 	[HU_STAT_RELEASE_ROOM] = {"hutch_sandbox_releases_total", "{reason=\"room\"}", NULL},
+	[HU_STAT_FORWARD_DIALS] = {"hutch_forward_connections_total", "{how=\"dialled\"}",
+				   "Calls forwarded to other nodes, by connection: a new one, or one kept from an "
+				   "earlier call."},
+	[HU_STAT_FORWARD_REUSES] = {"hutch_forward_connections_total", "{how=\"reused\"}", NULL},
+	[HU_STAT_FORWARD_RETRIES] = {"hutch_forward_retries_total", "",
+				     "Forwarded calls without a body and with an idempotent method sent again on a new "
+				     "connection: the other node had closed the kept one."},
 };
 
 static void counters(struct evbuffer *o)

@@ -36,6 +36,9 @@ enum hu_stat {
 	HU_STAT_RELEASE_IDLE,
 	HU_STAT_RELEASE_PRESSURE,
 	HU_STAT_RELEASE_ROOM,
+	HU_STAT_FORWARD_DIALS,        /* connections opened to other nodes (cluster/forward.c) */
+	HU_STAT_FORWARD_REUSES,       /* forwarded calls sent on a kept connection */
+	HU_STAT_FORWARD_RETRIES,      /* of which sent again: the node had closed it */
 	HU_STAT_COUNT,
 };
 

@@ -8,8 +8,9 @@
  * HU_FRAMING_MAX_TRAILERS, and a chunk size that does not fit in 62 bits is
  * an error, as is a total that passes the decoder's limit.
  *
- * Used for request bodies (http/body.c) and for the responses of servers
- * inside sandboxes (ingress/), so both are parsed by the same code.
+ * Used for request bodies (http/body.c), for the responses of servers
+ * inside sandboxes (ingress/) and for those of other nodes (cluster/), so
+ * all are parsed by the same code.
  */
 #ifndef HUTCH_DAEMON_HTTP_FRAMING_H
 #define HUTCH_DAEMON_HTTP_FRAMING_H

@@ -186,6 +186,14 @@ void hu_reply_text(struct hu_req *r, int status, const char *content_type, struc
 	send_reply(r, status, body);
 }
 
+void hu_reply_passed(struct hu_req *r, int status, struct evbuffer *body)
+{
+	if (!can_answer(r))
+		return;
+	log_reply(r, status, NULL);
+	send_reply(r, status, body);
+}
+
 void hu_reply_empty(struct hu_req *r, int status)
 {
 	if (!can_answer(r))

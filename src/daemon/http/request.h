@@ -60,6 +60,9 @@ void hu_reply_json(struct hu_req *r, int status, json_t *body);
 /* `body` (not freed) with a Content-Type of its own (GET /metrics). */
 struct evbuffer;
 void hu_reply_text(struct hu_req *r, int status, const char *content_type, struct evbuffer *body);
+/* `body` (not freed) with `status` and only the headers given with
+ * hu_reply_header: another server's answer, passed on whole. */
+void hu_reply_passed(struct hu_req *r, int status, struct evbuffer *body);
 /* 204 No Content, or 200/201 with Content-Length: 0 when status says so. */
 void hu_reply_empty(struct hu_req *r, int status);
 /* {"code": status, "message": "..."} */

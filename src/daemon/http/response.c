@@ -200,3 +200,30 @@ int hu_response_fields(struct evbuffer *heads, int *status, char *reason, size_t
 	free(text);
 	return rc;
 }
+
+int hu_response_framing(const struct evkeyvalq *headers, int status, bool head_request, uint64_t limit,
+			struct hu_framing *f, hu_err *err)
+{
+	struct evkeyvalq *h = (struct evkeyvalq *)headers; /* evhttp_find_header only reads */
+	const char *te = evhttp_find_header(h, "Transfer-Encoding");
+	const char *cl = evhttp_find_header(h, "Content-Length");
+	size_t digits = cl ? strspn(cl, "0123456789") : 0;
+
+	if (head_request || status == 204 || status == 304 || status < 200) {
+		hu_framing_init(f, HU_FRAMING_LENGTH, 0, limit);
+		return 0;
+	}
+	if (te && strcasecmp(te, "chunked"))
+		return hu_err_set(err, EPROTO, "the server's Transfer-Encoding is not chunked");
+	if (te) {
+		hu_framing_init(f, HU_FRAMING_CHUNKED, 0, limit);
+		return 0;
+	}
+	if (cl && (digits == 0 || cl[digits] || digits > 18))
+		return hu_err_set(err, EPROTO, "the server's Content-Length is not a number");
+	if (cl)
+		hu_framing_init(f, HU_FRAMING_LENGTH, strtoull(cl, NULL, 10), limit);
+	else
+		hu_framing_init(f, HU_FRAMING_CLOSE, 0, limit);
+	return 0;
+}

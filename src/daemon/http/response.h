@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "daemon/http/framing.h"
 #include "util/err.h"
 
 #define HU_RESPONSE_HEAD_MAX (64u * 1024)
@@ -37,5 +38,14 @@ int hu_response_head_conn(struct evbuffer *in, struct evbuffer *out, int *status
  * included). */
 int hu_response_fields(struct evbuffer *heads, int *status, char *reason, size_t cap, struct evkeyvalq *headers,
 		       hu_err *err);
+
+/* How the body after a final head with fields `headers` and `status` is
+ * framed (RFC 9112 6.3): empty for the answer to a HEAD request and for
+ * 1xx, 204 and 304; chunked; Content-Length bytes; else until the
+ * connection closes. `limit` as for hu_framing_init. -1 (EPROTO) when the
+ * Transfer-Encoding is anything but chunked alone, or the Content-Length
+ * is not a number. */
+int hu_response_framing(const struct evkeyvalq *headers, int status, bool head_request, uint64_t limit,
+			struct hu_framing *f, hu_err *err);
 
 #endif

@@ -522,23 +522,11 @@ static void start_response(struct proxied *p, struct evbuffer *heads)
 	const char *cl = evhttp_find_header(&h, "Content-Length");
 	const char *connection = evhttp_find_header(&h, "Connection");
 	bool no_body = p->head_request || status == 204 || status == 304 || status < 200;
-	size_t cl_digits = cl ? strspn(cl, "0123456789") : 0;
-	if (no_body)
-		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, 0, 0);
-	else if (te && strcasecmp(te, "chunked")) {
+	if (hu_response_framing(&h, status, p->head_request, 0, &p->resp, &err) < 0) {
 		evhttp_clear_headers(&h);
-		fail_request(p, 502, "the server's Transfer-Encoding is not chunked");
+		fail_request(p, 502, err.msg);
 		return;
-	} else if (te)
-		hu_framing_init(&p->resp, HU_FRAMING_CHUNKED, 0, 0);
-	else if (cl && (cl_digits == 0 || cl[cl_digits] || cl_digits > 18)) {
-		evhttp_clear_headers(&h);
-		fail_request(p, 502, "the server's Content-Length is not a number");
-		return;
-	} else if (cl)
-		hu_framing_init(&p->resp, HU_FRAMING_LENGTH, strtoull(cl, NULL, 10), 0);
-	else
-		hu_framing_init(&p->resp, HU_FRAMING_CLOSE, 0, 0);
+	}
 	TAILQ_FOREACH(kv, &h, next) {
 		/* a length stays when it is the body's (or a HEAD's) */
 		bool keep_length = !strcasecmp(kv->key, "Content-Length") && !te && (no_body || cl);
