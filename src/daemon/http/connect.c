@@ -362,17 +362,33 @@ static size_t output_pending(const struct hu_stream *s)
 	return evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(s->evcon)));
 }
 
+static int stream_fd(const struct hu_stream *s)
+{
+	return bufferevent_getfd(evhttp_connection_get_bufferevent(s->evcon));
+}
+
+/* Hand s->frame to evhttp and write it at once where the connection allows
+ * (hu_inconn_write_now). All of it written, the stream may end without
+ * waiting for the write callback (finish_when_written): on_drained still
+ * runs, and finds nothing to do. */
+static void send_frame(struct hu_stream *s)
+{
+	/* evhttp sets on_drained as the write callback only for a non-empty frame */
+	if (evbuffer_get_length(s->frame))
+		s->drain_due = 1;
+	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
+	hu_inconn_write_now(hu_req_priv(s->r)->http, stream_fd(s));
+	if (s->drain_due && output_pending(s) == 0 && !hu_req_priv(s->r)->http->tls)
+		s->drain_due = 0;
+}
+
 /* Hand what is in s->frame to evhttp; tell the producer to pause when the
  * client is behind. */
 static int push(struct hu_stream *s)
 {
-	size_t n = evbuffer_get_length(s->frame);
 	if (s->r->target_id[0])
-		hu_stat_add(HU_STAT_DATA_BYTES_OUT, n);
-	/* evhttp sets on_drained as the write callback only for a non-empty frame */
-	if (n)
-		s->drain_due = 1;
-	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
+		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(s->frame));
+	send_frame(s);
 	if (!s->paused && output_pending(s) > s->high_water) {
 		s->paused = 1;
 		if (s->cbs.on_pause)
@@ -458,10 +474,16 @@ static void close_reply(struct hu_stream *s)
 {
 	struct timeval idle = hu_req_idle_timeout(s->r);
 
-	hu_inconn_set_closecb(hu_req_priv(s->r)->http, s->evcon, NULL, NULL);
+	struct hu_http *h = hu_req_priv(s->r)->http;
+	int fd = stream_fd(s);
+
+	hu_inconn_set_closecb(h, s->evcon, NULL, NULL);
 	bufferevent_setwatermark(evhttp_connection_get_bufferevent(s->evcon), EV_READ, 0, HU_HTTP_INPUT_MAX);
 	evhttp_connection_set_timeout_tv(s->evcon, &idle);
+	/* may free the connection (a reply that closes it, all written): the
+	 * chunked end it may have queued is written by the socket's number */
 	evhttp_send_reply_end(s->ev);
+	hu_inconn_write_now(h, fd);
 }
 
 static void release(struct hu_stream *s, const char *how, const char *why)
@@ -540,10 +562,8 @@ static void end_stream(struct hu_stream *s, const char *err_code, const char *er
 		json_t *end = err_code ? json_pack("{s:{s:s,s:o}}", "error", "code", err_code, "message",
 						   hu_json_text(err_message ? err_message : ""))
 				       : json_object();
-		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0) {
-			s->drain_due = 1;
-			evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
-		}
+		if (frame_add(s->frame, HU_CONNECT_FLAG_END, end) == 0)
+			send_frame(s);
 		json_decref(end);
 		if (wait && s->drain_due) {
 			if (err_code)

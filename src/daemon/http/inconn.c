@@ -442,6 +442,25 @@ struct bufferevent *hu_inconn_bev(struct event_base *base, void *arg)
 	return bev;
 }
 
+void hu_inconn_write_now(struct hu_http *h, int fd)
+{
+	struct hu_inconn *c = fd >= 0 && (size_t)fd < h->conn_slots ? h->conn_by_fd[fd] : NULL;
+
+	/* a TLS bufferevent's output is plaintext; a taken connection and a
+	 * bypassed one (EV_WRITE off, splice.c) are written by their owners */
+	if (!c || h->tls || !h->set.answers_first || c->st == IC_TAKEN || !(bufferevent_get_enabled(c->bev) & EV_WRITE))
+		return;
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	if (evbuffer_get_length(out) == 0)
+		return;
+	/* a socket bufferevent's output is frozen at its start except while
+	 * it writes itself: likewise here. A failure writes nothing; the
+	 * bufferevent meets it again on its own write and reports it. */
+	evbuffer_unfreeze(out, 1);
+	evbuffer_write(out, fd);
+	evbuffer_freeze(out, 1);
+}
+
 void hu_inconn_no_delay(struct hu_inconn *c)
 {
 	evutil_socket_t fd = bufferevent_getfd(c->bev);

@@ -136,8 +136,13 @@ static void send_reply(struct hu_req *r, int status, struct evbuffer *body)
 	if (r->target_id[0] && body)
 		hu_stat_add(HU_STAT_DATA_BYTES_OUT, evbuffer_get_length(body));
 	hu_body_before_reply(hu_req_priv(r));
-	if (r->ev)
+	if (r->ev) {
+		/* without a connection evhttp_send_reply frees the request: ask first */
+		struct evhttp_connection *evcon = evhttp_request_get_connection(r->ev);
 		evhttp_send_reply(r->ev, status, status == 499 ? "Client Closed Request" : NULL, body);
+		if (evcon)
+			hu_inconn_write_now(hu_req_priv(r)->http, bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)));
+	}
 	hu_req_finish(r);
 }
 

@@ -29,6 +29,10 @@
 #define EVHTTP_MAX_HEADERS_BYTES (2 * HU_HTTP_MAX_HEAD)
 #define LISTEN_BACKLOG 1024
 #define ACCEPT_PAUSE_MS 1000
+/* hu_http_loop_new: the longest run of callbacks below the highest priority
+ * between two polls. Answers leave as they are made (answers_first), so
+ * this bounds only how late the loop learns of new events in a burst. */
+#define LOOP_POLL_AFTER_US 1000
 
 /* ---- request lifetime --------------------------------------------------- */
 
@@ -249,9 +253,12 @@ struct event_base *hu_http_loop_new(int priorities, hu_err *err)
 	struct event_config *cfg = event_config_new();
 	struct event_base *base = NULL;
 
-	/* one callback at priority 1 and below, then a poll (epoll_wait with
-	 * no timeout: a system call per callback) */
-	if (cfg && event_config_set_max_dispatch_interval(cfg, NULL, 1, 1) == 0)
+	/* a poll after LOOP_POLL_AFTER_US of callbacks at priority 1 and below;
+	 * not after each one: a poll reports every socket that is still
+	 * ready again (epoll is level-triggered), so with n connections busy a
+	 * poll per callback costs the kernel n checks a callback */
+	struct timeval budget = {.tv_usec = LOOP_POLL_AFTER_US};
+	if (cfg && event_config_set_max_dispatch_interval(cfg, &budget, -1, 1) == 0)
 		base = event_base_new_with_config(cfg);
 	if (cfg)
 		event_config_free(cfg);

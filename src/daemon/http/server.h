@@ -24,9 +24,10 @@ struct hu_http;
 struct hu_http_settings {
 	uint64_t max_body_bytes; /* 413 above it */
 	uint32_t idle_timeout_s; /* idle connections close after it (0: 60) */
-	/* the connections' writes at priority 0, the loop's highest (serve.c
-	 * makes the loop poll again after each callback below it): an answer
-	 * goes out before the next request is worked on */
+	/* an answer goes out before the next request is worked on: on a
+	 * plain connection it is written as it is made (hu_reply_*, stream
+	 * frames and ends), and the connections' writes, for what the socket
+	 * did not take at once, are at priority 0, the loop's highest */
 	bool answers_first;
 };
 
@@ -47,9 +48,10 @@ struct hu_http_hooks {
 
 /* An event loop with `priorities` priorities on which answers_first works:
  * libevent runs every event made active at one priority before it polls
- * again, so this loop is told to poll after each callback below the
- * highest; a write made ready meanwhile (priority 0) then runs before the
- * next of them. NULL with err set on failure. */
+ * again, so this loop is told to poll after a millisecond of callbacks
+ * below the highest; a write made ready meanwhile (priority 0: the rest of
+ * an answer the socket did not take at once) then runs before the next of
+ * them. NULL with err set on failure. */
 struct event_base *hu_http_loop_new(int priorities, hu_err *err);
 
 /* A server on base; r->app of every request is `app`. */

@@ -93,6 +93,14 @@ void hu_inconn_table_free(struct hu_http *h);
  * the first waits for the client's delayed ACK (40 ms on Linux). Sets
  * TCP_NODELAY on c's socket, once. */
 void hu_inconn_no_delay(struct hu_inconn *c);
+/* answers_first (server.h) on a plain connection: write what its socket
+ * takes of the output queued on the connection whose socket is fd, now
+ * rather than on the next poll. Nothing when no open connection has that
+ * socket (the reply just queued closed it), or when the connection's
+ * writes are not evhttp's (TLS, taken over, bypassed). The bufferevent's
+ * write event stays armed: the rest, and evhttp's step after the reply,
+ * follow from it. */
+void hu_inconn_write_now(struct hu_http *h, int fd);
 /* The request being served on c, or NULL. */
 struct req_priv *hu_inconn_req(struct hu_inconn *c);
 /* p is freed: c forgets it. */

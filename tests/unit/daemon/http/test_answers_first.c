@@ -2,9 +2,10 @@
  * An answer leaves before the next request is worked on (server.h
  * answers_first, hu_http_loop_new): two requests with bodies reach the
  * server in one poll; when the second one's handler runs, the first one's
- * answer is already in its client's socket. On a plain loop both are worked
- * through before either answer is written, which the test shows too, so
- * that it can tell the two apart.
+ * answer is already in its client's socket, written before its handler
+ * returned. On a plain loop without answers_first both are worked through
+ * before either answer is written, which the test shows too, so that it
+ * can tell the two apart.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +35,7 @@ struct world {
 	int fd[CLIENTS];
 	int handled;
 	int answered_before_second; /* -1 until the second handler ran */
+	int answered_in_handler;    /* the first answer was in its socket when hu_reply_json returned */
 };
 
 static struct world *W;
@@ -53,6 +55,8 @@ static void handle(struct hu_req *r)
 	if (++W->handled == 2)
 		W->answered_before_second = some_answer_waiting(W);
 	hu_reply_json(r, 200, json_pack("{s:i}", "n", W->handled));
+	if (W->handled == 1)
+		W->answered_in_handler = some_answer_waiting(W);
 }
 
 static struct world *start(bool answers_first)
@@ -138,6 +142,17 @@ static void test_answer_before_next_request(void **state)
 	stop(w);
 }
 
+/* The answer is in the client's socket when hu_reply_json returns: it does
+ * not wait for the loop to poll, so the loop need not poll after each
+ * callback for answers to go first. */
+static void test_answer_written_in_its_handler(void **state)
+{
+	struct world *w = start(true);
+	burst(w);
+	assert_int_equal(w->answered_in_handler, 1);
+	stop(w);
+}
+
 /* The loop libevent makes by default: the second request is worked on
  * before the first answer is written. */
 static void test_plain_loop_answers_after_the_burst(void **state)
@@ -152,6 +167,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_answer_before_next_request),
+		cmocka_unit_test(test_answer_written_in_its_handler),
 		cmocka_unit_test(test_plain_loop_answers_after_the_burst),
 	};
 	return cmocka_run_group_tests_name("http: answers first", tests, NULL, NULL);
