@@ -738,8 +738,14 @@ static void send_request(struct proxied *p, struct hu_sbx *s, struct bufferevent
 	}
 	if (p->body_started)
 		return;
-	/* the body follows the head as the client sends it */
 	p->body_started = true;
+	if (p->no_body) {
+		/* nothing to stream: no reader to start, and no loop pass for it
+		 * to say that the body is over */
+		p->body_over = true;
+		return;
+	}
+	/* the body follows the head as the client sends it */
 	struct hu_body_cbs cbs = {on_body_data, on_body_end, p};
 	if (hu_req_body_stream(p->r, &cbs) < 0)
 		fail_request(p, 400, "the client is gone");
