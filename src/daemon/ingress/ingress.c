@@ -501,13 +501,32 @@ static bool hop_by_hop(const char *name, const char *connection)
 	return false;
 }
 
+/* Move the headers of h that go on to the client into r's reply headers;
+ * the hop-by-hop ones stay in h (`connection` is the value of one of them).
+ * evhttp frees the moved ones with the reply as it frees its own (same
+ * allocator: evhttp_add_header made them), so none is copied. */
+static void pass_headers(struct hu_req *r, struct evkeyvalq *h, const char *connection, bool length_stays)
+{
+	struct evkeyvalq *out = r->ev ? evhttp_request_get_output_headers(r->ev) : NULL;
+	struct evkeyval *kv = TAILQ_FIRST(h);
+
+	while (out && kv) {
+		struct evkeyval *next = TAILQ_NEXT(kv, next);
+		bool keep_length = length_stays && !strcasecmp(kv->key, "Content-Length");
+		if (keep_length || !hop_by_hop(kv->key, connection)) {
+			TAILQ_REMOVE(h, kv, next);
+			TAILQ_INSERT_TAIL(out, kv, next);
+		}
+		kv = next;
+	}
+}
+
 /* The server's final head is in `heads`: start passing the response on,
  * re-framed by evhttp for the client's connection (keep-alive, chunked
  * when its length is not known). */
 static void start_response(struct proxied *p, struct evbuffer *heads)
 {
 	struct evkeyvalq h;
-	struct evkeyval *kv;
 	char reason[128];
 	int status;
 	hu_err err;
@@ -527,12 +546,8 @@ static void start_response(struct proxied *p, struct evbuffer *heads)
 		fail_request(p, 502, err.msg);
 		return;
 	}
-	TAILQ_FOREACH(kv, &h, next) {
-		/* a length stays when it is the body's (or a HEAD's) */
-		bool keep_length = !strcasecmp(kv->key, "Content-Length") && !te && (no_body || cl);
-		if (keep_length || !hop_by_hop(kv->key, connection))
-			hu_reply_header(p->r, kv->key, kv->value);
-	}
+	/* a length stays when it is the body's (or a HEAD's) */
+	pass_headers(p->r, &h, connection, !te && (no_body || cl));
 	evhttp_clear_headers(&h);
 	struct hu_stream_cbs cbs = {on_resp_pause, on_resp_resume, on_client_gone, p};
 	p->stream = hu_stream_start_status(p->r, status, reason[0] ? reason : NULL, HU_RELAY_HIGH, &cbs);
