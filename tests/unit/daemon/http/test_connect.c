@@ -149,6 +149,8 @@ struct world {
 	struct hu_stream *stream;
 	int gone, paused, resumed, ended, sent;
 	int send_after_gone;
+	int client_fd;      /* the client's end of the connection, when a test looks at it from the handler */
+	int written_at_end; /* the whole reply was in client_fd when hu_stream_end returned (-1: not looked) */
 };
 
 static struct world *W; /* the handler's view of the test (handlers take only r) */
@@ -179,6 +181,14 @@ static void cb_gone(void *arg)
 	}
 }
 
+/* The chunked reply's last bytes are waiting in the client's socket. */
+static int reply_end_waiting(int fd)
+{
+	static char buf[1 << 16];
+	ssize_t n = recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	return n >= 5 && !memcmp(buf + n - 5, "0\r\n\r\n", 5);
+}
+
 static void handle(struct hu_req *r)
 {
 	struct world *w = W;
@@ -201,6 +211,8 @@ static void handle(struct hu_req *r)
 			assert_int_equal(hu_stream_send(w->stream, json_pack("{s:i}", "n", i)), 0);
 		w->ended = 1;
 		hu_stream_end(w->stream, NULL, NULL);
+		if (w->client_fd >= 0)
+			w->written_at_end = reply_end_waiting(w->client_fd);
 		break;
 	case SC_END_ERROR:
 		assert_int_equal(hu_stream_send(w->stream, json_pack("{s:i}", "n", 0)), 0);
@@ -243,19 +255,31 @@ static int connect_to(int port, int rcvbuf)
 	return fd;
 }
 
-static int setup(void **state)
+static int make_world(void **state, bool answers_first)
 {
 	struct world *w = calloc(1, sizeof(*w));
 	hu_err err;
 
 	hu_log_open(NULL, getenv("TEST_DEBUG") ? HU_LOG_DEBUG : HU_LOG_ERROR, &err);
-	struct hu_http_settings set = {.max_body_bytes = 1 << 20, .idle_timeout_s = 60};
+	struct hu_http_settings set = {.max_body_bytes = 1 << 20, .idle_timeout_s = 60, .answers_first = answers_first};
 	struct hu_http_hooks hooks = {.dispatch = handle};
 	w->base = event_base_new();
 	assert_int_equal(hu_http_new(w->base, &set, &hooks, w, &w->http, &err), 0);
+	w->client_fd = -1;
+	w->written_at_end = -1;
 	W = w;
 	*state = w;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return make_world(state, false);
+}
+
+static int setup_answers_first(void **state)
+{
+	return make_world(state, true);
 }
 
 static int teardown(void **state)
@@ -394,6 +418,28 @@ static void test_stream_end_ok(void **state)
 	assert_int_equal(w->gone, 0);
 }
 
+/* answers_first (server.h): the messages, the end and the chunked
+ * terminator are in the client's socket when hu_stream_end returns, not
+ * once the loop has polled again. */
+static void test_stream_written_at_once(void **state)
+{
+	static char resp[1 << 16];
+	struct world *w = *state;
+	uint8_t req[64];
+	char end[64];
+	int fd = connect_to(listen_port(w), 0);
+	size_t len = envelope(req, 0, "{}", 2), n;
+
+	w->sc = SC_END_OK;
+	w->client_fd = fd;
+	send_request(fd, (const char *)req, len);
+	n = pump(w, fd, resp, sizeof(resp), 0, chunked_done, 5000);
+	assert_int_equal(w->written_at_end, 1);
+	assert_int_equal(envelopes(resp, n, end, sizeof(end)), 3);
+	assert_string_equal(end, "{}");
+	close(fd);
+}
+
 static void test_stream_end_error(void **state)
 {
 	struct world *w = *state;
@@ -497,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_errno_codes),
 		cmocka_unit_test(test_code_status),
 		cmocka_unit_test_setup_teardown(test_stream_end_ok, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stream_written_at_once, setup_answers_first, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_end_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_client_vanishes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stream_end_inside_on_gone, setup, teardown),
