@@ -378,6 +378,8 @@ static void send_frame(struct hu_stream *s)
 		s->drain_due = 1;
 	evhttp_send_reply_chunk_with_cb(s->ev, s->frame, on_drained, s);
 	hu_inconn_write_now(hu_req_priv(s->r)->http, stream_fd(s));
+	/* not on TLS: its output can be empty with a write callback still
+	 * due (on_drained) */
 	if (s->drain_due && output_pending(s) == 0 && !hu_req_priv(s->r)->http->tls)
 		s->drain_due = 0;
 }
@@ -473,7 +475,6 @@ void hu_stream_bypassed(struct hu_stream *s, uint64_t len)
 static void close_reply(struct hu_stream *s)
 {
 	struct timeval idle = hu_req_idle_timeout(s->r);
-
 	struct hu_http *h = hu_req_priv(s->r)->http;
 	int fd = stream_fd(s);
 

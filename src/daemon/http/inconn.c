@@ -448,7 +448,9 @@ void hu_inconn_write_now(struct hu_http *h, int fd)
 
 	/* a TLS bufferevent's output is plaintext; a taken connection and a
 	 * bypassed one (EV_WRITE off, splice.c) are written by their owners */
-	if (!c || h->tls || !h->set.answers_first || c->st == IC_TAKEN || !(bufferevent_get_enabled(c->bev) & EV_WRITE))
+	if (!c || h->tls || !h->set.answers_first || c->st == IC_TAKEN)
+		return;
+	if (!(bufferevent_get_enabled(c->bev) & EV_WRITE))
 		return;
 	struct evbuffer *out = bufferevent_get_output(c->bev);
 	if (evbuffer_get_length(out) == 0)

@@ -139,9 +139,9 @@ static void send_reply(struct hu_req *r, int status, struct evbuffer *body)
 	if (r->ev) {
 		/* without a connection evhttp_send_reply frees the request: ask first */
 		struct evhttp_connection *evcon = evhttp_request_get_connection(r->ev);
+		int fd = evcon ? bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)) : -1;
 		evhttp_send_reply(r->ev, status, status == 499 ? "Client Closed Request" : NULL, body);
-		if (evcon)
-			hu_inconn_write_now(hu_req_priv(r)->http, bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)));
+		hu_inconn_write_now(hu_req_priv(r)->http, fd);
 	}
 	hu_req_finish(r);
 }
