@@ -817,6 +817,58 @@ fail:
 	return -1;
 }
 
+/* The hierarchy the backend kills through (cgroup.kill, or the v1 freezer's
+ * enumeration): a removal pass leaves it for last, so that a group found
+ * busy can still be killed. */
+static enum hu_cg_hier kill_hier(const struct hu_cgroup *cg)
+{
+	return owns(cg, HU_CG_UNIFIED) ? HU_CG_UNIFIED : HU_CG_FREEZER;
+}
+
+/* rmdir h; a group that is gone is forgotten, so that a kill or a later
+ * pass skips it. 1 removed, 0 busy, -1 another error. */
+static int remove_once(struct hu_cgroup *cg, enum hu_cg_hier h, hu_err *err)
+{
+	int r = try_rmdir(cg, h, err);
+
+	if (r > 0)
+		cg->present[h] = false;
+	return r;
+}
+
+/* One rmdir per group, the kill hierarchy last, stopping at the first busy
+ * one: 1 when every group is gone, 0 when one still holds a process. */
+static int remove_if_empty(struct hu_cgroup *cg, hu_err *err)
+{
+	enum hu_cg_hier last = kill_hier(cg);
+
+	for (int h = 0; h < HU_CG_NHIER; h++) {
+		if (h == (int)last || !owns(cg, h))
+			continue;
+		int r = remove_once(cg, h, err);
+		if (r <= 0)
+			return r;
+	}
+	return owns(cg, last) ? remove_once(cg, last, err) : 1;
+}
+
+int hu_cgroup_kill_destroy(struct hu_cgroup *cg, hu_err *err)
+{
+	/* A sandbox's processes are usually gone already (its init reaped,
+	 * and with it its PID namespace): the rmdirs are then both the check
+	 * and the removal, with no kill and no reading of cgroup.procs. */
+	int r = remove_if_empty(cg, err);
+
+	if (r == 0 && hu_cgroup_kill_all(cg, err) < 0)
+		r = -1;
+	if (r < 0) {
+		hu_err_prefix(err, "destroy cgroup %s", cg->name);
+		hu_cgroup_close(cg);
+		return -1;
+	}
+	return hu_cgroup_destroy(cg, err);
+}
+
 int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err)
 {
 	char buf[32];
