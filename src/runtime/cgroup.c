@@ -633,13 +633,44 @@ static int remove_groups(struct hu_cgroup *cg, const bool which[HU_CG_NHIER], hu
 	return rc;
 }
 
-static int make_groups(struct hu_cgroup *cg, bool made[HU_CG_NHIER], hu_err *err)
+/* Whether a v1 blkio group would hold anything for these limits: a weight
+ * the kernel has a knob for (the cfq or bfq scheduler), or a cap on a disk.
+ * Without either it enforces nothing and is not made: it would be a dozen
+ * kernfs files made and removed with every sandbox. The knobs are looked up
+ * in the parent group, which has those of every group below the root; while
+ * the parent does not exist yet, the group is made. */
+static bool blkio_needed(const struct hu_cgroup *cg, const struct hu_cgroup_limits *lim)
+{
+	static const char *const weights[] = {"blkio.bfq.weight", "blkio.weight"};
+	char path[HU_CG_DIR_MAX + 32];
+
+	if ((lim->io.bps || lim->io.iops) && lim->io.n_dev)
+		return true;
+	if (!lim->io.weight)
+		return false;
+	if (access(cg->parent_dir[HU_CG_BLKIO], F_OK) < 0)
+		return true;
+	for (size_t i = 0; i < HU_ARRAY_LEN(weights); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", cg->parent_dir[HU_CG_BLKIO], weights[i]) >= (int)sizeof(path))
+			return true;
+		if (access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int make_groups(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, bool made[HU_CG_NHIER],
+		       hu_err *err)
 {
 	bool adopted = false;
 
 	for (int h = 0; h < HU_CG_NHIER; h++) {
 		if (!owns(cg, h))
 			continue;
+		if (h == HU_CG_BLKIO && !blkio_needed(cg, lim)) {
+			cg->present[h] = false;
+			continue;
+		}
 		if (make_group(cg, h, &adopted, err) < 0)
 			return -1;
 		made[h] = true;
@@ -660,8 +691,9 @@ int hu_cgroup_create(const struct hu_cgroup_env *env, const char *name, const st
 
 	if (new_handle(env, name, &cg, err) < 0)
 		goto fail_early;
-	if (make_groups(cg, made, err) < 0 || open_unified_fd(cg, err) < 0 ||
-	    cg->be->set_limits(cg, lim ? lim : &unlimited, err) < 0)
+	if (!lim)
+		lim = &unlimited;
+	if (make_groups(cg, lim, made, err) < 0 || open_unified_fd(cg, err) < 0 || cg->be->set_limits(cg, lim, err) < 0)
 		goto fail;
 	*out = cg;
 	return 0;
