@@ -633,13 +633,44 @@ static int remove_groups(struct hu_cgroup *cg, const bool which[HU_CG_NHIER], hu
 	return rc;
 }
 
-static int make_groups(struct hu_cgroup *cg, bool made[HU_CG_NHIER], hu_err *err)
+/* Whether a v1 blkio group would hold anything for these limits: a weight
+ * the kernel has a knob for (the cfq or bfq scheduler), or a cap on a disk.
+ * Without either it enforces nothing and is not made: it would be a dozen
+ * kernfs files made and removed with every sandbox. The knobs are looked up
+ * in the parent group, which has those of every group below the root; while
+ * the parent does not exist yet, the group is made. */
+static bool blkio_needed(const struct hu_cgroup *cg, const struct hu_cgroup_limits *lim)
+{
+	static const char *const weights[] = {"blkio.bfq.weight", "blkio.weight"};
+	char path[HU_CG_DIR_MAX + 32];
+
+	if ((lim->io.bps || lim->io.iops) && lim->io.n_dev)
+		return true;
+	if (!lim->io.weight)
+		return false;
+	if (access(cg->parent_dir[HU_CG_BLKIO], F_OK) < 0)
+		return true;
+	for (size_t i = 0; i < HU_ARRAY_LEN(weights); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s", cg->parent_dir[HU_CG_BLKIO], weights[i]) >= (int)sizeof(path))
+			return true;
+		if (access(path, F_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int make_groups(struct hu_cgroup *cg, const struct hu_cgroup_limits *lim, bool made[HU_CG_NHIER],
+		       hu_err *err)
 {
 	bool adopted = false;
 
 	for (int h = 0; h < HU_CG_NHIER; h++) {
 		if (!owns(cg, h))
 			continue;
+		if (h == HU_CG_BLKIO && !blkio_needed(cg, lim)) {
+			cg->present[h] = false;
+			continue;
+		}
 		if (make_group(cg, h, &adopted, err) < 0)
 			return -1;
 		made[h] = true;
@@ -660,8 +691,9 @@ int hu_cgroup_create(const struct hu_cgroup_env *env, const char *name, const st
 
 	if (new_handle(env, name, &cg, err) < 0)
 		goto fail_early;
-	if (make_groups(cg, made, err) < 0 || open_unified_fd(cg, err) < 0 ||
-	    cg->be->set_limits(cg, lim ? lim : &unlimited, err) < 0)
+	if (!lim)
+		lim = &unlimited;
+	if (make_groups(cg, lim, made, err) < 0 || open_unified_fd(cg, err) < 0 || cg->be->set_limits(cg, lim, err) < 0)
 		goto fail;
 	*out = cg;
 	return 0;
@@ -815,6 +847,58 @@ int hu_cgroup_kill_all(struct hu_cgroup *cg, hu_err *err)
 fail:
 	hu_err_prefix(err, "kill cgroup %s", cg->name);
 	return -1;
+}
+
+/* The hierarchy the backend kills through (cgroup.kill, or the v1 freezer's
+ * enumeration): a removal pass leaves it for last, so that a group found
+ * busy can still be killed. */
+static enum hu_cg_hier kill_hier(const struct hu_cgroup *cg)
+{
+	return owns(cg, HU_CG_UNIFIED) ? HU_CG_UNIFIED : HU_CG_FREEZER;
+}
+
+/* rmdir h; a group that is gone is forgotten, so that a kill or a later
+ * pass skips it. 1 removed, 0 busy, -1 another error. */
+static int remove_once(struct hu_cgroup *cg, enum hu_cg_hier h, hu_err *err)
+{
+	int r = try_rmdir(cg, h, err);
+
+	if (r > 0)
+		cg->present[h] = false;
+	return r;
+}
+
+/* One rmdir per group, the kill hierarchy last, stopping at the first busy
+ * one: 1 when every group is gone, 0 when one still holds a process. */
+static int remove_if_empty(struct hu_cgroup *cg, hu_err *err)
+{
+	enum hu_cg_hier last = kill_hier(cg);
+
+	for (int h = 0; h < HU_CG_NHIER; h++) {
+		if (h == (int)last || !owns(cg, h))
+			continue;
+		int r = remove_once(cg, h, err);
+		if (r <= 0)
+			return r;
+	}
+	return owns(cg, last) ? remove_once(cg, last, err) : 1;
+}
+
+int hu_cgroup_kill_destroy(struct hu_cgroup *cg, hu_err *err)
+{
+	/* A sandbox's processes are usually gone already (its init reaped,
+	 * and with it its PID namespace): the rmdirs are then both the check
+	 * and the removal, with no kill and no reading of cgroup.procs. */
+	int r = remove_if_empty(cg, err);
+
+	if (r == 0 && hu_cgroup_kill_all(cg, err) < 0)
+		r = -1;
+	if (r < 0) {
+		hu_err_prefix(err, "destroy cgroup %s", cg->name);
+		hu_cgroup_close(cg);
+		return -1;
+	}
+	return hu_cgroup_destroy(cg, err);
 }
 
 int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err)

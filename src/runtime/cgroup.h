@@ -133,6 +133,10 @@ int hu_cgroup_drop_cache(struct hu_cgroup *cg, hu_err *err);
 /* Remove the (empty) group from every hierarchy and free cg. Idempotent on
  * missing dirs. cg is freed even on error. */
 int hu_cgroup_destroy(struct hu_cgroup *cg, hu_err *err);
+/* hu_cgroup_kill_all then hu_cgroup_destroy, for a group that is usually
+ * empty already: it kills only when a group is found busy. cg is freed even
+ * on error. */
+int hu_cgroup_kill_destroy(struct hu_cgroup *cg, hu_err *err);
 /* Free the handle without touching the groups. */
 void hu_cgroup_close(struct hu_cgroup *cg);
 

@@ -494,22 +494,57 @@ static int kill_init(struct hu_sandbox *sb)
 	return 0;
 }
 
-/* SIGKILL hutch-init first and wait for its exit (unless
- * hu_sandbox_destroy_start did that and its caller waited): the cgroup is
- * empty by then and its kill finds nothing to wait for. The cgroup kill
- * stays as the safety net (and is the only way for a sandbox whose pidfd is
- * gone). Bounded: after SIGKILL nothing can delay the exit for long. */
+/* SIGKILL hutch-init (unless hu_sandbox_destroy_start did and its caller
+ * waited) and wait for its exit, bounded: after SIGKILL nothing can delay it
+ * for long. 0 when init is dead or dying, -1 when it could not be signalled
+ * (its pidfd is gone). */
+static int kill_init_and_wait(struct hu_sandbox *sb)
+{
+	if (sb->init_killed)
+		return 0;
+	if (kill_init(sb) < 0)
+		return -1;
+	struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
+	poll(&pfd, 1, HU_SANDBOX_EXIT_WAIT_MS);
+	return 0;
+}
+
+static void reap_init(struct hu_sandbox *sb)
+{
+	if (sb->pid > 0 && waitpid(sb->pid, NULL, WNOHANG) == 0)
+		waitpid(sb->pid, NULL, 0);
+}
+
+/* init first: the cgroup is empty by then and its kill finds nothing to
+ * wait for. The cgroup kill stays as the safety net (and is the only way
+ * for a sandbox whose pidfd is gone). */
 void hu_sbx_stop_processes(struct hu_sandbox *sb)
 {
 	hu_err ignore;
-	if (!sb->init_killed && kill_init(sb) == 0) {
-		struct pollfd pfd = {.fd = sb->pidfd, .events = POLLIN};
-		poll(&pfd, 1, HU_SANDBOX_EXIT_WAIT_MS);
-	}
+
+	kill_init_and_wait(sb);
 	if (sb->cg)
 		hu_cgroup_kill_all(sb->cg, &ignore);
-	if (sb->pid > 0)
-		waitpid(sb->pid, NULL, WNOHANG) == 0 ? (void)waitpid(sb->pid, NULL, 0) : (void)0;
+	reap_init(sb);
+}
+
+/* Every process of the sandbox ends, and its cgroup goes. Once init is
+ * reaped its PID namespace is empty, so the groups usually are too:
+ * hu_cgroup_kill_destroy then only removes them, and kills what it finds
+ * in one that is still busy. Before the layer goes, as in
+ * hu_sbx_stop_processes, so that nothing of the sandbox still runs on it. */
+static int end_processes(struct hu_sandbox *sb, hu_err *err)
+{
+	hu_err ignore;
+	int rc = 0;
+
+	if (kill_init_and_wait(sb) < 0 && sb->cg)
+		hu_cgroup_kill_all(sb->cg, &ignore);
+	reap_init(sb);
+	if (sb->cg && hu_cgroup_kill_destroy(sb->cg, err) < 0)
+		rc = -1;
+	sb->cg = NULL;
+	return rc;
 }
 
 /* Remove sbdir: its files, and the tmpfs disk a sandbox made by an older
@@ -539,11 +574,12 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	int rc = 0;
 	hu_err e2;
 
-	hu_sbx_stop_processes(sb);
+	if (end_processes(sb, err) < 0)
+		rc = -1;
 	/* the veth goes with the namespace; an adopted sandbox's init is not
 	 * ours to reap, and the host's init may take seconds to, so its veth
 	 * is deleted here */
-	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, sb->adopted, err) < 0)
+	if (sb->have_net && hu_net_detach(sb->rt, sb->id, sb->slot, sb->adopted, rc == 0 ? err : &e2) < 0)
 		rc = -1;
 	/* the layer before the run dir: a layer without its run dir is a
 	 * sandbox to bring back (after a reboot), never half a teardown */
@@ -552,11 +588,6 @@ static int teardown(struct hu_sandbox *sb, hu_err *err)
 	if (sb->have_dir && hu_sbx_remove_dir(sb->sbdir, rc == 0 ? err : &e2) < 0)
 		rc = -1;
 	unlink(sb->sock);
-	if (sb->cg) {
-		if (hu_cgroup_destroy(sb->cg, rc == 0 ? err : &e2) < 0)
-			rc = -1;
-		sb->cg = NULL;
-	}
 	if (sb->have_slot)
 		hu_slot_release(sb->rt, sb->slot);
 	if (sb->pidfd >= 0)

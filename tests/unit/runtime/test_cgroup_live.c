@@ -455,6 +455,41 @@ static void test_kill_all_gets_descendants_pure_v1(void **state)
 	kill_descendants(ready_v1(state));
 }
 
+/* hu_cgroup_kill_destroy: an empty group is only removed; a busy one has its
+ * process killed first, and goes from every hierarchy either way. */
+static void kill_destroy(struct live *l)
+{
+	hu_err err;
+	int rc;
+
+	new_group(l, NULL);
+	rc = hu_cgroup_kill_destroy(l->cg, &err);
+	l->cg = NULL;
+	if (rc < 0)
+		fail_msg("%s", err.msg);
+	expect_gone_everywhere(l, l->name);
+
+	new_group(l, NULL);
+	l->child = spawn_sleeper(l->cg);
+	rc = hu_cgroup_kill_destroy(l->cg, &err);
+	l->cg = NULL;
+	if (rc < 0)
+		fail_msg("%s", err.msg);
+	expect_killed(l->child);
+	l->child = 0;
+	expect_gone_everywhere(l, l->name);
+}
+
+static void test_kill_destroy(void **state)
+{
+	kill_destroy(ready(state));
+}
+
+static void test_kill_destroy_pure_v1(void **state)
+{
+	kill_destroy(ready_v1(state));
+}
+
 /* A child over its memory limit is OOM-killed; the test process is not. */
 static void test_memory_limit_kills_the_child(void **state)
 {
@@ -765,6 +800,8 @@ int main(void)
 		T(test_lifecycle_pure_v1),
 		T(test_kill_all_gets_descendants),
 		T(test_kill_all_gets_descendants_pure_v1),
+		T(test_kill_destroy),
+		T(test_kill_destroy_pure_v1),
 		T(test_memory_limit_kills_the_child),
 		T(test_clone_into_cgroup),
 		T(test_clone3_vm_self_attach),

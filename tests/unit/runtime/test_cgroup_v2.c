@@ -582,6 +582,9 @@ static void fake_blkio(const struct tree *t, struct hu_cgroup_env *env, const ch
 	}
 	snprintf(rel, sizeof(rel), "blkio/hutch/%s/%s", name, bfq ? "blkio.bfq.weight" : "blkio.weight");
 	put(t, rel, "");
+	/* the parent, below the root, has the same knobs */
+	snprintf(rel, sizeof(rel), "blkio/hutch/%s", bfq ? "blkio.bfq.weight" : "blkio.weight");
+	put(t, rel, "");
 }
 
 static void test_v1_io(void **state)
@@ -612,6 +615,41 @@ static void test_v1_io(void **state)
 	assert_int_equal(hu_cgroup_create(&env, "b2", &lim, &cg, &err), 0);
 	expect_file(t, "blkio/hutch/b2/blkio.weight", "10");
 	expect_file(t, "blkio/hutch/b2/blkio.throttle.read_bps_device", "");
+	hu_cgroup_close(cg);
+}
+
+/* A blkio group that would enforce nothing (no weight knob in this kernel,
+ * no cap asked) is not made; the sandbox's other groups are, and it opens. */
+static void test_v1_blkio_only_when_it_limits(void **state)
+{
+	struct tree *t = *state;
+	struct hu_cgroup_env env;
+	struct hu_cgroup_limits lim = { .io = { .weight = 100, .n_dev = 1 } };
+	struct hu_cgroup *cg = NULL;
+	char path[512];
+	hu_err err;
+
+	lim.io.dev[0].major = 254;
+	fake_v1_env(t, &env, HU_CGROUP_V1);
+	set_root(env.v1_blkio, t, "blkio");
+	put(t, "blkio/hutch/blkio.throttle.read_bps_device", "");
+	fake_v1_group(t, "nw");
+	assert_int_equal(hu_cgroup_create(&env, "nw", &lim, &cg, &err), 0);
+	assert_false(exists(t, "blkio/hutch/nw"));
+	expect_file(t, "pids/hutch/nw/pids.max", "max");
+	hu_cgroup_close(cg);
+	if (hu_cgroup_open(&env, "nw", &cg, &err) < 0)
+		fail_msg("%s", err.msg);
+	hu_cgroup_close(cg);
+
+	/* a cap asked: the group is made and holds it */
+	lim.io.bps = 1 << 20;
+	fake_v1_group(t, "nc");
+	fake_blkio(t, &env, "nc", 1);
+	pathf(path, sizeof(path), t, "blkio/hutch/blkio.bfq.weight");
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(hu_cgroup_create(&env, "nc", &lim, &cg, &err), 0);
+	expect_file(t, "blkio/hutch/nc/blkio.throttle.read_bps_device", "254:0 1048576");
 	hu_cgroup_close(cg);
 }
 
@@ -909,6 +947,7 @@ int main(void)
 		T(test_v1_failure_leaves_nothing),
 		T(test_hybrid_create),
 		T(test_v1_io),
+		T(test_v1_blkio_only_when_it_limits),
 		T(test_hybrid_io_and_optional_blkio),
 		T(test_io_probe),
 		cmocka_unit_test(test_io_parse),
