@@ -12,7 +12,6 @@
 #include "runtime/sysfs_view.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
-#include "util/hex.h"
 
 static const char magic[8] = {'H', 'U', 'I', 'N', 'I', 'T', '1', '\n'};
 
@@ -53,7 +52,6 @@ static int private_to_us(const struct stat *st)
 int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, int view, int view_netns, hu_err *err)
 {
 	struct hu_init_keep_record r;
-	char tmp[64], rnd[17];
 
 	memset(&r, 0, sizeof(r));
 	memcpy(r.magic, magic, sizeof(magic));
@@ -62,21 +60,14 @@ int hu_init_keep_record(int dirfd, int memfd, const struct stat *src, int view, 
 	r.view_fd = view >= 0 && view_netns >= 0 ? view : -1;
 	r.view_netns_fd = view >= 0 && view_netns >= 0 ? view_netns : -1;
 	hu_init_key_of(src, &r.key);
-	if (hu_proc_start_time(getpid(), &r.start_time, err) < 0 || hu_random_hex(rnd, 8, err) < 0)
+	if (hu_proc_start_time(getpid(), &r.start_time, err) < 0)
 		return -1;
-	snprintf(tmp, sizeof(tmp), HU_INIT_KEEP_RECORD ".%s.tmp", rnd);
-	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return hu_err_sys(err, "init keeper: create %s", tmp);
-	int rc = 0;
-	if (fchmod(fd, 0600) < 0 || hu_write_all(fd, &r, sizeof(r)) < 0)
-		rc = hu_err_sys(err, "init keeper: write %s", tmp);
-	/* rename replaces whatever has the record's name without following it */
-	else if (renameat(dirfd, tmp, dirfd, HU_INIT_KEEP_RECORD) < 0)
-		rc = hu_err_sys(err, "init keeper: rename %s", tmp);
-	if (rc < 0)
-		unlinkat(dirfd, tmp, 0);
-	return rc;
+	struct iovec part = {.iov_base = &r, .iov_len = sizeof(r)};
+	if (hu_replace_private_at(dirfd, HU_INIT_KEEP_RECORD, &part, 1, err) < 0) {
+		hu_err_prefix(err, "init keeper");
+		return -1;
+	}
+	return 0;
 }
 
 /* The record, if it is a regular file of root's alone with one name and the

@@ -13,7 +13,6 @@
 #include "runtime/seccomp_cache.h"
 #include "util/cleanup.h"
 #include "util/fileutil.h"
-#include "util/hex.h"
 
 #define CACHE_SUBDIR "cache"
 #define ENTRY "seccomp.bpf"
@@ -113,7 +112,6 @@ int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const st
 			   hu_err *err)
 {
 	struct entry_hdr h;
-	char tmp[64], rnd[17];
 
 	if (prog->len == 0 || prog->len > BPF_MAXINSNS)
 		return hu_err_set(err, EINVAL, "seccomp cache: program of %u instructions", prog->len);
@@ -122,23 +120,15 @@ int hu_seccomp_cache_store(int dirfd, const struct hu_seccomp_key *key, const st
 	h.len = prog->len;
 	h.key = *key;
 	h.crc = checksum(prog->insns, prog->len);
-	if (hu_random_hex(rnd, 8, err) < 0)
+	struct iovec parts[] = {
+		{.iov_base = &h, .iov_len = sizeof(h)},
+		{.iov_base = prog->insns, .iov_len = prog->len * sizeof(*prog->insns)},
+	};
+	if (hu_replace_private_at(dirfd, ENTRY, parts, HU_ARRAY_LEN(parts), err) < 0) {
+		hu_err_prefix(err, "seccomp cache");
 		return -1;
-	snprintf(tmp, sizeof(tmp), ENTRY ".%s.tmp", rnd);
-	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return hu_err_sys(err, "seccomp cache: create %s", tmp);
-	int rc = 0;
-	if (fchmod(fd, 0600) < 0 || hu_write_all(fd, &h, sizeof(h)) < 0 ||
-	    hu_write_all(fd, prog->insns, prog->len * sizeof(*prog->insns)) < 0)
-		rc = hu_err_sys(err, "seccomp cache: write %s", tmp);
-	/* rename replaces whatever has the entry's name (a refused file, a
-	 * symlink) without following it */
-	else if (renameat(dirfd, tmp, dirfd, ENTRY) < 0)
-		rc = hu_err_sys(err, "seccomp cache: rename %s", tmp);
-	if (rc < 0)
-		unlinkat(dirfd, tmp, 0);
-	return rc;
+	}
+	return 0;
 }
 
 /* <run_dir>/cache, made 0700 if missing; -1 (nothing cached there) unless it

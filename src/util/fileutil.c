@@ -3,11 +3,13 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/cleanup.h"
+#include "util/hex.h"
 
 int hu_write_all(int fd, const void *buf, size_t len)
 {
@@ -23,6 +25,32 @@ int hu_write_all(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int hu_replace_private_at(int dirfd, const char *name, const struct iovec *parts, size_t n_parts, hu_err *err)
+{
+	char tmp[NAME_MAX + 1], rnd[17];
+
+	if (hu_random_hex(rnd, 8, err) < 0)
+		return -1;
+	if (snprintf(tmp, sizeof(tmp), "%s.%s.tmp", name, rnd) >= (int)sizeof(tmp))
+		return hu_err_set(err, ENAMETOOLONG, "%s: name too long", name);
+	_cleanup_close_ int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return hu_err_sys(err, "create %s", tmp);
+	int rc = 0;
+	/* the mode asked for at creation is masked by the umask: set it */
+	if (fchmod(fd, 0600) < 0)
+		rc = hu_err_sys(err, "chmod %s", tmp);
+	for (size_t i = 0; rc == 0 && i < n_parts; i++) {
+		if (hu_write_all(fd, parts[i].iov_base, parts[i].iov_len) < 0)
+			rc = hu_err_sys(err, "write %s", tmp);
+	}
+	if (rc == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		rc = hu_err_sys(err, "rename %s", tmp);
+	if (rc < 0)
+		unlinkat(dirfd, tmp, 0);
+	return rc;
 }
 
 int hu_write_file(const char *path, const void *buf, size_t len, int extra_flags, mode_t mode, hu_err *err)

@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "util/err.h"
 
@@ -16,6 +17,13 @@ int hu_write_str(const char *path, const char *s, hu_err *err);
 
 /* Write a whole buffer to an fd, retrying short writes and EINTR. */
 int hu_write_all(int fd, const void *buf, size_t len);
+
+/* Replace entry `name` of directory fd `dirfd` with a new 0600 file holding
+ * the n_parts buffers, whole or not at all: they are written under a random
+ * temporary name (O_EXCL, never through a symlink) and renamed over `name`,
+ * which replaces whatever had it (a refused file, a symlink) without
+ * following it. On failure the temporary file is removed. */
+int hu_replace_private_at(int dirfd, const char *name, const struct iovec *parts, size_t n_parts, hu_err *err);
 
 /* Read up to cap-1 bytes of a file into buf and NUL-terminate it; returns the
  * byte count. */
