@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "util/sockpeek.h"
+
 struct hu_fwd_idle {
 	struct hu_cluster *c;
 	struct hu_fwd_idle *prev, *next;
@@ -47,13 +49,9 @@ static void on_idle_event(struct bufferevent *b, short what, void *arg)
  * the loop: a peek finds that (or stray bytes) before a request is sent. */
 static bool still_open(struct bufferevent *b)
 {
-	char c;
 	evutil_socket_t fd = bufferevent_getfd(b);
 
-	if (fd < 0 || evbuffer_get_length(bufferevent_get_input(b)))
-		return false;
-	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	return fd >= 0 && !evbuffer_get_length(bufferevent_get_input(b)) && hu_sock_quiet(fd);
 }
 
 struct bufferevent *hu_fwd_pool_take(struct hu_cluster *c, const char *address)

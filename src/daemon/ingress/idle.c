@@ -10,6 +10,7 @@
 
 #include "runtime/sandbox.h" /* HU_ID_MAX */
 #include "util/clock.h"
+#include "util/sockpeek.h"
 
 struct idle {
 	struct hu_idle_conns *ic;
@@ -146,9 +147,7 @@ void hu_idle_conns_put(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pa
  * would go on the connection, before on_idle_event could drop it. */
 static bool still_quiet(struct bufferevent *bev)
 {
-	char c;
-	ssize_t n = recv(bufferevent_getfd(bev), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+	return hu_sock_quiet(bufferevent_getfd(bev));
 }
 
 struct bufferevent *hu_idle_conns_take(struct hu_idle_conns *ic, const char *sbx_id, uint32_t pauses, uint16_t port,
