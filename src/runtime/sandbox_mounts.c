@@ -7,11 +7,12 @@
  *   child's user namespace on request, the same technique as the template
  *   and /usr;
  * - the child's setup stage (sandbox_child.c) makes each tmpfs itself, in
- *   its own user namespace (so its files belong to the sandbox's ids and no
- *   host id), and attaches every mount inside the new root before
- *   pivot_root, creating the mount point without following a symlink: the
- *   upper layer can hold the sandbox's own content (a later init over the
- *   same files), which must not steer a mount elsewhere.
+ *   its own user namespace, as /dev/shm (the sandbox's root owns it, and
+ *   its files carry the sandbox's host uid range, never another host id),
+ *   and attaches every mount inside the new root before pivot_root,
+ *   creating the mount point without following a symlink: the upper layer
+ *   can hold the sandbox's own content (a later init over the same files),
+ *   which must not steer a mount elsewhere.
  */
 #include <fcntl.h>
 #include <linux/openat2.h>
