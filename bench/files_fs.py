@@ -22,6 +22,7 @@ at the end; the btrfs ones are images on a loop device with direct I/O, as hutch
   ovl-btrfs-volatile  the same with overlay's `volatile`
   ovl-tmpfs      an overlay whose upper dir is on a tmpfs
   hutch-tmp      `hutch run --cpus 2 --memory 2G` doing the task in its /tmp (with --hutch)
+  hutch-tmpfs    the same in its /tmp made a tmpfs by `--tmpfs /tmp:2G` (with --hutch)
   hutch-shm      the same in the sandbox's /dev/shm, a tmpfs (with --hutch)
 """
 import argparse
@@ -127,12 +128,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--only', default='tmpfs,ext4,btrfs,btrfs-noquota,btrfs-nodatasum,ovl-btrfs,ovl-btrfs-volatile,ovl-tmpfs')
-    ap.add_argument('--hutch', help='a build\'s hutch: adds hutch-tmp and hutch-shm')
+    ap.add_argument('--hutch', help='a build\'s hutch: adds hutch-tmp, hutch-tmpfs and hutch-shm')
     ap.add_argument('--json')
     a = ap.parse_args()
     names = a.only.split(',')
     if a.hutch:
-        names += ['hutch-tmp', 'hutch-shm']
+        names += ['hutch-tmp', 'hutch-tmpfs', 'hutch-shm']
     T = tempfile.mkdtemp(prefix='hutch-filesfs.', dir='/var/tmp')
     os.chmod(T, 0o755)
     data = f'{T}/data'
@@ -167,8 +168,8 @@ def main():
                 os.mkdir(f'{T}/ovltmp')
                 p.mount('-t', 'tmpfs', '-o', 'size=4g', 'tmpfs', f'{T}/ovltmp')
                 where[n] = p.overlay(n, f'{T}/ovltmp')
-            elif n in ('hutch-tmp', 'hutch-shm'):
-                where[n] = '/tmp' if n == 'hutch-tmp' else '/dev/shm'
+            elif n in ('hutch-tmp', 'hutch-tmpfs', 'hutch-shm'):
+                where[n] = '/dev/shm' if n == 'hutch-shm' else '/tmp'
                 shm = shm or tempfile.mkdtemp(prefix='hutch-filesfs.', dir='/dev/shm')
                 hutch_env = dict(os.environ, HUTCH_DATA_DIR=f'{T}/hutch-data', HUTCH_RUN_DIR=f'{shm}/run',
                                  HUTCH_CGROUP_PARENT='hutch-filesfs',
@@ -184,7 +185,8 @@ def main():
             for n in names[turn:] + names[:turn]:
                 if n.startswith('hutch'):
                     argv = [os.path.abspath(a.hutch), 'run', '--cpus', str(os.cpu_count()), '--memory', '2G',
-                            '--pids', '1024', '--volume', f'{data}:/data:ro', '--', 'sh', '-c',
+                            '--pids', '1024', '--volume', f'{data}:/data:ro',
+                            *(['--tmpfs', '/tmp:2G'] if n == 'hutch-tmpfs' else []), '--', 'sh', '-c',
                             f'mkdir {where[n]}/w && sh /data/files.sh /data {where[n]}/w']
                     env = hutch_env
                 else:

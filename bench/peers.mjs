@@ -8,7 +8,7 @@
 //   --heavy-rounds K  run the tasks in the first K rounds only (default: every round)
 //   --idle N       idle sandboxes per peer for the memory figure (default 50)
 //   --only LIST    figures: true,python,exec,pause,memory,analysis,syscalls,files
-//   --peers LIST   host,hutch,hutch-api,bwrap,crun,runsc,podman,docker
+//   --peers LIST   host,hutch,hutch-durable,hutch-api,bwrap,crun,runsc,podman,docker
 //   --budget-s S   stop starting new work after S seconds (default 840); the output says PARTIAL
 //   --json FILE    default build/bench/peers.json
 //
@@ -17,8 +17,10 @@
 // runsc and crun run the same OCI bundles (root.path is that directory); podman and Docker run
 // an image imported from a tar of it, with the same /usr bind mount. The task data is
 // bind-mounted read-only at /data, and every task works in /tmp, a tmpfs in every peer (the
-// host's is a tmpfs that bench/peers.sh mounts). Every sample is one fresh sandbox: create, run
-// the command, destroy; exec, pause and memory use kept sandboxes.
+// host's is a tmpfs that bench/peers.sh mounts; hutch's is `hutch run --tmpfs /tmp:2G` for the
+// tasks, the OCI peers' size). hutch-durable runs the tasks as hutch does by default, in /tmp
+// on the sandbox's disk layer (btrfs under overlay), which snapshots keep. Every sample is one
+// fresh sandbox: create, run the command, destroy; exec, pause and memory use kept sandboxes.
 import { spawn, execFileSync } from 'node:child_process'
 import { mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync, copyFileSync, mkdtempSync, openSync, closeSync } from 'node:fs'
 import { resolve, dirname, join } from 'node:path'
@@ -40,7 +42,7 @@ const nHeavy = Number(arg('n-heavy', 1))
 const heavyRounds = Number(arg('heavy-rounds', rounds))
 const idleCount = Number(arg('idle', 50))
 const only = arg('only', 'true,python,exec,pause,memory,analysis,syscalls,files').split(',')
-const wanted = arg('peers', 'host,hutch,hutch-api,bwrap,crun,runsc,podman,docker').split(',')
+const wanted = arg('peers', 'host,hutch,hutch-durable,hutch-api,bwrap,crun,runsc,podman,docker').split(',')
 const budgetMs = Number(arg('budget-s', 840)) * 1000
 const jsonPath = resolve(repo, arg('json', 'build/bench/peers.json'))
 const build = arg('build', 'build')
@@ -239,12 +241,20 @@ const hutchEnv = {
   ...process.env, HUTCH_DATA_DIR: join(T, 'hutch', 'data'), HUTCH_RUN_DIR: join(T, 'hutch', 'run'),
   HUTCH_CGROUP_PARENT: `${TAG}-hutch`, HUTCH_INIT: join(HBIN, 'hutch-init'),
 }
+// `hutch run` as a whole process, as a user of the CLI would start it; no CPU limit below the
+// host's CPU count (hutch's default is 1 CPU; the other peers get none)
+const hutchRun = (task, extra) => [join(HBIN, 'hutch'), ['run', '--memory', '2G', '--pids', '1024', '--cpus', String(cpus().length),
+  '--cwd', '/tmp', '--volume', `${DATA}:/data:ro`, ...extra, '--', ...TASKS[task]]]
+// the tasks in a tmpfs /tmp, the configuration of every other peer
 peers.hutch = {
-  // `hutch run` as a whole process, as a user of the CLI would start it; no CPU limit below the
-  // host's CPU count (hutch's default is 1 CPU; the other peers get none)
-  oneshot: (task) => [join(HBIN, 'hutch'), ['run', '--memory', '2G', '--pids', '1024', '--cpus', String(cpus().length), '--cwd', '/tmp',
-    '--volume', `${DATA}:/data:ro`, '--', ...TASKS[task]]],
+  oneshot: (task) => hutchRun(task, HEAVY.has(task) ? ['--tmpfs', '/tmp:2G'] : []),
   env: hutchEnv,
+}
+// the tasks in hutch's default /tmp, on the durable disk layer (tasks only: elsewhere it is hutch)
+peers['hutch-durable'] = {
+  oneshot: (task) => hutchRun(task, []),
+  env: hutchEnv,
+  tasksOnly: true,
 }
 
 // hutch serve: kept sandboxes and create + first command through the HTTP API
@@ -534,7 +544,9 @@ try {
   if (only.includes('memory')) await measureMemory(lst('keep'))
   for (let r = 0; r < rounds && !overBudget(); r++) {
     log(`round ${r + 1}/${rounds}`)
-    for (const task of ['true', 'python']) if (only.includes(task)) await sample(task, lst('oneshot'), (p) => oneshot(p, task), r, nLight)
+    for (const task of ['true', 'python']) {
+      if (only.includes(task)) await sample(task, lst('oneshot').filter((p) => !peers[p].tasksOnly), (p) => oneshot(p, task), r, nLight)
+    }
     if (only.includes('exec')) {
       await withKept(lst('keep').filter((p) => p !== 'bwrap'), SHELL, (kept) =>
         sample('exec', Object.keys(kept), async (p) => {

@@ -15,9 +15,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PEERS = ["host", "hutch", "hutch-api", "bwrap", "crun", "runsc", "podman", "docker"]
-LABEL = {"hutch": "hutch run", "hutch-api": "hutch serve (API)", "runsc": "runsc (gVisor, ptrace)"}
-COLOR = {"host": "#999999", "hutch": "#d62728", "hutch-api": "#ff7f0e", "bwrap": "#8c564b",
+PEERS = ["host", "hutch", "hutch-durable", "hutch-api", "bwrap", "crun", "runsc", "podman", "docker"]
+LABEL = {"hutch": "hutch run (tasks: --tmpfs /tmp)", "hutch-durable": "hutch run (tasks: /tmp on its disk layer)",
+         "hutch-api": "hutch serve (API)", "runsc": "runsc (gVisor, ptrace)"}
+COLOR = {"host": "#999999", "hutch": "#d62728", "hutch-durable": "#e377c2", "hutch-api": "#ff7f0e", "bwrap": "#8c564b",
          "crun": "#9467bd", "runsc": "#2ca02c", "podman": "#1f77b4", "docker": "#17becf"}
 
 
@@ -78,8 +79,12 @@ def main():
     n = max((m["sandboxes"] for m in mem.values()), default=0)
     axes[1][1].set_title(f"memory: {n} idle sandboxes with a shell, per sandbox")
 
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), frameon=False)
+    # one legend for all panels: a peer may appear in one only (hutch-durable in the tasks')
+    legend = {}
+    for ax in (axes[0][0], axes[0][1], axes[1][0]):
+        for h, label in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(label, h)
+    fig.legend(legend.values(), legend.keys(), loc="upper center", ncol=min(len(legend), 5), frameon=False)
     v = data.get("versions", {})
     fig.text(0.01, 0.005, f"{data['date'][:16]} UTC, {data['rounds']} rounds{' (PARTIAL)' if data.get('partial') else ''}; "
              f"kernel {v.get('kernel')}; {v.get('runsc')}; {v.get('podman')}; {v.get('docker')}; {v.get('crun')}",

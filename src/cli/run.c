@@ -61,22 +61,37 @@ static void run_usage(FILE *f)
 		   "  --cwd DIR         working directory (default the user's home)\n"
 		   "  --template NAME   template to start from (default base)\n"
 		   "  --volume HOSTDIR:PATH[:ro]  mount HOSTDIR at PATH, idmapped: sandbox uid N\n"
-		   "                    is host uid N there (repeatable, at most 16)\n"
+		   "                    is host uid N there (repeatable)\n"
+		   "  --tmpfs PATH[:SIZE]  a fresh tmpfs at PATH (mode 1777, nosuid, nodev), at most\n"
+		   "                    SIZE (default half of --memory), its pages charged to --memory;\n"
+		   "                    not in the sandbox's disk layer (repeatable; with --volume at\n"
+		   "                    most 16, mounted in the order given; example: --tmpfs /tmp)\n"
 		   "  --internet        a veth to the host and NAT out (needs HUTCH_NET=nat; default loopback only)\n"
 		   "  --allow-out LIST  CIDRs the sandbox may reach even when denied below (comma-separated)\n"
 		   "  --deny-out LIST   CIDRs (IPv4 or IPv6) the sandbox may not reach (0.0.0.0/0 + --allow-out =\n"
 		   "                    allowlist, for IPv6 too)\n");
 }
 
+/* The next free entry of o->mounts, or NULL (too many). */
+static struct hu_mount_spec *next_mount(struct run_opts *o, hu_err *err)
+{
+	if (o->spec.n_mounts >= HU_MOUNTS_MAX) {
+		hu_err_set(err, -E2BIG, "more than %d --volume and --tmpfs options", HU_MOUNTS_MAX);
+		return NULL;
+	}
+	o->spec.mounts = o->mounts;
+	return &o->mounts[o->spec.n_mounts];
+}
+
 /* --volume HOSTDIR:PATH[:ro] (parsed in place: argv is ours). */
 static int parse_volume(char *arg, struct run_opts *o, hu_err *err)
 {
-	struct hu_mount_spec *m = &o->mounts[o->spec.n_mounts];
+	struct hu_mount_spec *m = next_mount(o, err);
 	size_t n = strlen(arg);
 	char *colon;
 
-	if (o->spec.n_mounts >= HU_MOUNTS_MAX)
-		return hu_err_set(err, E2BIG, "more than %d --volume options", HU_MOUNTS_MAX);
+	if (!m)
+		return -1;
 	*m = (struct hu_mount_spec){.source_fd = -1, .idmap = 1};
 	if (n > 3 && !strcmp(arg + n - 3, ":ro")) {
 		m->read_only = 1;
@@ -92,9 +107,30 @@ static int parse_volume(char *arg, struct run_opts *o, hu_err *err)
 		hu_err_prefix(err, "--volume");
 		return -1;
 	}
-	o->spec.mounts = o->mounts;
 	o->spec.n_mounts++;
 	return 0;
+}
+
+/* --tmpfs PATH[:SIZE]; a tmpfs without SIZE gets its size in
+ * finish_mounts, once --memory is known. */
+static int parse_tmpfs(char *arg, struct run_opts *o, hu_err *err)
+{
+	struct hu_mount_spec *m = next_mount(o, err);
+
+	if (!m || hu_tmpfs_arg_parse(arg, m, err) < 0)
+		return -1;
+	o->spec.n_mounts++;
+	return 0;
+}
+
+/* After every option: the default tmpfs size (as /dev/shm's), then the
+ * mounts as a whole (no target twice, no tmpfs above --memory). */
+static int finish_mounts(struct run_opts *o, hu_err *err)
+{
+	for (size_t i = 0; i < o->spec.n_mounts; i++)
+		if (o->mounts[i].type == HU_MOUNT_TYPE_TMPFS && o->mounts[i].tmpfs_bytes == 0)
+			o->mounts[i].tmpfs_bytes = hu_sandbox_shm_bytes(&o->spec.limits);
+	return hu_mounts_check(o->mounts, o->spec.n_mounts, o->spec.limits.memory_bytes, err);
 }
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
@@ -105,7 +141,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{"timeout", required_argument, NULL, 't'}, {"user", required_argument, NULL, 'u'},
 		{"env", required_argument, NULL, 'e'},    {"cwd", required_argument, NULL, 'w'},
 		{"template", required_argument, NULL, 'T'}, {"help", no_argument, NULL, 'h'},
-		{"volume", required_argument, NULL, 'v'},
+		{"volume", required_argument, NULL, 'v'}, {"tmpfs", required_argument, NULL, 'F'},
 		{"internet", no_argument, NULL, 'I'},     {"allow-out", required_argument, NULL, 'A'},
 		{"deny-out", required_argument, NULL, 'D'},
 		{"io-weight", required_argument, NULL, 'W'}, {"io-bps", required_argument, NULL, 'B'},
@@ -146,6 +182,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'w': o->cwd = optarg; break;
 		case 'v': rc = parse_volume(optarg, o, &err); break;
+		case 'F': rc = parse_tmpfs(optarg, o, &err); break;
 		case 'T': snprintf(o->spec.template_name, sizeof(o->spec.template_name), "%s", optarg); break;
 		case 'I': o->spec.net.internet = 1; break;
 		case 'A': rc = hu_net_rules_add_list(&o->spec.net.rules, 'a', optarg, &err); break;
@@ -166,6 +203,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	}
 	if (optind >= argc) {
 		cli_error("no command given (usage: hutch run [options] -- CMD [ARGS...])");
+		return -1;
+	}
+	if (finish_mounts(o, &err) < 0) {
+		cli_error("%s", err.msg);
 		return -1;
 	}
 	if (!o->spec.net.internet && hu_net_rules_any(&o->spec.net.rules)) {

@@ -82,12 +82,7 @@ static int validate_spec(const struct hu_sandbox_spec *spec, hu_err *err)
 		return hu_err_set(err, EINVAL, "pids limit below 4");
 	if (spec->disk_bytes < MIB)
 		return hu_err_set(err, EINVAL, "disk limit below 1 MiB");
-	if (spec->n_mounts > HU_MOUNTS_MAX)
-		return hu_err_set(err, -EINVAL, "%zu mounts; at most %d are allowed", spec->n_mounts, HU_MOUNTS_MAX);
-	for (size_t i = 0; i < spec->n_mounts; i++)
-		if (hu_mount_target_check(spec->mounts[i].target, err) < 0)
-			return -1;
-	return 0;
+	return hu_mounts_check(spec->mounts, spec->n_mounts, spec->limits.memory_bytes, err);
 }
 
 static int sub_path(char *buf, size_t n, const char *dir, const char *name, hu_err *err)
@@ -309,7 +304,8 @@ static pid_t clone_child(struct hu_sandbox *sb, const struct spawn_args *args, i
 }
 
 /* The "go" message: the setup header, the compiled seccomp program and the
- * targets of the extra mounts; fds are the fixed ones, then the mounts'. */
+ * extra mounts (target, type, tmpfs size); fds are the fixed ones, then one
+ * for each directory mount (a tmpfs has none: the child makes it). */
 static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, int sync_fd, const int *fds,
 		   uint32_t setup_flags, hu_err *err)
 {
@@ -320,7 +316,7 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 	struct hu_setup_go go = {
 		.magic = HU_SETUP_MAGIC,
 		.bpf_len = prog->len,
-		.shm_bytes = spec->limits.memory_bytes ? spec->limits.memory_bytes / 2 : 64 * MIB,
+		.shm_bytes = hu_sandbox_shm_bytes(&spec->limits),
 		.flags = (spec->die_with_parent ? HU_SETUP_DIE_WITH_PARENT : 0) | setup_flags,
 		.n_mounts = (uint32_t)spec->n_mounts,
 	};
@@ -333,11 +329,16 @@ static int send_go(struct hu_sandbox *sb, const struct hu_sandbox_spec *spec, in
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		struct hu_setup_mount *m = (struct hu_setup_mount *)(msg + sizeof(go) + bpf_len) + i;
 		snprintf(m->target, sizeof(m->target), "%s", spec->mounts[i].target);
+		m->type = (uint32_t)spec->mounts[i].type;
+		m->tmpfs_bytes = spec->mounts[i].tmpfs_bytes;
 	}
-	/* the fixed fds, the mounts', then the first connection (if any) */
+	/* the fixed fds, the directory mounts', then the first connection (if any) */
 	int all[HU_CHILD_NFDS + HU_MOUNTS_MAX + 1];
-	size_t nfds = HU_CHILD_NFDS + spec->n_mounts;
+	size_t nfds = HU_CHILD_NFDS;
 	memcpy(all, fds, nfds * sizeof(*fds));
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (spec->mounts[i].type == HU_MOUNT_TYPE_DIR)
+			all[nfds++] = fds[HU_CHILD_NFDS + i];
 	if (setup_flags & HU_SETUP_FIRST_CONN)
 		all[nfds++] = spec->first_conn_fd;
 	if (hu_send_fds(sync_fd, msg, len, all, nfds) < 0)
@@ -474,7 +475,8 @@ out:
 		if (fds[i] >= 0)
 			close(fds[i]);
 	for (size_t i = 0; have_mounts && i < spec->n_mounts; i++)
-		close(fds[HU_CHILD_NFDS + i]);
+		if (fds[HU_CHILD_NFDS + i] >= 0)
+			close(fds[HU_CHILD_NFDS + i]);
 	if (rc < 0)
 		return -1;
 	sb->sync_fd = hu_take_fd(&parent_end); /* readable once the child has a verdict */

@@ -86,12 +86,23 @@ struct hu_storage_info {
 struct hu_runtime;
 struct hu_sandbox;
 
-/* An extra mount of a sandbox: a host directory (a volume or a host mount)
- * attached at `target` inside the sandbox before pivot_root. The runtime
- * clones the directory's mount (open_tree), so the sandbox sees only that
- * subtree, never its host path. */
+/* An extra mount of a sandbox, attached at `target` inside the sandbox
+ * before pivot_root:
+ * - HU_MOUNT_TYPE_DIR: a host directory (a volume or a host mount). The
+ *   runtime clones the directory's mount (open_tree), so the sandbox sees
+ *   only that subtree, never its host path.
+ * - HU_MOUNT_TYPE_TMPFS: a fresh, empty tmpfs (`hutch run --tmpfs`), made
+ *   by the sandbox's setup stage in its own user namespace, as /dev/shm is:
+ *   mode 1777, owned by the sandbox's root, nosuid and nodev, at most
+ *   tmpfs_bytes. Its pages are charged to the memory cgroup of whoever
+ *   writes them, the sandbox's, so it counts against the memory limit; it
+ *   goes with the sandbox's mount namespace, never into its layer. */
 #define HU_MOUNTS_MAX 16
 #define HU_MOUNT_TARGET_MAX 256
+enum hu_mount_type {
+	HU_MOUNT_TYPE_DIR = 0,
+	HU_MOUNT_TYPE_TMPFS = 1,
+};
 struct hu_mount_spec {
 	const char *source; /* host path of the directory, used when source_fd < 0 */
 	int source_fd;      /* an fd (O_PATH is enough) of the directory, or -1 */
@@ -100,6 +111,8 @@ struct hu_mount_spec {
 	int idmap;          /* idmapped through the sandbox's user namespace: on-disk
 			     * ids are the sandbox's ids (1000 = user), whatever
 			     * host uid range this sandbox has */
+	enum hu_mount_type type; /* DIR (zero) uses the fields above; TMPFS only target */
+	uint64_t tmpfs_bytes;    /* TMPFS: its size cap, 1 .. the memory limit */
 };
 
 struct hu_sandbox_spec {
@@ -133,6 +146,20 @@ struct hu_sandbox_spec {
  * files). EINVAL with the reason otherwise. Pure; the daemon and the
  * sandbox's setup stage both check. */
 int hu_mount_target_check(const char *target, hu_err *err);
+/* A list of extra mounts, as a whole: at most HU_MOUNTS_MAX, every target
+ * acceptable (hu_mount_target_check) and none twice, every tmpfs sized
+ * between 1 byte and the memory limit (memory_bytes; 0 = no limit). EINVAL
+ * (negative: the message reaches the caller as it is) otherwise. Pure. */
+int hu_mounts_check(const struct hu_mount_spec *mounts, size_t n, uint64_t memory_bytes, hu_err *err);
+/* `PATH[:SIZE]` (hutch run --tmpfs), parsed in place (arg is the caller's):
+ * m becomes a tmpfs at PATH of SIZE bytes (hu_parse_size syntax), or of 0
+ * when SIZE is absent (the caller then sets hu_sandbox_shm_bytes). PATH
+ * is checked as a mount target; an explicit size of 0 is refused (tmpfs
+ * takes size=0 as "unlimited"). EINVAL or ERANGE with the reason. */
+int hu_tmpfs_arg_parse(char *arg, struct hu_mount_spec *m, hu_err *err);
+/* The default size of a sandbox's tmpfs mounts, /dev/shm's: half the
+ * memory limit, or 64 MiB without one. */
+uint64_t hu_sandbox_shm_bytes(const struct hu_cgroup_limits *limits);
 /* A host path a mount may come from: absolute and normalised (no empty,
  * '.' or '..' component). EINVAL otherwise. */
 int hu_host_path_check(const char *path, hu_err *err);

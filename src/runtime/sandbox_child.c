@@ -202,6 +202,27 @@ static int setup_sys(int view_fd, int shared, hu_err *err)
 	return 0;
 }
 
+/* Volumes, host mounts and tmpfs mounts, in order (a parent before what it
+ * holds), all through the one path that refuses symlinks on the way; each
+ * directory mount brings the next of dir_fds, each tmpfs is made here. */
+static int attach_mounts(const int *dir_fds, const struct hu_setup_mount *mounts, size_t n_mounts, hu_err *err)
+{
+	_cleanup_close_ int root = open("rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (root < 0)
+		return hu_err_sys(err, "open rootfs");
+	for (size_t i = 0; i < n_mounts; i++) {
+		_cleanup_close_ int tmpfs = -1;
+		if (mounts[i].type == HU_MOUNT_TYPE_TMPFS && (tmpfs = hu_tmpfs_mount(mounts[i].tmpfs_bytes, err)) < 0) {
+			hu_err_prefix(err, "tmpfs %s", mounts[i].target);
+			return -1;
+		}
+		int fd = tmpfs >= 0 ? tmpfs : *dir_fds++;
+		if (hu_mount_attach(root, mounts[i].target, fd, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Everything below runs relative to the sandbox's layer (the parent hands
  * over an fd of it), so no ancestor of the run dir has to be searchable by
  * the sandbox's unprivileged host uid, and no host path is ever spelled out. */
@@ -237,18 +258,8 @@ static int setup_rootfs(const int *fds, uint64_t shm_bytes, uint32_t flags, cons
 	if (setup_sys(fds[HU_CHILD_FD_SYS], (flags & HU_SETUP_SHARED_SYS) != 0, err) < 0 ||
 	    setup_dev("rootfs", shm_bytes, err) < 0)
 		return -1;
-	/* volumes and host mounts, in order (a parent before what it holds) */
-	if (n_mounts) {
-		int root = open("rootfs", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (root < 0)
-			return hu_err_sys(err, "open rootfs");
-		for (size_t i = 0; i < n_mounts; i++)
-			if (hu_mount_attach(root, mounts[i].target, fds[HU_CHILD_NFDS + i], err) < 0) {
-				close(root);
-				return -1;
-			}
-		close(root);
-	}
+	if (n_mounts && attach_mounts(fds + HU_CHILD_NFDS, mounts, n_mounts, err) < 0)
+		return -1;
 	/* pivot_root(".", ".") stacks the old root under the new one; detaching it
 	 * leaves no path back to the host's file system. */
 	if (chdir("rootfs") < 0)
@@ -269,6 +280,22 @@ static void reset_signals(void)
 	sigprocmask(SIG_SETMASK, &all, NULL);
 	for (int s = 1; s < NSIG; s++)
 		signal(s, SIG_DFL);
+}
+
+/* How many of the mounts bring an fd (the directories), or SIZE_MAX when
+ * one has a type this build does not know; terminates the targets on the
+ * way. */
+static size_t dir_mounts(struct hu_setup_mount *mounts, size_t n_mounts)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < n_mounts; i++) {
+		mounts[i].target[sizeof(mounts[i].target) - 1] = '\0';
+		if (mounts[i].type == HU_MOUNT_TYPE_DIR)
+			n++;
+		else if (mounts[i].type != HU_MOUNT_TYPE_TMPFS)
+			return SIZE_MAX;
+	}
+	return n;
 }
 
 /* The largest "go" message: the header and a maximal BPF program. */
@@ -293,7 +320,7 @@ int hu_sandbox_setup(void)
 	/* the first connection, if handed over, is the last fd: init's, not setup's */
 	size_t first_conn = (go.flags & HU_SETUP_FIRST_CONN) ? 1 : 0;
 	if (go.magic != HU_SETUP_MAGIC || go.bpf_len == 0 || go.bpf_len > BPF_MAXINSNS ||
-	    go.n_mounts > HU_MOUNTS_MAX || nfds != HU_CHILD_NFDS + go.n_mounts + first_conn ||
+	    go.n_mounts > HU_MOUNTS_MAX ||
 	    (size_t)n != sizeof(go) + go.bpf_len * sizeof(struct sock_filter) +
 				 go.n_mounts * sizeof(struct hu_setup_mount)) {
 		hu_err_set(&err, EPROTO, "malformed setup message");
@@ -301,8 +328,10 @@ int hu_sandbox_setup(void)
 	}
 	struct hu_seccomp_prog prog = {.insns = (struct sock_filter *)(buf + sizeof(go)), .len = (unsigned short)go.bpf_len};
 	struct hu_setup_mount *mounts = (struct hu_setup_mount *)(buf + sizeof(go) + go.bpf_len * sizeof(struct sock_filter));
-	for (size_t i = 0; i < go.n_mounts; i++)
-		mounts[i].target[sizeof(mounts[i].target) - 1] = '\0';
+	if (nfds != HU_CHILD_NFDS + dir_mounts(mounts, go.n_mounts) + first_conn) {
+		hu_err_set(&err, EPROTO, "malformed setup message (mounts and fds disagree)");
+		report(sync_fd, &err);
+	}
 	reset_signals();
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0 || setgroups(0, NULL) < 0) {
 		hu_err_sys(&err, "become root of the user namespace");

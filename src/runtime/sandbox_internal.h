@@ -41,10 +41,15 @@ struct hu_setup_go {
 	uint32_t n_mounts; /* extra mounts: their targets follow the program */
 	char id[HU_ID_MAX];
 };
-/* After the program: n_mounts of these; the mounts' fds follow the
- * HU_CHILD_NFDS fixed ones, in the same order. */
+/* After the program: n_mounts of these. Each HU_MOUNT_TYPE_DIR mount has
+ * an fd, after the HU_CHILD_NFDS fixed ones, in the same order; a
+ * HU_MOUNT_TYPE_TMPFS mount has none: the child makes it (in its own user
+ * namespace, like /dev/shm) of tmpfs_bytes. */
 struct hu_setup_mount {
 	char target[HU_MOUNT_TARGET_MAX];
+	uint32_t type; /* enum hu_mount_type */
+	uint32_t reserved;
+	uint64_t tmpfs_bytes;
 };
 #define HU_CHILD_FD_TEMPLATE 0
 #define HU_CHILD_FD_USR 1
@@ -53,11 +58,14 @@ struct hu_setup_mount {
 #define HU_CHILD_FD_SYS 4
 #define HU_CHILD_NFDS 5
 
-/* Extra mounts (sandbox_mounts.c). Parent: a detached mount for each of
- * spec->mounts into fds[0..n_mounts-1] (all closed again on failure).
- * Child: attach mount_fd at target below root_fd, creating the missing
+/* Extra mounts (sandbox_mounts.c). Parent: a detached mount for each
+ * directory mount of spec->mounts into fds[0..n_mounts-1], -1 for each
+ * tmpfs (all closed again on failure). Child: hu_tmpfs_mount makes a
+ * detached tmpfs of `bytes` (mode 1777, nosuid, nodev); hu_mount_attach
+ * attaches mount_fd at target below root_fd, creating the missing
  * directories and refusing symlinks on the way. */
 int hu_mounts_open(const struct hu_sandbox_spec *spec, int userns_fd, int *fds, hu_err *err);
+int hu_tmpfs_mount(uint64_t bytes, hu_err *err);
 int hu_mount_attach(int root_fd, const char *target, int mount_fd, hu_err *err);
 
 /* A failure report from the child: errno and message. */

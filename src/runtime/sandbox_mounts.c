@@ -1,14 +1,18 @@
 /*
- * A sandbox's extra mounts (volumes, host mounts), both halves:
+ * A sandbox's extra mounts (volumes, host mounts, tmpfs), both halves:
  *
- * - the parent (sandbox.c) turns each hu_mount_spec into a detached mount:
- *   a clone of the directory's mount (open_tree), made nosuid and nodev,
- *   read-only on request, and idmapped through the child's user namespace
- *   on request, the same technique as the template and /usr;
- * - the child's setup stage (sandbox_child.c) attaches each one inside the
- *   new root before pivot_root, creating the mount point without following
- *   a symlink: the upper layer can hold the sandbox's own content (a later
- *   init over the same files), which must not steer a mount elsewhere.
+ * - the parent (sandbox.c) turns each directory hu_mount_spec into a
+ *   detached mount: a clone of the directory's mount (open_tree), made
+ *   nosuid and nodev, read-only on request, and idmapped through the
+ *   child's user namespace on request, the same technique as the template
+ *   and /usr;
+ * - the child's setup stage (sandbox_child.c) makes each tmpfs itself, in
+ *   its own user namespace, as /dev/shm (the sandbox's root owns it, and
+ *   its files carry the sandbox's host uid range, never another host id),
+ *   and attaches every mount inside the new root before pivot_root,
+ *   creating the mount point without following a symlink: the upper layer
+ *   can hold the sandbox's own content (a later init over the same files),
+ *   which must not steer a mount elsewhere.
  */
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -65,13 +69,37 @@ int hu_mounts_open(const struct hu_sandbox_spec *spec, int userns_fd, int *fds, 
 	for (size_t i = 0; i < spec->n_mounts; i++) {
 		fds[i] = -1;
 		if (hu_mount_target_check(spec->mounts[i].target, err) < 0 ||
-		    (fds[i] = open_one(&spec->mounts[i], userns_fd, err)) < 0) {
-			while (i-- > 0)
-				close(fds[i]);
+		    (spec->mounts[i].type == HU_MOUNT_TYPE_DIR && (fds[i] = open_one(&spec->mounts[i], userns_fd, err)) < 0)) {
+			for (size_t j = 0; j < i; j++)
+				if (fds[j] >= 0)
+					close(fds[j]);
 			return -1;
 		}
 	}
 	return 0;
+}
+
+int hu_tmpfs_mount(uint64_t bytes, hu_err *err)
+{
+	char size[24];
+
+	/* size=0 would be a tmpfs without a cap (hu_mounts_check refuses it
+	 * earlier; this is the second lock, where the mount is made) */
+	if (bytes == 0)
+		return hu_err_set(err, -EINVAL, "a tmpfs of size 0");
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)bytes);
+	_cleanup_close_ int fs = hu_fsopen("tmpfs", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return hu_err_sys(err, "fsopen tmpfs");
+	if (hu_fsconfig(fs, HU_FSCONFIG_SET_STRING, "source", "tmpfs", 0) < 0 ||
+	    hu_fsconfig(fs, HU_FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    hu_fsconfig(fs, HU_FSCONFIG_SET_STRING, "mode", "1777", 0) < 0 ||
+	    hu_fsconfig(fs, HU_FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return hu_err_sys(err, "create a tmpfs of %s bytes", size);
+	int mnt = hu_fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt < 0)
+		return hu_err_sys(err, "fsmount tmpfs");
+	return mnt;
 }
 
 /* One step down: `name` below dir, created if missing, never a symlink,

@@ -107,6 +107,50 @@ out=$(hrun --volume "$vol:/bin/x" -- true 2>&1)
 expect_eq "--volume through the template's /bin symlink fails (125)" "125" "$?"
 expect_match "--volume through a symlink says so" "symlink" "$out"
 
+# --tmpfs PATH[:SIZE]: a fresh tmpfs, mode 1777, root's, nosuid and nodev, capped (default half of
+# --memory), outside the disk layer; /tmp stays on the layer without it
+out=$(hrun -- stat -f -c %T /tmp)
+expect_eq "without --tmpfs, /tmp is on the overlay layer" "overlayfs" "$out"
+out=$(hrun --tmpfs /tmp --tmpfs /scratch:8M -- sh -c 'stat -f -c %T /tmp /scratch; stat -c "%a %U" /tmp /scratch')
+expect_eq "--tmpfs mounts a tmpfs, mode 1777, owned by root" $'tmpfs\ntmpfs\n1777 root\n1777 root' "$out"
+out=$(hrun --tmpfs /scratch:8M -- sh -c 'grep " /scratch " /proc/self/mountinfo')
+expect_match "--tmpfs is nosuid and nodev" "^[^ ]+ [^ ]+ [^ ]+ / /scratch rw,nosuid,nodev[ ,]" "$out"
+out=$(hrun --tmpfs /scratch:8M --memory 128M --tmpfs /t -- df -B1 --output=size /scratch /t)
+expect_eq "--tmpfs sizes: 8M as given, half of --memory by default" $'1B-blocks\n  8388608\n 67108864' "$out"
+out=$(hrun --tmpfs /scratch:8M -- sh -c 'head -c 9M /dev/zero > /scratch/f; echo "rc=$?"; du -k /scratch/f | cut -f1' 2>&1)
+expect_match "a write past --tmpfs SIZE fails with ENOSPC" "No space left on device.*rc=1.*8192" "$out"
+out=$(hrun --disk 8M --tmpfs /tmp:64M -- sh -c 'head -c 32M /dev/zero > /tmp/f && echo written' 2>&1)
+expect_eq "--tmpfs holds more than --disk: it is not on the disk layer" "written" "$out"
+out=$(hrun --tmpfs /tmp -- sh -c 'echo mine > /tmp/f && stat -c %U /tmp/f && ls /tmp')
+expect_eq "the user writes to --tmpfs (1777), files keep their owner" $'user\nf' "$out"
+out=$(hrun --tmpfs /tmp -- ls -A /tmp)
+expect_eq "--tmpfs files vanish with the sandbox (the next one starts empty)" "" "$out"
+out=$(hrun --tmpfs /bin/x -- true 2>&1)
+expect_eq "--tmpfs through the template's /bin symlink fails (125)" "125" "$?"
+expect_match "--tmpfs through a symlink says so" "symlink" "$out"
+out=$(hrun --volume "$vol:/data" --tmpfs /data/cache:1M -- sh -c 'stat -f -c %T /data /data/cache')
+expect_eq "--volume then --tmpfs inside it: mounted in the order given" "$(stat -f -c %T "$vol")"$'\ntmpfs' "$out"
+many=()
+for i in $(seq 17); do many+=(--tmpfs "/t$i:1M"); done
+before=$(ls -A "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null; ls -A "$HUTCH_DATA_DIR/layers" 2>/dev/null)
+for bad in "/proc/x" "/sys" "/dev/shm" "/usr/lib" "/" "rel" "/a/../b" "/a//b" "/a/" "/t:0" "/t:lots" "/t:-1M" \
+	"/t:99999999999999999999" "/t:99999999999T" "/t:1G"; do
+	out=$("$HUTCH" run --tmpfs "$bad" -- true 2>&1)
+	expect_eq "--tmpfs '$bad' exits 2" "2" "$?"
+	expect_match "--tmpfs '$bad' says why" "hutch: .*(tmpfs|size)" "$out"
+done
+out=$("$HUTCH" run --tmpfs /t:256M --memory 128M -- true 2>&1)
+expect_eq "--tmpfs larger than --memory (given after it) exits 2" "2" "$?"
+expect_match "and says the memory limit is why" "larger than the memory limit" "$out"
+out=$("$HUTCH" run --tmpfs /t --volume "$vol:/t" -- true 2>&1)
+expect_eq "--tmpfs and --volume on one path exit 2" "2" "$?"
+expect_match "and say it is mounted twice" "mounted twice" "$out"
+out=$("$HUTCH" run "${many[@]}" -- true 2>&1)
+expect_eq "17 --tmpfs exit 2" "2" "$?"
+expect_match "and say at most 16" "more than 16" "$out"
+after=$(ls -A "$HUTCH_RUN_DIR/sandboxes" 2>/dev/null; ls -A "$HUTCH_DATA_DIR/layers" 2>/dev/null)
+expect_eq "refused --tmpfs options leave no sandbox or layer behind" "$before" "$after"
+
 # The sudo shim in the template (hutch-init under another name) is compared with the running
 # init only when the stamp of both files no longer matches: a shim changed behind hutch's back
 # (same size, other bytes; a new change time) is rewritten by the next run.

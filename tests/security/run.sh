@@ -228,6 +228,45 @@ check "volume: files are stored with canonical ids on the host (root 0, user 100
 check "volume: nothing but symlinks, the setuid copy and planted files in it" \
 	test -z "$(find "$VOL" -mindepth 1 ! -type l ! -name 'planted-by-*' ! -name suid-id)"
 
+# --tmpfs: a template's symlinks (to a host directory by its path, a ../ climb, /proc/1/root, a
+# chain) cannot steer the tmpfs out of the sandbox's root: the setup stage refuses a symlink
+# anywhere on the way (hu_mount_attach) and no mount appears on the host; and the tmpfs cannot
+# take more memory than the sandbox has (tmpfs_limits.py)
+TMPFS_HOST="$HUTCH_TEST_TMP/tmpfs-host"
+EVIL="$HUTCH_TEST_TMP/evil-links"
+mkdir -p "$TMPFS_HOST" "$EVIL/etc" "$EVIL/d"
+ln -s "$TMPFS_HOST" "$EVIL/abs"
+ln -s "../../../../../../../../..$TMPFS_HOST" "$EVIL/rel"
+ln -s "/proc/1/root$TMPFS_HOST" "$EVIL/proc1"
+ln -s /abs "$EVIL/d/hop"
+tar -C "$EVIL" -czf "$HUTCH_TEST_TMP/evil-links.tgz" .
+if out=$("$HUTCH" template build evil-links --from-tar "$HUTCH_TEST_TMP/evil-links.tgz" 2>&1); then
+	mounts_before=$(wc -l </proc/self/mountinfo)
+	for t in /abs /abs/sub /rel /rel/x /proc1 /proc1/x /d/hop /d/hop/x; do
+		name=${t#/}
+		name=${name%%/*}
+		[ "$name" = d ] && name=hop
+		out=$(srun --template evil-links --user root --tmpfs "$t:1M" -- /usr/bin/true 2>&1)
+		rc=$?
+		if [ "$rc" -eq 125 ] && grep -q "'$name' is a symlink, which a mount point may not pass through" <<<"$out"; then
+			ok "tmpfs_links: --tmpfs $t through the template's symlink is refused"
+		else
+			not_ok "tmpfs_links: --tmpfs $t: exit $rc, $out"
+		fi
+	done
+	check "tmpfs_links: no mount on the host directory the symlinks name" \
+		test "$(grep -c " $TMPFS_HOST" /proc/self/mountinfo)" -eq 0
+	check "tmpfs_links: the host's mount table is as before" test "$(wc -l </proc/self/mountinfo)" -eq "$mounts_before"
+	check "tmpfs_links: nothing was written to the host directory" test -z "$(ls -A "$TMPFS_HOST")"
+	"$HUTCH" template rm evil-links >/dev/null 2>&1
+else
+	not_ok "tmpfs_links: the template with symlinks could not be built: $out"
+fi
+SRUN_EXTRA=(--memory 64M --tmpfs /scratch:64M)
+run_attack tmpfs_limits root
+run_attack tmpfs_limits user
+SRUN_EXTRA=()
+
 # two concurrent sandboxes get disjoint uid ranges
 m=$( (srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & srun -- sh -c 'cat /proc/self/uid_map; sleep 1' & wait) )
 b1=$(awk 'NR==1{print $2}' <<<"$m")
