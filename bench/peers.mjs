@@ -211,7 +211,8 @@ function bundle(argv, { userns = true } = {}) {
 }
 
 // ---- the peers ---------------------------------------------------------------------------
-// oneshot(task) -> [cmd, args]: one create + run + destroy as one process
+// oneshot(task) -> [cmd, args, destroy?]: one create + run + destroy as one process (the host's
+// destroy, removing its work dir, is a function run after it and timed with it)
 // keep(argv) -> handle { exec(argv), pause(), resume(), destroy() }: a sandbox left running
 const peers = {}
 let seq = 0
@@ -412,12 +413,13 @@ async function oneshot(p, task) {
     await peers[p].run(task)
     return now() - t
   }
-  const [cmd, args, done] = peers[p].oneshot(task)
+  // a sample is create, run and destroy: the host's work dir is made and removed inside it too,
+  // as every sandbox's files are (hutch run and podman/Docker --rm exit once they are gone)
   const t = now()
+  const [cmd, args, done] = peers[p].oneshot(task)
   await sh(cmd, args, { env: peers[p].env, timeout: 600000 })
-  const ms = now() - t
   done?.()
-  return ms
+  return now() - t
 }
 
 // every peer once per iteration, in an order that turns, so drift hits all alike
