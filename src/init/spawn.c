@@ -3,24 +3,87 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "init/pty.h"
 #include "init/users.h"
 #include "runtime/caps.h"
 #include "util/cleanup.h"
+#include "util/execdeadline.h"
 
 #define DEFAULT_PATH "/opt/hutch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 /* How long SPAWN waits for the child to reach execve. Only a child stuck
  * before exec (say, chdir into a hung mount) takes long; SPAWN must not hang
  * init with it. */
 #define EXEC_WAIT_MS 10000
+
+/*
+ * How the child is made. The plain build uses clone(CLONE_VM | CLONE_VFORK)
+ * on a stack of its own, as glibc's posix_spawn does: no copy of init's page
+ * tables and no copy-on-write faults on either side afterwards, on the
+ * critical path of every command start (issue 20).
+ *
+ * The child then runs in init's memory until it execs, so everything it
+ * calls, from child_main to the execvp, must keep to these rules:
+ *  - no malloc/free, no stdio streams, no writes to init's globals: what it
+ *    needs the parent prepared (struct child_plan), messages are formatted
+ *    into a hu_err on its own stack (vsnprintf into a buffer takes no lock
+ *    and allocates nothing for these formats; util/err.c avoids strerror's
+ *    gettext locks). The one global written is environ, for execvp's PATH
+ *    search; the parent, suspended until the child has exec'd or exited,
+ *    puts init's back at once (spawn_vfork). errno is written too: the child
+ *    shares init's thread pointer, so init's errno is garbage after the
+ *    clone, which the parent never reads then;
+ *  - the calls it makes are system calls or glibc functions that only make
+ *    them: signal/sigprocmask, setsid, open/dup2/ioctl/close, the set*id
+ *    wrappers (a direct system call while the process is single-threaded,
+ *    which init is: it never starts a thread), prctl/capset (runtime/caps.c:
+ *    an open/read/strtol on its own stack), chdir, umask, close_range, and
+ *    execvp, which searches PATH in a buffer on the stack (whose size
+ *    spawn_vfork gives it);
+ *  - no signal handler of init may run in the child: the parent blocks every
+ *    signal around the clone, the child sets every disposition to the
+ *    default and only then unblocks (hu_spawn_reset_signals);
+ *  - the parent is suspended until the child execs or exits, so it cannot
+ *    time the child out: the child bounds itself with a POSIX timer that a
+ *    successful execve deletes (util/execdeadline.h).
+ *
+ * The sanitizer build keeps fork(): ASan knows only the thread's own stack
+ * and poisons the frames' redzones in the shadow memory it shares with init.
+ * Tried (the unit tests of init with this switch forced on under ASan): every
+ * child warns "ASan is ignoring requested __asan_handle_no_return" (a stack
+ * it does not know) and, once a mapping reuses a freed child stack's
+ * addresses, the redzones left there poisoned are reported as a
+ * stack-buffer-overflow. The plain build, the one users run, is what
+ * tests/unit (build), the e2e runs with `build` and the benchmarks exercise.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_VFORK 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_VFORK 0
+#endif
+#endif
+#ifndef SPAWN_VFORK
+#define SPAWN_VFORK 1
+#endif
+
+/* The vfork child's stack: its own frames (child_main, hu_err_sys's
+ * vsnprintf, execvp's PATH buffer of up to PATH_MAX + NAME_MAX) with room to
+ * spare, plus execvp's copy of argv when it runs a script through /bin/sh,
+ * sized per call. A PROT_NONE page below it turns an overflow into a crash
+ * of the child instead of a write into init's memory. */
+#define CHILD_STACK (64 * 1024)
 
 extern char **environ;
 
@@ -180,6 +243,9 @@ static _Noreturn void child_main(const struct child_plan *p)
 {
 	hu_err err;
 
+	/* first: whatever follows may block (chdir into a hung mount) */
+	if (SPAWN_VFORK && hu_exec_deadline_arm(EXEC_WAIT_MS, &err) < 0)
+		child_fail(p->errpipe_wr, &err);
 	hu_spawn_reset_signals();
 	if (setsid() < 0) {
 		hu_err_sys(&err, "setsid");
@@ -204,7 +270,8 @@ static _Noreturn void child_main(const struct child_plan *p)
 		hu_err_sys(&err, "close_range");
 		child_fail(p->errpipe_wr, &err);
 	}
-	/* execvp searches the PATH of the environment it runs in. */
+	/* execvp searches the PATH of the environment it runs in. With
+	 * SPAWN_VFORK this writes init's environ: spawn_vfork restores it. */
 	environ = p->envv;
 	execvp(p->req->argv[0], p->req->argv);
 	hu_err_sys(&err, "exec %s", p->req->argv[0]);
@@ -263,6 +330,90 @@ static int wait_exec(pid_t pid, int errpipe_rd, hu_err *err)
 	if (err->code <= 0)
 		err->code = EIO;
 	return -1;
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int child_entry(void *arg)
+{
+	child_main(arg);
+}
+
+/* Start the child with CLONE_VM | CLONE_VFORK (the rules at the top). It
+ * returns once the child has exec'd or exited; *took_ms says how long that
+ * took. glibc's clone(): nothing here needs clone3 (runtime/clone3.h is
+ * there for CLONE_INTO_CGROUP). */
+static pid_t spawn_vfork(struct child_plan *p, long *took_ms, hu_err *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t argv_bytes = (p->req->argc + 3) * sizeof(char *);
+	size_t size = page + CHILD_STACK + (argv_bytes + page - 1) / page * page;
+	sigset_t all, old;
+	char **init_env = environ;
+
+	char *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (map == MAP_FAILED)
+		return hu_err_sys(err, "map the child's stack");
+	if (mprotect(map, page, PROT_NONE) < 0) {
+		hu_err_sys(err, "guard the child's stack");
+		munmap(map, size);
+		return -1;
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	long t0 = now_ms();
+	pid_t pid = clone(child_entry, map + size, CLONE_VM | CLONE_VFORK | SIGCHLD, p);
+	int saved = errno;
+	*took_ms = now_ms() - t0;
+	/* the child has exec'd or exited: its environ write undone before any
+	 * handler of init can run */
+	environ = init_env;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	munmap(map, size);
+	if (pid < 0) {
+		errno = saved;
+		return hu_err_sys(err, "clone");
+	}
+	return pid;
+}
+
+static pid_t start_child(struct child_plan *p, long *took_ms, hu_err *err)
+{
+	*took_ms = 0;
+	if (SPAWN_VFORK)
+		return spawn_vfork(p, took_ms, err);
+	pid_t pid = fork();
+	if (pid < 0)
+		return hu_err_sys(err, "fork");
+	if (pid == 0)
+		child_main(p);
+	return pid;
+}
+
+/* After a vfork child, a closed error pipe means it exec'd or died; its
+ * deadline (child_main) kills it only when it took all of EXEC_WAIT_MS.
+ * Then a death by SIGKILL right after the clone returned (the child is dying
+ * already; the program it exec'd would have had to be killed by another
+ * within the second) is the deadline's, reported as fork's timeout was. A
+ * child that was quick and killed by another process before exec still
+ * shows as a process killed by a signal, as it did with fork. */
+static int check_deadline(pid_t pid, long took_ms, hu_err *err)
+{
+	if (took_ms < EXEC_WAIT_MS - 10) /* 10: the clocks' rounding, generously */
+		return 0;
+	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
+	siginfo_t si = {0};
+	if (pidfd < 0 || poll(&pfd, 1, 1000) <= 0 || waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+	    si.si_code != CLD_KILLED || si.si_status != SIGKILL)
+		return 0;
+	waitpid(pid, NULL, 0);
+	return hu_err_set(err, ETIMEDOUT, "process did not reach exec");
 }
 
 /* Pipes and pty, both ends CLOEXEC. The child's ends are its plan's; the
@@ -353,15 +504,12 @@ int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err)
 	errpipe_rd = p[0];
 	plan.errpipe_wr = p[1];
 
-	pid_t pid = fork();
-	if (pid < 0) {
-		hu_err_sys(err, "fork");
+	long took_ms;
+	pid_t pid = start_child(&plan, &took_ms, err);
+	if (pid < 0)
 		goto fail;
-	}
-	if (pid == 0)
-		child_main(&plan);
 	close_plan(&plan);
-	if (wait_exec(pid, errpipe_rd, err) < 0) {
+	if (wait_exec(pid, errpipe_rd, err) < 0 || check_deadline(pid, took_ms, err) < 0) {
 		close_spawned(res);
 		return -1;
 	}
