@@ -56,7 +56,11 @@
  *    default and only then unblocks (hu_spawn_reset_signals);
  *  - the parent is suspended until the child execs or exits, so it cannot
  *    time the child out: the child bounds itself with a POSIX timer that a
- *    successful execve deletes (util/execdeadline.h).
+ *    successful execve deletes (util/execdeadline.h). Not covered: a SIGSTOP
+ *    that a root process of the same sandbox sends the new pid in the few
+ *    microseconds before the timer is armed keeps init suspended until that
+ *    child is continued (fork's parent gave up after EXEC_WAIT_MS). Only that
+ *    sandbox's own init stalls; the daemon still destroys it.
  *
  * The sanitizer build keeps fork(): ASan knows only the thread's own stack
  * and poisons the frames' redzones in the shadow memory it shares with init.
