@@ -19,7 +19,6 @@
 #include "init/users.h"
 #include "runtime/caps.h"
 #include "util/cleanup.h"
-#include "util/execdeadline.h"
 
 #define DEFAULT_PATH "/opt/hutch/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 /* How long SPAWN waits for the child to reach execve. Only a child stuck
@@ -28,61 +27,69 @@
 #define EXEC_WAIT_MS 10000
 
 /*
- * How the child is made. The plain build uses clone(CLONE_VM | CLONE_VFORK)
- * on a stack of its own, as glibc's posix_spawn does: no copy of init's page
- * tables and no copy-on-write faults on either side afterwards, on the
- * critical path of every command start (issue 20).
+ * How the child is made. The plain build uses clone(CLONE_VM) on a stack of
+ * its own: no copy of init's page tables and no copy-on-write faults on
+ * either side afterwards, on the critical path of every command start
+ * (issue 20).
  *
- * The child then runs in init's memory until it execs, so everything it
- * calls, from child_main to the execvp, must keep to these rules:
+ * The child then runs in init's memory until it execs, and init waits for it
+ * (wait_exec: the CLOEXEC error pipe closes at the exec, after the kernel has
+ * given the child a memory of its own, or at its exit) with everything the
+ * child reads left alone: the plan and what it points to are changed or freed
+ * only after that wait. So everything the child calls, from child_main to the
+ * execvp, keeps to these rules:
  *  - no malloc/free, no stdio streams, no writes to init's globals: what it
  *    needs the parent prepared (struct child_plan), messages are formatted
  *    into a hu_err on its own stack (vsnprintf into a buffer takes no lock
  *    and allocates nothing for these formats; util/err.c avoids strerror's
  *    gettext locks). The one global written is environ, for execvp's PATH
- *    search; the parent, suspended until the child has exec'd or exited,
- *    puts init's back at once (spawn_vfork). errno is written too: the child
- *    shares init's thread pointer, so init's errno is garbage after the
- *    clone, which the parent never reads then;
+ *    search; the parent puts init's back after the wait (spawn_vm_done).
+ *    errno is shared too (the child runs on init's thread pointer): the
+ *    parent's only calls meanwhile (close, poll, read; kill and waitpid) set
+ *    it only when they fail, which they do not on a pipe it owns and a child
+ *    of its own, and nothing of the child's path reads it but right after
+ *    its own calls;
  *  - the calls it makes are system calls or glibc functions that only make
  *    them: signal/sigprocmask, setsid, open/dup2/ioctl/close, the set*id
  *    wrappers (a direct system call while the process is single-threaded,
  *    which init is: it never starts a thread), prctl/capset (runtime/caps.c:
  *    an open/read/strtol on its own stack), chdir, umask, close_range, and
  *    execvp, which searches PATH in a buffer on the stack (whose size
- *    spawn_vfork gives it);
+ *    spawn_vm gives it);
  *  - no signal handler of init may run in the child: the parent blocks every
  *    signal around the clone, the child sets every disposition to the
- *    default and only then unblocks (hu_spawn_reset_signals);
- *  - the parent is suspended until the child execs or exits, so it cannot
- *    time the child out: the child bounds itself with a POSIX timer that a
- *    successful execve deletes (util/execdeadline.h). Not covered: a SIGSTOP
- *    that a root process of the same sandbox sends the new pid in the few
- *    microseconds before the timer is armed keeps init suspended until that
- *    child is continued (fork's parent gave up after EXEC_WAIT_MS). Only that
- *    sandbox's own init stalls; the daemon still destroys it.
+ *    default and only then unblocks (hu_spawn_reset_signals).
+ *
+ * Not CLONE_VFORK (glibc's posix_spawn's choice): its parent sleeps in the
+ * kernel until the child execs or exits, so the 10 s limit would have to be
+ * the child's own (a POSIX timer, which execve deletes), and a root process
+ * of the sandbox that sends SIGSTOP to the next pids catches the child before
+ * it can arm one: tried, init stays suspended for as long as the child is
+ * stopped. Here init's poll gives up after EXEC_WAIT_MS whatever the child
+ * does, as it did after fork.
  *
  * The sanitizer build keeps fork(): ASan knows only the thread's own stack
  * and poisons the frames' redzones in the shadow memory it shares with init.
- * Tried (the unit tests of init with this switch forced on under ASan): every
- * child warns "ASan is ignoring requested __asan_handle_no_return" (a stack
- * it does not know) and, once a mapping reuses a freed child stack's
- * addresses, the redzones left there poisoned are reported as a
- * stack-buffer-overflow. The plain build, the one users run, is what
- * tests/unit (build), the e2e runs with `build` and the benchmarks exercise.
+ * Tried (the unit tests of init with CLONE_VM | CLONE_VFORK forced on under
+ * ASan): every child warns "ASan is ignoring requested
+ * __asan_handle_no_return" (a stack it does not know) and, once a mapping
+ * reuses a freed child stack's addresses, the redzones left there poisoned
+ * are reported as a stack-buffer-overflow. The plain build, the one users
+ * run, is what tests/unit (build), the e2e runs with `build` and the
+ * benchmarks exercise.
  */
 #if defined(__SANITIZE_ADDRESS__)
-#define SPAWN_VFORK 0
+#define SPAWN_VM 0
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define SPAWN_VFORK 0
+#define SPAWN_VM 0
 #endif
 #endif
-#ifndef SPAWN_VFORK
-#define SPAWN_VFORK 1
+#ifndef SPAWN_VM
+#define SPAWN_VM 1
 #endif
 
-/* The vfork child's stack: its own frames (child_main, hu_err_sys's
+/* The CLONE_VM child's stack: its own frames (child_main, hu_err_sys's
  * vsnprintf, execvp's PATH buffer of up to PATH_MAX + NAME_MAX) with room to
  * spare, plus execvp's copy of argv when it runs a script through /bin/sh,
  * sized per call. A PROT_NONE page below it turns an overflow into a crash
@@ -247,9 +254,6 @@ static _Noreturn void child_main(const struct child_plan *p)
 {
 	hu_err err;
 
-	/* first: whatever follows may block (chdir into a hung mount) */
-	if (SPAWN_VFORK && hu_exec_deadline_arm(EXEC_WAIT_MS, &err) < 0)
-		child_fail(p->errpipe_wr, &err);
 	hu_spawn_reset_signals();
 	if (setsid() < 0) {
 		hu_err_sys(&err, "setsid");
@@ -275,7 +279,7 @@ static _Noreturn void child_main(const struct child_plan *p)
 		child_fail(p->errpipe_wr, &err);
 	}
 	/* execvp searches the PATH of the environment it runs in. With
-	 * SPAWN_VFORK this writes init's environ: spawn_vfork restores it. */
+	 * SPAWN_VM this writes init's environ: spawn_vm_done restores it. */
 	environ = p->envv;
 	execvp(p->req->argv[0], p->req->argv);
 	hu_err_sys(&err, "exec %s", p->req->argv[0]);
@@ -336,88 +340,77 @@ static int wait_exec(pid_t pid, int errpipe_rd, hu_err *err)
 	return -1;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int child_entry(void *arg)
 {
 	child_main(arg);
 }
 
-/* Start the child with CLONE_VM | CLONE_VFORK (the rules at the top). It
- * returns once the child has exec'd or exited; *took_ms says how long that
- * took. glibc's clone(): nothing here needs clone3 (runtime/clone3.h is
- * there for CLONE_INTO_CGROUP). */
-static pid_t spawn_vfork(struct child_plan *p, long *took_ms, hu_err *err)
+/* The CLONE_VM child's stack and init's environ, kept until it is done. */
+struct vm_child {
+	char *stack;
+	size_t size;
+	char **init_env;
+};
+
+/* Start the child with CLONE_VM (the rules at the top); spawn_vm_done once
+ * it has exec'd or is gone. glibc's clone(): nothing here needs clone3
+ * (runtime/clone3.h is there for CLONE_INTO_CGROUP). */
+static pid_t spawn_vm(struct child_plan *p, struct vm_child *vm, hu_err *err)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t argv_bytes = (p->req->argc + 3) * sizeof(char *);
-	size_t size = page + CHILD_STACK + (argv_bytes + page - 1) / page * page;
 	sigset_t all, old;
-	char **init_env = environ;
 
-	char *map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (map == MAP_FAILED)
+	vm->size = page + CHILD_STACK + (argv_bytes + page - 1) / page * page;
+	vm->init_env = environ;
+	vm->stack = mmap(NULL, vm->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (vm->stack == MAP_FAILED) {
+		vm->stack = NULL;
 		return hu_err_sys(err, "map the child's stack");
-	if (mprotect(map, page, PROT_NONE) < 0) {
+	}
+	if (mprotect(vm->stack, page, PROT_NONE) < 0) {
 		hu_err_sys(err, "guard the child's stack");
-		munmap(map, size);
+		munmap(vm->stack, vm->size);
+		vm->stack = NULL;
 		return -1;
 	}
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	long t0 = now_ms();
-	pid_t pid = clone(child_entry, map + size, CLONE_VM | CLONE_VFORK | SIGCHLD, p);
+	pid_t pid = clone(child_entry, vm->stack + vm->size, CLONE_VM | SIGCHLD, p);
 	int saved = errno;
-	*took_ms = now_ms() - t0;
-	/* the child has exec'd or exited: its environ write undone before any
-	 * handler of init can run */
-	environ = init_env;
+	/* the child has its own mask (all blocked) and its own copy of the
+	 * dispositions from here on */
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	munmap(map, size);
 	if (pid < 0) {
+		munmap(vm->stack, vm->size);
+		vm->stack = NULL;
 		errno = saved;
 		return hu_err_sys(err, "clone");
 	}
 	return pid;
 }
 
-static pid_t start_child(struct child_plan *p, long *took_ms, hu_err *err)
+/* The child has exec'd or is gone: its stack goes, its environ write is
+ * undone. */
+static void spawn_vm_done(struct vm_child *vm)
 {
-	*took_ms = 0;
-	if (SPAWN_VFORK)
-		return spawn_vfork(p, took_ms, err);
+	if (!vm->stack)
+		return;
+	environ = vm->init_env;
+	munmap(vm->stack, vm->size);
+	vm->stack = NULL;
+}
+
+static pid_t start_child(struct child_plan *p, struct vm_child *vm, hu_err *err)
+{
+	if (SPAWN_VM)
+		return spawn_vm(p, vm, err);
 	pid_t pid = fork();
 	if (pid < 0)
 		return hu_err_sys(err, "fork");
 	if (pid == 0)
 		child_main(p);
 	return pid;
-}
-
-/* After a vfork child, a closed error pipe means it exec'd or died; its
- * deadline (child_main) kills it only when it took all of EXEC_WAIT_MS.
- * Then a death by SIGKILL right after the clone returned (the child is dying
- * already; the program it exec'd would have had to be killed by another
- * within the second) is the deadline's, reported as fork's timeout was. A
- * child that was quick and killed by another process before exec still
- * shows as a process killed by a signal, as it did with fork. */
-static int check_deadline(pid_t pid, long took_ms, hu_err *err)
-{
-	if (took_ms < EXEC_WAIT_MS - 10) /* 10: the clocks' rounding, generously */
-		return 0;
-	_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-	siginfo_t si = {0};
-	if (pidfd < 0 || poll(&pfd, 1, 1000) <= 0 || waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
-	    si.si_code != CLD_KILLED || si.si_status != SIGKILL)
-		return 0;
-	waitpid(pid, NULL, 0);
-	return hu_err_set(err, ETIMEDOUT, "process did not reach exec");
 }
 
 /* Pipes and pty, both ends CLOEXEC. The child's ends are its plan's; the
@@ -508,12 +501,20 @@ int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err)
 	errpipe_rd = p[0];
 	plan.errpipe_wr = p[1];
 
-	long took_ms;
-	pid_t pid = start_child(&plan, &took_ms, err);
+	struct vm_child vm = {0};
+	pid_t pid = start_child(&plan, &vm, err);
 	if (pid < 0)
 		goto fail;
+	/* Only init's copy of the error pipe's write end is closed before the
+	 * wait (its EOF is the exec); the plan, which a CLONE_VM child reads
+	 * (errpipe_wr too), is not written until the child has exec'd or is
+	 * gone. */
+	close(plan.errpipe_wr);
+	int rc = wait_exec(pid, errpipe_rd, err);
+	spawn_vm_done(&vm);
+	plan.errpipe_wr = -1; /* closed above */
 	close_plan(&plan);
-	if (wait_exec(pid, errpipe_rd, err) < 0 || check_deadline(pid, took_ms, err) < 0) {
+	if (rc < 0) {
 		close_spawned(res);
 		return -1;
 	}
