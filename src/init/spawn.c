@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +23,76 @@
  * before exec (say, chdir into a hung mount) takes long; SPAWN must not hang
  * init with it. */
 #define EXEC_WAIT_MS 10000
+
+/*
+ * How the child is made. The plain build uses clone(CLONE_VM) on a stack of
+ * its own: no copy of init's page tables and no copy-on-write faults on
+ * either side afterwards, on the critical path of every command start
+ * (issue 20).
+ *
+ * The child then runs in init's memory until it execs, and init waits for it
+ * (wait_exec: the CLOEXEC error pipe closes at the exec, after the kernel has
+ * given the child a memory of its own, or at its exit) with everything the
+ * child reads left alone: the plan and what it points to are changed or freed
+ * only after that wait. So everything the child calls, from child_main to the
+ * execvp, keeps to these rules:
+ *  - no malloc/free, no stdio streams, no writes to init's globals: what it
+ *    needs the parent prepared (struct child_plan), messages are formatted
+ *    into a hu_err on its own stack (vsnprintf into a buffer takes no lock
+ *    and allocates nothing for these formats; util/err.c avoids strerror's
+ *    gettext locks). The one global written is environ, for execvp's PATH
+ *    search; the parent puts init's back after the wait (spawn_vm_done).
+ *    errno is shared too (the child runs on init's thread pointer): the
+ *    parent's only calls meanwhile (close, poll, read; kill and waitpid) set
+ *    it only when they fail, which they do not on a pipe it owns and a child
+ *    of its own, and nothing of the child's path reads it but right after
+ *    its own calls;
+ *  - the calls it makes are system calls or glibc functions that only make
+ *    them: signal/sigprocmask, setsid, open/dup2/ioctl/close, the set*id
+ *    wrappers (a direct system call while the process is single-threaded,
+ *    which init is: it never starts a thread), prctl/capset (runtime/caps.c:
+ *    an open/read/strtol on its own stack), chdir, umask, close_range, and
+ *    execvp, which searches PATH in a buffer on the stack (whose size
+ *    spawn_vm gives it);
+ *  - no signal handler of init may run in the child: the parent blocks every
+ *    signal around the clone, the child sets every disposition to the
+ *    default and only then unblocks (hu_spawn_reset_signals).
+ *
+ * Not CLONE_VFORK (glibc's posix_spawn's choice): its parent sleeps in the
+ * kernel until the child execs or exits, so the 10 s limit would have to be
+ * the child's own (a POSIX timer, which execve deletes), and a root process
+ * of the sandbox that sends SIGSTOP to the next pids catches the child before
+ * it can arm one: tried, init stays suspended for as long as the child is
+ * stopped. Here init's poll gives up after EXEC_WAIT_MS whatever the child
+ * does, as it did after fork.
+ *
+ * The sanitizer build keeps fork(): ASan knows only the thread's own stack
+ * and poisons the frames' redzones in the shadow memory it shares with init.
+ * Tried (the unit tests of init with CLONE_VM | CLONE_VFORK forced on under
+ * ASan): every child warns "ASan is ignoring requested
+ * __asan_handle_no_return" (a stack it does not know) and, once a mapping
+ * reuses a freed child stack's addresses, the redzones left there poisoned
+ * are reported as a stack-buffer-overflow. The plain build, the one users
+ * run, is what tests/unit (build), the e2e runs with `build` and the
+ * benchmarks exercise.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_VM 0
+#endif
+#endif
+#ifndef SPAWN_VM
+#define SPAWN_VM 1
+#endif
+
+/* The CLONE_VM child's stack: its own frames (child_main, hu_err_sys's
+ * vsnprintf, execvp's PATH buffer of up to PATH_MAX + NAME_MAX) with room to
+ * spare, plus execvp's copy of argv when it runs a script through /bin/sh,
+ * sized per call. A PROT_NONE page below it turns an overflow into a crash
+ * of the child instead of a write into init's memory. */
+#define CHILD_STACK (64 * 1024)
 
 extern char **environ;
 
@@ -204,7 +276,8 @@ static _Noreturn void child_main(const struct child_plan *p)
 		hu_err_sys(&err, "close_range");
 		child_fail(p->errpipe_wr, &err);
 	}
-	/* execvp searches the PATH of the environment it runs in. */
+	/* execvp searches the PATH of the environment it runs in. With
+	 * SPAWN_VM this writes init's environ: spawn_vm_done restores it. */
 	environ = p->envv;
 	execvp(p->req->argv[0], p->req->argv);
 	hu_err_sys(&err, "exec %s", p->req->argv[0]);
@@ -263,6 +336,79 @@ static int wait_exec(pid_t pid, int errpipe_rd, hu_err *err)
 	if (err->code <= 0)
 		err->code = EIO;
 	return -1;
+}
+
+static int child_entry(void *arg)
+{
+	child_main(arg);
+}
+
+/* The CLONE_VM child's stack and init's environ, kept until it is done. */
+struct vm_child {
+	char *stack;
+	size_t size;
+	char **init_env;
+};
+
+/* Start the child with CLONE_VM (the rules at the top); spawn_vm_done once
+ * it has exec'd or is gone. glibc's clone(): nothing here needs clone3
+ * (runtime/clone3.h is there for CLONE_INTO_CGROUP). */
+static pid_t spawn_vm(struct child_plan *p, struct vm_child *vm, hu_err *err)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t argv_bytes = (p->req->argc + 3) * sizeof(char *);
+	sigset_t all, old;
+
+	vm->size = page + CHILD_STACK + (argv_bytes + page - 1) / page * page;
+	vm->init_env = environ;
+	vm->stack = mmap(NULL, vm->size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (vm->stack == MAP_FAILED) {
+		vm->stack = NULL;
+		return hu_err_sys(err, "map the child's stack");
+	}
+	if (mprotect(vm->stack, page, PROT_NONE) < 0) {
+		hu_err_sys(err, "guard the child's stack");
+		munmap(vm->stack, vm->size);
+		vm->stack = NULL;
+		return -1;
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(child_entry, vm->stack + vm->size, CLONE_VM | SIGCHLD, p);
+	int saved = errno;
+	/* the child has its own mask (all blocked) and its own copy of the
+	 * dispositions from here on */
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		munmap(vm->stack, vm->size);
+		vm->stack = NULL;
+		errno = saved;
+		return hu_err_sys(err, "clone");
+	}
+	return pid;
+}
+
+/* The child has exec'd or is gone: its stack goes, its environ write is
+ * undone. */
+static void spawn_vm_done(struct vm_child *vm)
+{
+	if (!vm->stack)
+		return;
+	environ = vm->init_env;
+	munmap(vm->stack, vm->size);
+	vm->stack = NULL;
+}
+
+static pid_t start_child(struct child_plan *p, struct vm_child *vm, hu_err *err)
+{
+	if (SPAWN_VM)
+		return spawn_vm(p, vm, err);
+	pid_t pid = fork();
+	if (pid < 0)
+		return hu_err_sys(err, "fork");
+	if (pid == 0)
+		child_main(p);
+	return pid;
 }
 
 /* Pipes and pty, both ends CLOEXEC. The child's ends are its plan's; the
@@ -353,15 +499,20 @@ int hu_spawn(const struct hu_request *req, struct hu_spawned *res, hu_err *err)
 	errpipe_rd = p[0];
 	plan.errpipe_wr = p[1];
 
-	pid_t pid = fork();
-	if (pid < 0) {
-		hu_err_sys(err, "fork");
+	struct vm_child vm = {0};
+	pid_t pid = start_child(&plan, &vm, err);
+	if (pid < 0)
 		goto fail;
-	}
-	if (pid == 0)
-		child_main(&plan);
+	/* Only init's copy of the error pipe's write end is closed before the
+	 * wait (its EOF is the exec); the plan, which a CLONE_VM child reads
+	 * (errpipe_wr too), is not written until the child has exec'd or is
+	 * gone. */
+	close(plan.errpipe_wr);
+	int rc = wait_exec(pid, errpipe_rd, err);
+	spawn_vm_done(&vm);
+	plan.errpipe_wr = -1; /* closed above */
 	close_plan(&plan);
-	if (wait_exec(pid, errpipe_rd, err) < 0) {
+	if (rc < 0) {
 		close_spawned(res);
 		return -1;
 	}

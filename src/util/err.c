@@ -4,13 +4,27 @@
 #include <stdio.h>
 #include <string.h>
 
+/* strerror's text without strerror: strerror translates through gettext,
+ * which takes glibc's locale locks (global writes). hutch never calls
+ * setlocale, so the untranslated text is the same one, and this way a
+ * CLONE_VM child of hutch-init (init/spawn.c) can fill a hu_err without
+ * writing a byte of init's memory. */
+static void put_errno_text(char *buf, size_t size, int code)
+{
+	const char *text = strerrordesc_np(code);
+	if (text)
+		snprintf(buf, size, ": %s", text);
+	else
+		snprintf(buf, size, ": Unknown error %d", code);
+}
+
 static int vset(hu_err *err, int code, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	if (n < 0)
 		n = 0;
 	if (code > 0 && (size_t)n < sizeof(err->msg))
-		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s", strerror(code));
+		put_errno_text(err->msg + n, sizeof(err->msg) - (size_t)n, code);
 	err->code = code > 0 ? code : (code < 0 ? -code : EIO);
 	return -1;
 }

@@ -20,7 +20,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -548,6 +550,141 @@ static void test_exec_missing_binary(void **state)
 	struct hu_spawn_req bad_cwd = {.argv = ok_argv, .argc = 1, .user = "root", .cwd = "/nonexistent-dir"};
 	assert_int_equal(spawn_req(h, h->fd, 2, &bad_cwd, &err), 0);
 	assert_int_equal(err.code, ENOENT);
+}
+
+/* What glibc's execvp does, kept by init's spawn: a file without a #! line
+ * runs with /bin/sh (ENOEXEC), the search goes on past a file that is not
+ * executable (EACCES) and reports EACCES when nothing else is found, and the
+ * PATH searched is the one of the request's environment. */
+static void test_exec_path_search(void **state)
+{
+	struct harness *h = *state;
+	char path[PATH_MAX + 8], dir2[PATH_MAX], env_path[2 * PATH_MAX + 16];
+	hu_err err = {0};
+
+	snprintf(dir2, sizeof(dir2), "%s/bin2", h->dir);
+	assert_int_equal(mkdir(dir2, 0755), 0);
+	snprintf(path, sizeof(path), "%s/hutch-noshebang", h->dir);
+	assert_int_equal(hu_write_file(path, "echo via-sh\n", 12, O_CREAT | O_EXCL, 0755, &err), 0);
+	snprintf(path, sizeof(path), "%s/hutch-noexec", h->dir);
+	assert_int_equal(hu_write_file(path, "echo no\n", 8, O_CREAT | O_EXCL, 0644, &err), 0);
+	snprintf(path, sizeof(path), "%s/hutch-noexec", dir2);
+	assert_int_equal(hu_write_file(path, "echo second\n", 12, O_CREAT | O_EXCL, 0755, &err), 0);
+	snprintf(env_path, sizeof(env_path), "PATH=%s:%s", h->dir, dir2);
+	const char *envv[] = {env_path};
+
+	const char *argv[] = {"hutch-noshebang"};
+	struct hu_spawn_req req = {.argv = argv, .argc = 1, .envv = envv, .envc = 1, .user = "root"};
+	assert_true(spawn_req(h, h->fd, 1, &req, NULL) > 0);
+	struct run_result r = {0};
+	collect(h->fd, 1, &r);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal((char *)r.out.p, "via-sh\n");
+	result_free(&r);
+
+	/* 0644 in the first directory: skipped for the one in the second */
+	argv[0] = "hutch-noexec";
+	assert_true(spawn_req(h, h->fd, 2, &req, NULL) > 0);
+	memset(&r, 0, sizeof(r));
+	collect(h->fd, 2, &r);
+	assert_string_equal((char *)r.out.p, "second\n");
+	result_free(&r);
+
+	/* only the 0644 one: EACCES */
+	snprintf(env_path, sizeof(env_path), "PATH=%s", h->dir);
+	assert_int_equal(spawn_req(h, h->fd, 3, &req, &err), 0);
+	assert_int_equal(err.code, EACCES);
+	assert_string_equal(err.msg, "exec hutch-noexec: Permission denied");
+
+	/* not on the request's PATH: ENOENT, though it is on init's own */
+	argv[0] = "sh";
+	assert_int_equal(spawn_req(h, h->fd, 4, &req, &err), 0);
+	assert_int_equal(err.code, ENOENT);
+}
+
+/* ---- a command stuck before exec ------------------------------------------------ */
+
+/* A FUSE mount nobody serves: every lookup below it waits (killably) for an
+ * answer that never comes, as in a hung network mount. It lives in a mount
+ * namespace of its own that only this test's init is in, so nothing of it
+ * outlives the init; closing the device end aborts whatever still waits. */
+static int hung_fuse = -1;
+
+static int setup_hung_mount(void **state)
+{
+	int self_ns = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	int self_cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	bool ns = self_ns >= 0 && unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
+	int rc = setup(state); /* init starts in the new namespace */
+	struct harness *h = *state;
+	char mnt[PATH_MAX + 8], opts[96];
+	snprintf(mnt, sizeof(mnt), "%s/hung", h->dir);
+	int fd = ns && mkdir(mnt, 0755) == 0 ? open("/dev/fuse", O_RDWR | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+		if (mount("hutch-test", mnt, "fuse", MS_NOSUID | MS_NODEV, opts) == 0)
+			hung_fuse = fd;
+		else
+			close(fd);
+	}
+	/* setns puts the cwd at the namespace's root: the tests' paths are
+	 * relative to the tree's */
+	if (ns && (setns(self_ns, CLONE_NEWNS) < 0 || fchdir(self_cwd) < 0))
+		fail_msg("back to the test's mount namespace: %s", strerror(errno));
+	if (self_ns >= 0)
+		close(self_ns);
+	close(self_cwd);
+	return rc;
+}
+
+static int teardown_hung_mount(void **state)
+{
+	if (hung_fuse >= 0)
+		close(hung_fuse);
+	hung_fuse = -1;
+	return teardown(state);
+}
+
+static long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* chdir into the hung mount: SPAWN fails after its 10 s (EXEC_WAIT_MS in
+ * init/spawn.c) with ETIMEDOUT, the child is gone, init goes on. */
+static void test_stuck_before_exec(void **state)
+{
+	struct harness *h = *state;
+	char cwd[PATH_MAX + 16];
+	hu_err err = {0};
+
+	if (hung_fuse < 0)
+		skip(); /* not root, or no FUSE here */
+	snprintf(cwd, sizeof(cwd), "%s/hung/x", h->dir);
+	const char *argv[] = {"true"};
+	struct hu_spawn_req req = {.argv = argv, .argc = 1, .user = "root", .cwd = cwd};
+	long t0 = now_ms();
+	assert_int_equal(spawn_req(h, h->fd, 1, &req, &err), 0);
+	long took = now_ms() - t0;
+	assert_int_equal(err.code, ETIMEDOUT);
+	assert_non_null(strstr(err.msg, "process did not reach exec"));
+	assert_true(took >= 9900 && took < 15000);
+
+	struct run_result r;
+	run_sh(h, "echo ok", &r);
+	assert_int_equal(r.exit_code, 0);
+	assert_string_equal((char *)r.out.p, "ok\n");
+	result_free(&r);
+	/* the stuck child was reaped: init has no child left but sh's, gone too */
+	char children[64], buf[64] = "";
+	snprintf(children, sizeof(children), "/proc/%d/task/%d/children", (int)h->init_pid, (int)h->init_pid);
+	FILE *f = fopen(children, "r");
+	assert_non_null(f);
+	(void)!fgets(buf, sizeof(buf), f);
+	fclose(f);
+	assert_string_equal(buf, "");
 }
 
 static void test_attach_from_second_connection(void **state)
@@ -1251,6 +1388,8 @@ int main(void)
 		T(test_big_output_intact),
 		T(test_backpressure_bounds_memory),
 		T(test_exec_missing_binary),
+		T(test_exec_path_search),
+		cmocka_unit_test_setup_teardown(test_stuck_before_exec, setup_hung_mount, teardown_hung_mount),
 		T(test_attach_from_second_connection),
 		T(test_attach_after_exit_replays),
 		T(test_disconnect_keeps_process),
