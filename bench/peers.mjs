@@ -229,7 +229,9 @@ peers.host = {
   oneshot(task) {
     const work = mkdtempSync(join(T, 'hostwork', 'w'))
     const argv = TASKS[task].map((a) => (a === '/tmp' ? work : a.replace(/^\/data/, DATA)))
-    return ['/usr/bin/env', ['-C', work, ...argv], () => rmSync(work, { recursive: true, force: true, maxRetries: 5 })]
+    // its destroy: `rm -rf`, what a user would run (node's rmSync of the file task's 40,000 files
+    // took twice as long)
+    return ['/usr/bin/env', ['-C', work, ...argv], () => execFileSync('rm', ['-rf', '--', work])]
   },
   async keep(argv) {
     const p = spawn(argv[0], argv.slice(1), { stdio: 'ignore', detached: true })
