@@ -26,15 +26,10 @@ for r in $(seq 1 "$rounds"); do
 	"$bench" --only true --rounds 1 --iterations "$iters" --warmup 5 --no-cli --no-bwrap --no-crun \
 		--json "$tmp/host-$r.json" >/dev/null
 done
-python3 - "$tmp" "$rounds" <<'PY'
+PYTHONPATH="$(dirname "$0")" python3 - "$tmp" "$rounds" <<'PY'
 import json, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
-def pct(v, p):
-    v = sorted(v)
-    k = (len(v) - 1) * p
-    lo = int(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+from abstats import pct
 res = {"a": [], "b": [], "host": []}
 for r in range(1, rounds + 1):
     for side in "ab":

@@ -24,15 +24,10 @@ for r in $(seq 1 "$rounds"); do
 		"$bin" --only split --rounds 1 --iterations "$iters" --warmup 5 --no-cli "${alive[@]}" --json "$tmp/$side-$r.json" >/dev/null
 	done
 done
-python3 - "$tmp" "$rounds" <<'EOF'
+PYTHONPATH="$(dirname "$0")" python3 - "$tmp" "$rounds" <<'EOF'
 import json, sys
 tmp, rounds = sys.argv[1], int(sys.argv[2])
-def pct(v, p):
-    v = sorted(v)
-    k = (len(v) - 1) * p
-    lo = int(k)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+from abstats import pct
 res = {}
 for side in "ab":
     s = {"create": [], "exec_first": [], "destroy": [], "create+exec_first": []}

@@ -70,12 +70,10 @@ for r in $(seq 1 "$rounds"); do
 		done
 	done
 done
-python3 - "$tmp/res" <<'PY'
+PYTHONPATH="$(dirname "$0")" python3 - "$tmp/res" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 3]
-def pct(v, p):
-    v = sorted(v); k = (len(v) - 1) * p; lo = int(k); hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+from abstats import pct
 # the slow tail of a throughput is its low percentile (p1)
 print(f"{'MB/s':6} {'side':7} {'n':>3} {'median':>8} {'p1':>8} {'/ host median':>14}")
 for kind in ("seq", "dsync"):
