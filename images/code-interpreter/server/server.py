@@ -13,9 +13,11 @@ sandbox's ingress) and a few concurrent cells, each of which mostly waits for it
 after the default Python kernel has started, so a readiness check on /health passes when a first cell can run at once.
 """
 import argparse
+import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import sys
@@ -224,6 +226,9 @@ def main(argv=None):
     home = args.home or os.environ.get("HOME") or os.getcwd()
     state = args.state or os.path.join(home, ".cache", "hutch-interpreter", "contexts.json")
     specs = tempfile.mkdtemp(prefix="hutch-kernelspecs-")
+    # gone with the server however it ends but SIGKILL (in a sandbox /tmp goes with it anyway; a server run on a
+    # host, as images/code-interpreter/tests/run.sh does, left one directory per start)
+    atexit.register(shutil.rmtree, specs, True)
     kernels.write_specs(specs)
     ksm = KernelSpecManager(kernel_dirs=[specs], ensure_native_kernel=False)
     registry = contexts.Registry(ksm, state, home, args.env_file)
